@@ -1,0 +1,5 @@
+//! crd-apiserver: a kube-apiserver for CustomResourceDefinitions and custom resources.
+
+pub mod field;
+pub mod schema;
+pub mod status;

@@ -1,0 +1,386 @@
+//! The kube `Status` error: one type with constructors, turned into an HTTP response
+//! in exactly one place (`http::response`).
+
+use crate::field;
+use serde_json::{json, Map, Value};
+
+/// A qualified resource name used in messages: `widgets.crud.example.com` or `namespaces`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GroupResource {
+    /// API group, empty for core.
+    pub group: String,
+    /// Plural resource name.
+    pub resource: String,
+}
+
+impl GroupResource {
+    /// Build from parts.
+    pub fn new(group: &str, resource: &str) -> Self {
+        GroupResource {
+            group: group.to_string(),
+            resource: resource.to_string(),
+        }
+    }
+}
+
+impl std::fmt::Display for GroupResource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.group.is_empty() {
+            f.write_str(&self.resource)
+        } else {
+            write!(f, "{}.{}", self.resource, self.group)
+        }
+    }
+}
+
+/// One `details.causes[]` entry.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Cause {
+    /// `reason`
+    pub reason: String,
+    /// `message`
+    pub message: String,
+    /// `field`
+    pub field: String,
+}
+
+/// `details` of a Status.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Details {
+    /// `details.name`
+    pub name: String,
+    /// `details.group`
+    pub group: String,
+    /// `details.kind`
+    pub kind: String,
+    /// `details.uid`
+    pub uid: String,
+    /// `details.causes`
+    pub causes: Vec<Cause>,
+    /// `details.retryAfterSeconds`
+    pub retry_after_seconds: Option<i64>,
+}
+
+/// A failed API call, as kube's `metav1.Status` with `status: Failure`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Status {
+    /// HTTP status code (also `code` in the body).
+    pub code: u16,
+    /// `reason`, e.g. `NotFound`; empty for none.
+    pub reason: String,
+    /// Human-readable `message`.
+    pub message: String,
+    /// Optional `details`.
+    pub details: Option<Details>,
+}
+
+impl std::fmt::Display for Status {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for Status {}
+
+impl Status {
+    fn new(code: u16, reason: &str, message: impl Into<String>, details: Option<Details>) -> Self {
+        Status {
+            code,
+            reason: reason.to_string(),
+            message: message.into(),
+            details,
+        }
+    }
+
+    fn named(gr: &GroupResource, name: &str) -> Details {
+        Details {
+            name: name.to_string(),
+            group: gr.group.clone(),
+            kind: gr.resource.clone(),
+            ..Default::default()
+        }
+    }
+
+    /// 404 `<resource> "<name>" not found`.
+    pub fn not_found(gr: &GroupResource, name: &str) -> Self {
+        Self::new(
+            404,
+            "NotFound",
+            format!("{gr} \"{name}\" not found"),
+            Some(Self::named(gr, name)),
+        )
+    }
+
+    /// 404 with a free-form message and no details (unknown paths).
+    pub fn not_found_message(message: impl Into<String>) -> Self {
+        Self::new(404, "NotFound", message, None)
+    }
+
+    /// 409 `<resource> "<name>" already exists`.
+    pub fn already_exists(gr: &GroupResource, name: &str) -> Self {
+        Self::new(
+            409,
+            "AlreadyExists",
+            format!("{gr} \"{name}\" already exists"),
+            Some(Self::named(gr, name)),
+        )
+    }
+
+    /// 409 `Operation cannot be fulfilled on <resource> "<name>": <detail>`.
+    pub fn conflict(gr: &GroupResource, name: &str, detail: &str) -> Self {
+        Self::new(
+            409,
+            "Conflict",
+            format!("Operation cannot be fulfilled on {gr} \"{name}\": {detail}"),
+            Some(Self::named(gr, name)),
+        )
+    }
+
+    /// The optimistic-concurrency conflict (stale `resourceVersion`).
+    pub fn stale(gr: &GroupResource, name: &str) -> Self {
+        Self::conflict(
+            gr,
+            name,
+            "the object has been modified; please apply your changes to the latest version and try again",
+        )
+    }
+
+    /// 409 with a custom message and causes (server-side apply conflicts).
+    pub fn conflict_with_causes(message: impl Into<String>, causes: Vec<Cause>) -> Self {
+        Self::new(
+            409,
+            "Conflict",
+            message,
+            Some(Details {
+                causes,
+                ..Default::default()
+            }),
+        )
+    }
+
+    /// 422 `<Kind>.<group> "<name>" is invalid: <aggregate>` with one cause per error.
+    pub fn invalid(kind: &str, group: &str, name: &str, errs: &[field::Error]) -> Self {
+        let qualified = if group.is_empty() {
+            kind.to_string()
+        } else {
+            format!("{kind}.{group}")
+        };
+        let message = if errs.is_empty() {
+            format!("{qualified} \"{name}\" is invalid")
+        } else {
+            format!(
+                "{qualified} \"{name}\" is invalid: {}",
+                field::aggregate_message(errs)
+            )
+        };
+        let causes = errs
+            .iter()
+            .map(|e| Cause {
+                reason: e.kind.reason().to_string(),
+                message: e.body(),
+                field: e.field.to_string(),
+            })
+            .collect();
+        Self::new(
+            422,
+            "Invalid",
+            message,
+            Some(Details {
+                name: name.to_string(),
+                group: group.to_string(),
+                kind: kind.to_string(),
+                causes,
+                ..Default::default()
+            }),
+        )
+    }
+
+    /// 422 with a bare message and empty details (e.g. a failed JSON patch `test`).
+    pub fn unprocessable(message: impl Into<String>) -> Self {
+        Self::new(422, "Invalid", message, Some(Details::default()))
+    }
+
+    /// 400 `BadRequest`.
+    pub fn bad_request(message: impl Into<String>) -> Self {
+        Self::new(400, "BadRequest", message, None)
+    }
+
+    /// 400 `BadRequest` with causes (immutability violations).
+    pub fn bad_request_with_causes(message: impl Into<String>, details: Details) -> Self {
+        Self::new(400, "BadRequest", message, Some(details))
+    }
+
+    /// 405 `MethodNotAllowed`.
+    pub fn method_not_allowed(message: impl Into<String>) -> Self {
+        Self::new(405, "MethodNotAllowed", message, None)
+    }
+
+    /// 406 `NotAcceptable`.
+    pub fn not_acceptable(message: impl Into<String>) -> Self {
+        Self::new(406, "NotAcceptable", message, None)
+    }
+
+    /// 415 `UnsupportedMediaType`.
+    pub fn unsupported_media_type(message: impl Into<String>) -> Self {
+        Self::new(415, "UnsupportedMediaType", message, None)
+    }
+
+    /// 410 `Expired` (watch or continue token too old).
+    pub fn expired(message: impl Into<String>) -> Self {
+        Self::new(410, "Expired", message, None)
+    }
+
+    /// 410 `Gone`.
+    pub fn gone(message: impl Into<String>) -> Self {
+        Self::new(410, "Gone", message, None)
+    }
+
+    /// 500 `InternalError`.
+    pub fn internal(message: impl Into<String>) -> Self {
+        let message = message.into();
+        Self::new(
+            500,
+            "InternalError",
+            format!("Internal error occurred: {message}"),
+            Some(Details {
+                causes: vec![Cause {
+                    reason: String::new(),
+                    message,
+                    field: String::new(),
+                }],
+                ..Default::default()
+            }),
+        )
+    }
+
+    /// 503 `ServiceUnavailable`.
+    pub fn service_unavailable(message: impl Into<String>) -> Self {
+        Self::new(503, "ServiceUnavailable", message, None)
+    }
+
+    /// 504 `Timeout`.
+    pub fn timeout(message: impl Into<String>) -> Self {
+        Self::new(504, "Timeout", message, None)
+    }
+
+    /// 403 `Forbidden`.
+    pub fn forbidden(gr: &GroupResource, name: &str, detail: &str) -> Self {
+        Self::new(
+            403,
+            "Forbidden",
+            format!("{gr} \"{name}\" is forbidden: {detail}"),
+            Some(Self::named(gr, name)),
+        )
+    }
+
+    /// 403 `Forbidden` with a bare message.
+    pub fn forbidden_message(message: impl Into<String>) -> Self {
+        Self::new(403, "Forbidden", message, None)
+    }
+
+    /// 401 `Unauthorized`.
+    pub fn unauthorized() -> Self {
+        Self::new(401, "Unauthorized", "Unauthorized", None)
+    }
+
+    /// The JSON body: `{"kind":"Status","apiVersion":"v1",...,"status":"Failure"}`.
+    pub fn to_json(&self) -> Value {
+        let mut m = Map::new();
+        m.insert("kind".into(), json!("Status"));
+        m.insert("apiVersion".into(), json!("v1"));
+        m.insert("metadata".into(), json!({}));
+        m.insert("status".into(), json!("Failure"));
+        m.insert("message".into(), json!(self.message));
+        if !self.reason.is_empty() {
+            m.insert("reason".into(), json!(self.reason));
+        }
+        if let Some(d) = &self.details {
+            m.insert("details".into(), details_json(d));
+        }
+        m.insert("code".into(), json!(self.code));
+        Value::Object(m)
+    }
+}
+
+/// `details` as JSON, omitting empty fields as kube does.
+pub fn details_json(d: &Details) -> Value {
+    let mut dm = Map::new();
+    if !d.name.is_empty() {
+        dm.insert("name".into(), json!(d.name));
+    }
+    if !d.group.is_empty() {
+        dm.insert("group".into(), json!(d.group));
+    }
+    if !d.kind.is_empty() {
+        dm.insert("kind".into(), json!(d.kind));
+    }
+    if !d.uid.is_empty() {
+        dm.insert("uid".into(), json!(d.uid));
+    }
+    if !d.causes.is_empty() {
+        let causes: Vec<Value> = d
+            .causes
+            .iter()
+            .map(|c| {
+                let mut cm = Map::new();
+                if !c.reason.is_empty() {
+                    cm.insert("reason".into(), json!(c.reason));
+                }
+                if !c.message.is_empty() {
+                    cm.insert("message".into(), json!(c.message));
+                }
+                if !c.field.is_empty() {
+                    cm.insert("field".into(), json!(c.field));
+                }
+                Value::Object(cm)
+            })
+            .collect();
+        dm.insert("causes".into(), Value::Array(causes));
+    }
+    if let Some(r) = d.retry_after_seconds {
+        dm.insert("retryAfterSeconds".into(), json!(r));
+    }
+    Value::Object(dm)
+}
+
+/// The `Status` kube returns for a successful delete that removed the object at once
+/// (namespaces and collections), `status: Success`.
+pub fn success(details: Details) -> Value {
+    json!({
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Success",
+        "details": details_json(&details),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn not_found_matches_recorded_kube_body() {
+        let s = Status::not_found(&GroupResource::new("crud.example.com", "widgets"), "nope");
+        assert_eq!(
+            s.to_json(),
+            json!({"apiVersion": "v1", "code": 404, "details": {"group": "crud.example.com", "kind": "widgets", "name": "nope"},
+                   "kind": "Status", "message": "widgets.crud.example.com \"nope\" not found", "metadata": {}, "reason": "NotFound", "status": "Failure"})
+        );
+        let ns = Status::not_found(&GroupResource::new("", "namespaces"), "x");
+        assert_eq!(ns.message, "namespaces \"x\" not found");
+    }
+
+    #[test]
+    fn invalid_aggregates_causes() {
+        let errs = vec![field::Error::required(&field::Path::new("spec").child("name"), "")];
+        let s = Status::invalid("Val", "validation.example.com", "v3", &errs);
+        assert_eq!(s.code, 422);
+        assert_eq!(s.message, "Val.validation.example.com \"v3\" is invalid: spec.name: Required value");
+        assert_eq!(
+            s.to_json()["details"]["causes"],
+            json!([{"field": "spec.name", "message": "Required value", "reason": "FieldValueRequired"}])
+        );
+    }
+}
