@@ -77,6 +77,10 @@ pub enum ErrorType {
     TooLong,
     /// `FieldValueTooMany`
     TooMany,
+    /// `FieldValueTooFew`
+    TooFew,
+    /// `FieldValueTooShort`
+    TooShort,
     /// `InternalError`
     Internal,
     /// `FieldValueTypeInvalid`
@@ -95,6 +99,8 @@ impl ErrorType {
             ErrorType::Forbidden => "FieldValueForbidden",
             ErrorType::TooLong => "FieldValueTooLong",
             ErrorType::TooMany => "FieldValueTooMany",
+            ErrorType::TooFew => "FieldValueTooFew",
+            ErrorType::TooShort => "FieldValueTooShort",
             ErrorType::Internal => "InternalError",
             ErrorType::TypeInvalid => "FieldValueTypeInvalid",
         }
@@ -111,6 +117,8 @@ impl ErrorType {
             ErrorType::Forbidden => "Forbidden",
             ErrorType::TooLong => "Too long",
             ErrorType::TooMany => "Too many",
+            ErrorType::TooFew => "Too few",
+            ErrorType::TooShort => "Too short",
             ErrorType::Internal => "Internal error",
             ErrorType::TypeInvalid => "Invalid value",
         }
@@ -193,7 +201,12 @@ impl Error {
             let quoted: Vec<String> = valid.iter().map(|v| go_quote(v.as_ref())).collect();
             format!("supported values: {}", quoted.join(", "))
         };
-        Self::make(ErrorType::NotSupported, field, BadValue::Json(value), detail)
+        Self::make(
+            ErrorType::NotSupported,
+            field,
+            BadValue::Json(value),
+            detail,
+        )
     }
 
     /// `Not found: <value>`
@@ -201,14 +214,49 @@ impl Error {
         Self::make(ErrorType::NotFound, field, BadValue::Json(value), "")
     }
 
-    /// `Too long: may not be longer than N` (value omitted, as kube).
+    /// `Too long: may not be more than N bytes` (value omitted, as kube).
     pub fn too_long(field: &Path, max_length: i64) -> Self {
-        let detail = if max_length >= 0 {
-            format!("may not be more than {max_length} bytes")
-        } else {
-            "value is too long".to_string()
-        };
-        Self::make(ErrorType::TooLong, field, BadValue::Omit, detail)
+        Self::make(
+            ErrorType::TooLong,
+            field,
+            BadValue::Omit,
+            limit_detail(
+                "may not be more than",
+                max_length,
+                "byte",
+                "value is too long",
+            ),
+        )
+    }
+
+    /// `Too long: may not be more than N characters` (value omitted, as kube).
+    pub fn too_long_characters(field: &Path, max_length: i64) -> Self {
+        Self::make(
+            ErrorType::TooLong,
+            field,
+            BadValue::Omit,
+            limit_detail(
+                "may not be more than",
+                max_length,
+                "character",
+                "value is too long",
+            ),
+        )
+    }
+
+    /// `Too short: must be at least N characters`.
+    pub fn too_short(field: &Path, min_length: i64) -> Self {
+        Self::make(
+            ErrorType::TooShort,
+            field,
+            BadValue::Omit,
+            limit_detail(
+                "must be at least",
+                min_length,
+                "character",
+                "value is too short",
+            ),
+        )
     }
 
     /// `Too long: <detail>` with a caller-chosen detail.
@@ -249,7 +297,11 @@ impl Error {
         let mut s = String::from(self.kind.label());
         let print_value = !matches!(
             self.kind,
-            ErrorType::Required | ErrorType::Forbidden | ErrorType::TooLong | ErrorType::Internal
+            ErrorType::Required
+                | ErrorType::Forbidden
+                | ErrorType::TooLong
+                | ErrorType::TooShort
+                | ErrorType::Internal
         );
         if print_value {
             match &self.bad_value {
@@ -280,46 +332,26 @@ impl fmt::Display for Error {
 
 impl std::error::Error for Error {}
 
-/// Print a JSON value the way kube's field errors print a Go value.
+fn limit_detail(prefix: &str, n: i64, unit: &str, unbounded: &str) -> String {
+    match n {
+        n if n < 0 => unbounded.to_string(),
+        1 => format!("{prefix} 1 {unit}"),
+        n => format!("{prefix} {n} {unit}s"),
+    }
+}
+
+/// Print a JSON value the way kube's field errors print a Go value: strings quoted,
+/// numbers as Go's `%v`, everything else as Go's JSON.
 pub fn format_value(v: &Value) -> String {
     match v {
-        Value::Null => "null".to_string(),
         Value::String(s) => go_quote(s),
-        Value::Bool(b) => b.to_string(),
-        Value::Number(n) => format_number(n),
-        other => serde_json::to_string(other).unwrap_or_default(),
+        Value::Number(n) => match (n.as_i64(), n.as_u64()) {
+            (Some(i), _) => i.to_string(),
+            (None, Some(u)) => u.to_string(),
+            _ => crate::goformat::go_float_v(n.as_f64().unwrap_or(0.0)),
+        },
+        other => crate::goformat::go_json(other),
     }
-}
-
-/// Format a number as Go's `%v` does for int64 and float64.
-pub fn format_number(n: &serde_json::Number) -> String {
-    if let Some(i) = n.as_i64() {
-        return i.to_string();
-    }
-    if let Some(u) = n.as_u64() {
-        return u.to_string();
-    }
-    let f = n.as_f64().unwrap_or(0.0);
-    go_format_float(f)
-}
-
-/// Go's `%v` for a float64: shortest repr, exponent form for large/small magnitudes.
-pub fn go_format_float(f: f64) -> String {
-    if f == f.trunc() && f.abs() < 1e21 {
-        return format!("{}", f as i128);
-    }
-    let abs = f.abs();
-    if abs != 0.0 && !(1e-4..1e21).contains(&abs) {
-        // Go prints e.g. 1e+21, 1.5e-05
-        let s = format!("{:e}", f);
-        if let Some((mant, exp)) = s.split_once('e') {
-            let exp: i32 = exp.parse().unwrap_or(0);
-            let sign = if exp < 0 { '-' } else { '+' };
-            return format!("{mant}e{sign}{:02}", exp.abs());
-        }
-        return s;
-    }
-    format!("{}", f)
 }
 
 /// Go's `strconv.Quote`: a double-quoted string with Go escapes.
@@ -387,28 +419,61 @@ mod tests {
             e.to_string(),
             "spec.replicas: Invalid value: 9: spec.replicas in body should be less than or equal to 3"
         );
-        assert_eq!(Error::required(&Path::new("spec").child("name"), "").to_string(), "spec.name: Required value");
-        let e = Error::not_supported(&Path::new("spec").child("size"), json!("XL"), &["S", "M", "L"]);
-        assert_eq!(e.body(), "Unsupported value: \"XL\": supported values: \"S\", \"M\", \"L\"");
-        assert_eq!(Error::too_many(&f, 2, 1).body(), "Too many: 2: must have at most 1 item");
-        assert_eq!(Error::too_many(&f, 3, 2).body(), "Too many: 3: must have at most 2 items");
-        assert_eq!(Error::duplicate(&f, json!({"name": "x"})).body(), "Duplicate value: {\"name\":\"x\"}");
-        assert_eq!(Error::invalid_omit(&f, "Keys may not be removed").body(), "Invalid value: Keys may not be removed");
+        assert_eq!(
+            Error::required(&Path::new("spec").child("name"), "").to_string(),
+            "spec.name: Required value"
+        );
+        let e = Error::not_supported(
+            &Path::new("spec").child("size"),
+            json!("XL"),
+            &["S", "M", "L"],
+        );
+        assert_eq!(
+            e.body(),
+            "Unsupported value: \"XL\": supported values: \"S\", \"M\", \"L\""
+        );
+        assert_eq!(
+            Error::too_many(&f, 2, 1).body(),
+            "Too many: 2: must have at most 1 item"
+        );
+        assert_eq!(
+            Error::too_many(&f, 3, 2).body(),
+            "Too many: 3: must have at most 2 items"
+        );
+        assert_eq!(
+            Error::duplicate(&f, json!({"name": "x"})).body(),
+            "Duplicate value: {\"name\":\"x\"}"
+        );
+        assert_eq!(
+            Error::invalid_omit(&f, "Keys may not be removed").body(),
+            "Invalid value: Keys may not be removed"
+        );
     }
 
     #[test]
     fn aggregate_dedups_and_brackets() {
         let a = Error::required(&Path::new("a"), "");
         let b = Error::required(&Path::new("b"), "");
-        assert_eq!(aggregate_message(&[a.clone()]), "a: Required value");
-        assert_eq!(aggregate_message(&[a.clone(), b, a]), "[a: Required value, b: Required value]");
+        assert_eq!(
+            aggregate_message(std::slice::from_ref(&a)),
+            "a: Required value"
+        );
+        assert_eq!(
+            aggregate_message(&[a.clone(), b, a]),
+            "[a: Required value, b: Required value]"
+        );
     }
 
     #[test]
-    fn go_float_formatting() {
-        assert_eq!(go_format_float(1.0), "1");
-        assert_eq!(go_format_float(1.5), "1.5");
-        assert_eq!(go_format_float(1e21), "1e+21");
-        assert_eq!(go_format_float(0.00001), "1e-05");
+    fn values_print_as_go_prints_them() {
+        assert_eq!(format_value(&json!(1.5)), "1.5");
+        assert_eq!(format_value(&json!(1e6)), "1e+06");
+        assert_eq!(format_value(&json!(9)), "9");
+        assert_eq!(format_value(&json!("a\"b")), "\"a\\\"b\"");
+        assert_eq!(
+            format_value(&json!({"b": 1, "a": "<"})),
+            "{\"a\":\"\\u003c\",\"b\":1}"
+        );
+        assert_eq!(format_value(&Value::Null), "null");
     }
 }

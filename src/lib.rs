@@ -1,5 +1,23 @@
 //! crd-apiserver: a kube-apiserver for CustomResourceDefinitions and custom resources.
+//!
+//! Start one in-process with [`Server::start`], or run the `crd-apiserver` binary.
+//! See `ARCHITECTURE.md` for the map of modules.
 
+pub mod apiserver;
+pub mod cleanup;
+pub mod codec;
 pub mod field;
+pub mod goformat;
+pub mod handlers;
+pub mod http;
+pub mod pipeline;
+pub mod registry;
+pub mod rest;
 pub mod schema;
+pub mod selector;
+pub mod server;
 pub mod status;
+pub mod storage;
+pub mod table;
+
+pub use server::{Config, Server, StartError};

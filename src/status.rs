@@ -374,10 +374,16 @@ mod tests {
 
     #[test]
     fn invalid_aggregates_causes() {
-        let errs = vec![field::Error::required(&field::Path::new("spec").child("name"), "")];
+        let errs = vec![field::Error::required(
+            &field::Path::new("spec").child("name"),
+            "",
+        )];
         let s = Status::invalid("Val", "validation.example.com", "v3", &errs);
         assert_eq!(s.code, 422);
-        assert_eq!(s.message, "Val.validation.example.com \"v3\" is invalid: spec.name: Required value");
+        assert_eq!(
+            s.message,
+            "Val.validation.example.com \"v3\" is invalid: spec.name: Required value"
+        );
         assert_eq!(
             s.to_json()["details"]["causes"],
             json!([{"field": "spec.name", "message": "Required value", "reason": "FieldValueRequired"}])

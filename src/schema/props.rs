@@ -140,28 +140,68 @@ pub struct JSONSchemaProps {
     pub example: Option<Value>,
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub nullable: bool,
-    #[serde(rename = "x-kubernetes-preserve-unknown-fields", default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        rename = "x-kubernetes-preserve-unknown-fields",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
     pub x_preserve_unknown_fields: Option<bool>,
-    #[serde(rename = "x-kubernetes-embedded-resource", default, skip_serializing_if = "std::ops::Not::not")]
+    #[serde(
+        rename = "x-kubernetes-embedded-resource",
+        default,
+        skip_serializing_if = "std::ops::Not::not"
+    )]
     pub x_embedded_resource: bool,
-    #[serde(rename = "x-kubernetes-int-or-string", default, skip_serializing_if = "std::ops::Not::not")]
+    #[serde(
+        rename = "x-kubernetes-int-or-string",
+        default,
+        skip_serializing_if = "std::ops::Not::not"
+    )]
     pub x_int_or_string: bool,
-    #[serde(rename = "x-kubernetes-list-map-keys", default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        rename = "x-kubernetes-list-map-keys",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
     pub x_list_map_keys: Option<Vec<String>>,
-    #[serde(rename = "x-kubernetes-list-type", default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        rename = "x-kubernetes-list-type",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
     pub x_list_type: Option<String>,
-    #[serde(rename = "x-kubernetes-map-type", default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        rename = "x-kubernetes-map-type",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
     pub x_map_type: Option<String>,
-    #[serde(rename = "x-kubernetes-validations", default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        rename = "x-kubernetes-validations",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
     pub x_validations: Option<Vec<ValidationRule>>,
     /// Immutability KEP: the subtree may not change once set (`true` only).
-    #[serde(rename = "x-kubernetes-immutable", default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        rename = "x-kubernetes-immutable",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
     pub x_immutable: Option<Value>,
     /// Immutability KEP: the set of keys of a map / list-map is fixed (`true` only).
-    #[serde(rename = "x-kubernetes-immutable-keys", default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        rename = "x-kubernetes-immutable-keys",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
     pub x_immutable_keys: Option<Value>,
     /// KEP-5667: a string schema every map key must satisfy.
-    #[serde(rename = "x-kubernetes-property-names", default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        rename = "x-kubernetes-property-names",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
     pub x_property_names: Option<Box<JSONSchemaProps>>,
 }
 
@@ -212,7 +252,13 @@ mod tests {
         let p = JSONSchemaProps::from_value(&v).expect("parses");
         let spec = &p.properties.as_ref().unwrap()["spec"];
         assert_eq!(spec.x_preserve_unknown_fields, Some(true));
-        assert_eq!(spec.additional_properties_schema().unwrap().type_.as_deref(), Some("string"));
+        assert_eq!(
+            spec.additional_properties_schema()
+                .unwrap()
+                .type_
+                .as_deref(),
+            Some("string")
+        );
         assert_eq!(spec.x_property_names.as_ref().unwrap().max_length, Some(5));
         assert_eq!(serde_json::to_value(&p).unwrap(), v);
     }

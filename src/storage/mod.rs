@@ -6,6 +6,8 @@
 //! `resourceVersion`); the layers above set `metadata.resourceVersion` from the
 //! revision on the way out.
 
+#[doc(hidden)] // test support: the storage contract every backend is checked against
+pub mod contract;
 pub mod memory;
 
 use async_trait::async_trait;
@@ -139,11 +141,17 @@ pub trait Storage: Send + Sync + 'static {
 
     /// Replace `key` if its `mod_revision` equals `expected`; `Conflict` otherwise,
     /// `NotFound` when it is gone. Returns the new KeyValue.
-    async fn update(&self, key: &str, value: Vec<u8>, expected: Revision) -> Result<KeyValue, StorageError>;
+    async fn update(
+        &self,
+        key: &str,
+        value: Vec<u8>,
+        expected: Revision,
+    ) -> Result<KeyValue, StorageError>;
 
     /// Delete `key`, if `expected` is given only when its `mod_revision` matches.
     /// Returns the deleted value with `mod_revision` set to the delete revision.
-    async fn delete(&self, key: &str, expected: Option<Revision>) -> Result<KeyValue, StorageError>;
+    async fn delete(&self, key: &str, expected: Option<Revision>)
+        -> Result<KeyValue, StorageError>;
 
     /// Watch keys under `prefix` for changes after revision `after` (0 = from now).
     /// Fails with `Compacted` when `after` is older than the kept history.

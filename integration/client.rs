@@ -1,0 +1,634 @@
+//! Drives crd-apiserver with a real client library, kube-rs: kubeconfig loading, typed
+//! CRD API, discovery (legacy and aggregated), the dynamic API and the watcher.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::time::Duration;
+
+use common::TestServer;
+use futures::StreamExt;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{
+    Api, ApiResource, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams,
+};
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use kube::core::GroupVersionKind;
+use kube::discovery::{self, verbs, Discovery, Scope};
+use kube::runtime::wait::{await_condition, conditions};
+use kube::runtime::watcher;
+use kube::{Client, Config};
+use serde_json::{json, Value};
+use tokio::sync::mpsc;
+
+/// Upper bound for any single client call or awaited condition.
+const STEP_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Awaits `fut` with [`STEP_TIMEOUT`], failing the test with `what` on timeout.
+async fn within<T>(what: &str, fut: impl Future<Output = T>) -> T {
+    match tokio::time::timeout(STEP_TIMEOUT, fut).await {
+        Ok(v) => v,
+        Err(_) => panic!("{what}: no answer within {STEP_TIMEOUT:?}"),
+    }
+}
+
+/// A kube-rs client built from the kubeconfig the server wrote.
+async fn client_for(server: &TestServer) -> Client {
+    let kubeconfig = Kubeconfig::read_from(server.kubeconfig())
+        .unwrap_or_else(|e| panic!("reading {}: {e}", server.kubeconfig().display()));
+    let config = Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
+        .await
+        .unwrap_or_else(|e| panic!("kubeconfig not usable by kube-rs: {e}"));
+    assert_eq!(
+        config.cluster_url.to_string().trim_end_matches('/'),
+        server.url(),
+        "kubeconfig points elsewhere"
+    );
+    Client::try_from(config).unwrap_or_else(|e| panic!("building kube client: {e}"))
+}
+
+/// Creates the widgets CRD through the typed API and waits until it is Established.
+async fn install_widgets(client: &Client) {
+    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+    let crd: CustomResourceDefinition =
+        serde_json::from_value(common::testdata_json("crds/widgets.yaml"))
+            .unwrap_or_else(|e| panic!("testdata/crds/widgets.yaml is not a CRD: {e}"));
+    let created = within("create CRD", crds.create(&PostParams::default(), &crd))
+        .await
+        .unwrap_or_else(|e| panic!("creating the CRD: {e}"));
+    assert_eq!(
+        created.metadata.name.as_deref(),
+        Some("widgets.example.com")
+    );
+    assert!(created.metadata.uid.is_some(), "CRD has no uid");
+    let established = within(
+        "CRD Established",
+        await_condition(
+            crds.clone(),
+            "widgets.example.com",
+            conditions::is_crd_established(),
+        ),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("waiting for Established: {e}"));
+    let accepted = established
+        .and_then(|crd| crd.status)
+        .and_then(|status| status.accepted_names)
+        .unwrap_or_else(|| panic!("Established CRD has no status.acceptedNames"));
+    assert_eq!(accepted.kind, "Widget");
+    assert_eq!(accepted.plural, "widgets");
+    assert_eq!(
+        accepted.short_names,
+        Some(vec!["wd".to_string(), "wdg".to_string()])
+    );
+}
+
+/// The names of the subresources discovery reports for a resource, sorted.
+fn subresource_names(caps: &discovery::ApiCapabilities) -> Vec<String> {
+    let mut names: Vec<String> = caps
+        .subresources
+        .iter()
+        .map(|(ar, _)| ar.plural.clone())
+        .collect();
+    names.sort();
+    names
+}
+
+/// Checks what discovery says about widgets.
+fn assert_widget_discovery(how: &str, ar: &ApiResource, caps: &discovery::ApiCapabilities) {
+    assert_eq!(ar.group, "example.com", "{how}");
+    assert_eq!(ar.version, "v1", "{how}");
+    assert_eq!(ar.api_version, "example.com/v1", "{how}");
+    assert_eq!(ar.kind, "Widget", "{how}");
+    assert_eq!(ar.plural, "widgets", "{how}");
+    assert_eq!(caps.scope, Scope::Namespaced, "{how}");
+    for verb in [
+        verbs::CREATE,
+        verbs::GET,
+        verbs::LIST,
+        verbs::WATCH,
+        verbs::DELETE,
+        verbs::DELETE_COLLECTION,
+        verbs::PATCH,
+        verbs::UPDATE,
+    ] {
+        assert!(
+            caps.supports_operation(verb),
+            "{how}: widgets should support {verb}: {:?}",
+            caps.operations
+        );
+    }
+    assert_eq!(subresource_names(caps), ["scale", "status"], "{how}");
+}
+
+/// The `Api` error of a failed call (its kube `Status`).
+fn api_error(result: kube::Result<impl std::fmt::Debug>) -> kube::core::Status {
+    match result {
+        Err(kube::Error::Api(status)) => *status,
+        other => panic!("expected an API error, got {other:?}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kube_rs_crd_discovery_and_dynamic_objects() {
+    let server = TestServer::start();
+    let client = client_for(&server).await;
+    install_widgets(&client).await;
+
+    let gvk = GroupVersionKind::gvk("example.com", "v1", "Widget");
+    let (ar, caps) = within("pinned_kind", discovery::pinned_kind(&client, &gvk))
+        .await
+        .unwrap_or_else(|e| panic!("pinned_kind: {e}"));
+    assert_widget_discovery("pinned_kind", &ar, &caps);
+
+    let legacy = within(
+        "Discovery::run",
+        Discovery::new(client.clone())
+            .filter(&["example.com"])
+            .run(),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("discovery: {e}"));
+    let (ar_legacy, caps_legacy) = legacy
+        .resolve_gvk(&gvk)
+        .unwrap_or_else(|| panic!("legacy discovery does not know {gvk:?}"));
+    assert_widget_discovery("legacy discovery", &ar_legacy, &caps_legacy);
+
+    let aggregated = within(
+        "Discovery::run_aggregated",
+        Discovery::new(client.clone())
+            .filter(&["example.com"])
+            .run_aggregated(),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("aggregated discovery: {e}"));
+    let (ar_aggr, caps_aggr) = aggregated
+        .resolve_gvk(&gvk)
+        .unwrap_or_else(|| panic!("aggregated discovery does not know {gvk:?}"));
+    assert_widget_discovery("aggregated discovery", &ar_aggr, &caps_aggr);
+
+    let widgets: Api<DynamicObject> = Api::namespaced_with(client.clone(), "default", &ar);
+
+    // Create: defaults are applied, status is dropped (status subresource).
+    let mut w1 = DynamicObject::new("w1", &ar).data(json!({
+        "spec": {"color": "red"},
+        "status": {"replicas": 7}
+    }));
+    w1.metadata.labels = Some(BTreeMap::from([("tier".to_string(), "gold".to_string())]));
+    let created = within("create w1", widgets.create(&PostParams::default(), &w1))
+        .await
+        .unwrap_or_else(|e| panic!("creating w1: {e}"));
+    assert_eq!(created.metadata.name.as_deref(), Some("w1"));
+    assert_eq!(created.metadata.namespace.as_deref(), Some("default"));
+    assert_eq!(created.metadata.generation, Some(1));
+    assert!(created
+        .metadata
+        .uid
+        .as_deref()
+        .is_some_and(|u| !u.is_empty()));
+    assert!(created.metadata.creation_timestamp.is_some());
+    let rv1 = created
+        .metadata
+        .resource_version
+        .clone()
+        .unwrap_or_else(|| panic!("created w1 has no resourceVersion"));
+    assert_eq!(
+        created.data["spec"],
+        json!({"color": "red", "replicas": 1, "finish": "matte"})
+    );
+    assert_eq!(
+        created.data.get("status"),
+        None,
+        "status must be ignored on create"
+    );
+    let types = created
+        .types
+        .as_ref()
+        .unwrap_or_else(|| panic!("created w1 lacks apiVersion/kind"));
+    assert_eq!(
+        (&types.api_version[..], &types.kind[..]),
+        ("example.com/v1", "Widget")
+    );
+
+    let fetched = within("get w1", widgets.get("w1"))
+        .await
+        .unwrap_or_else(|e| panic!("getting w1: {e}"));
+    assert_eq!(fetched.metadata.resource_version.as_deref(), Some(&rv1[..]));
+    assert_eq!(fetched.data["spec"]["color"], "red");
+
+    let missing = api_error(within("get missing", widgets.get("nope")).await);
+    assert_eq!(missing.code, 404);
+    assert_eq!(missing.reason, "NotFound");
+    assert_eq!(missing.message, "widgets.example.com \"nope\" not found");
+
+    let duplicate = api_error(
+        within(
+            "create duplicate",
+            widgets.create(&PostParams::default(), &w1),
+        )
+        .await,
+    );
+    assert_eq!(duplicate.code, 409);
+    assert_eq!(duplicate.reason, "AlreadyExists");
+
+    // Selectors: labels, metadata fields and the CRD's selectable field.
+    let w2 = DynamicObject::new("w2", &ar).data(json!({"spec": {"color": "blue", "replicas": 2}}));
+    within("create w2", widgets.create(&PostParams::default(), &w2))
+        .await
+        .unwrap_or_else(|e| panic!("creating w2: {e}"));
+    for (what, params, expected) in [
+        (
+            "labels",
+            ListParams::default().labels("tier=gold"),
+            vec!["w1"],
+        ),
+        (
+            "labels !",
+            ListParams::default().labels("!tier"),
+            vec!["w2"],
+        ),
+        (
+            "name field",
+            ListParams::default().fields("metadata.name=w2"),
+            vec!["w2"],
+        ),
+        (
+            "selectable field",
+            ListParams::default().fields("spec.color=red"),
+            vec!["w1"],
+        ),
+        ("all", ListParams::default(), vec!["w1", "w2"]),
+    ] {
+        let list = within(what, widgets.list(&params))
+            .await
+            .unwrap_or_else(|e| panic!("list by {what}: {e}"));
+        let names: Vec<String> = list
+            .items
+            .iter()
+            .filter_map(|o| o.metadata.name.clone())
+            .collect();
+        assert_eq!(names, expected, "list by {what}");
+    }
+
+    // Pagination with limit/continue.
+    let page1 = within("list page 1", widgets.list(&ListParams::default().limit(1)))
+        .await
+        .unwrap_or_else(|e| panic!("list page 1: {e}"));
+    assert_eq!(page1.items.len(), 1);
+    assert_eq!(page1.items[0].metadata.name.as_deref(), Some("w1"));
+    let token = page1
+        .metadata
+        .continue_
+        .clone()
+        .filter(|t| !t.is_empty())
+        .unwrap_or_else(|| panic!("page 1 has no continue token"));
+    assert_eq!(page1.metadata.remaining_item_count, Some(1));
+    let page2 = within(
+        "list page 2",
+        widgets.list(&ListParams::default().limit(1).continue_token(&token)),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("list page 2: {e}"));
+    assert_eq!(page2.items.len(), 1);
+    assert_eq!(page2.items[0].metadata.name.as_deref(), Some("w2"));
+    assert!(page2.metadata.continue_.as_deref().unwrap_or("").is_empty());
+
+    // Merge patch of spec bumps generation; status subresource ignores spec.
+    let patched = within(
+        "merge patch",
+        widgets.patch(
+            "w1",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"color": "blue"}})),
+        ),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("merge patch: {e}"));
+    assert_eq!(patched.data["spec"]["color"], "blue");
+    assert_eq!(patched.metadata.generation, Some(2));
+    assert_ne!(patched.metadata.resource_version.as_deref(), Some(&rv1[..]));
+
+    let with_status = within(
+        "patch status",
+        widgets.patch_status(
+            "w1",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"color": "ignored"}, "status": {"replicas": 1, "selector": "app=w1"}})),
+        ),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("patch status: {e}"));
+    assert_eq!(
+        with_status.data["status"],
+        json!({"replicas": 1, "selector": "app=w1"})
+    );
+    assert_eq!(with_status.data["spec"]["color"], "blue");
+    assert_eq!(with_status.metadata.generation, Some(2));
+
+    // Scale subresource.
+    let scale = within("get scale", widgets.get_scale("w1"))
+        .await
+        .unwrap_or_else(|e| panic!("get scale: {e}"));
+    assert_eq!(scale.spec.as_ref().and_then(|s| s.replicas), Some(1));
+    assert_eq!(scale.status.as_ref().map(|s| s.replicas), Some(1));
+    assert_eq!(
+        scale.status.as_ref().and_then(|s| s.selector.as_deref()),
+        Some("app=w1")
+    );
+    within(
+        "patch scale",
+        widgets.patch_scale(
+            "w1",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"replicas": 4}})),
+        ),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("patch scale: {e}"));
+    let scaled = within("get after scale", widgets.get("w1"))
+        .await
+        .unwrap_or_else(|e| panic!("get after scale: {e}"));
+    assert_eq!(scaled.data["spec"]["replicas"], 4);
+
+    // Update with a stale resourceVersion conflicts.
+    let mut stale = fetched.clone();
+    stale.data["spec"]["color"] = Value::from("green");
+    let conflict = api_error(
+        within(
+            "stale replace",
+            widgets.replace("w1", &PostParams::default(), &stale),
+        )
+        .await,
+    );
+    assert_eq!(conflict.code, 409);
+    assert_eq!(conflict.reason, "Conflict");
+    assert_eq!(
+        conflict.message,
+        "Operation cannot be fulfilled on widgets.example.com \"w1\": the object has been \
+         modified; please apply your changes to the latest version and try again"
+    );
+
+    // deletecollection with a label selector returns the deleted objects.
+    for name in ["w3", "w4"] {
+        let mut obj = DynamicObject::new(name, &ar).data(json!({"spec": {"color": "grey"}}));
+        obj.metadata.labels = Some(BTreeMap::from([("batch".to_string(), "x".to_string())]));
+        within("create batch", widgets.create(&PostParams::default(), &obj))
+            .await
+            .unwrap_or_else(|e| panic!("creating {name}: {e}"));
+    }
+    let removed = within(
+        "delete_collection",
+        widgets.delete_collection(
+            &DeleteParams::default(),
+            &ListParams::default().labels("batch=x"),
+        ),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("delete_collection: {e}"));
+    let removed = removed
+        .left()
+        .unwrap_or_else(|| panic!("deletecollection should return the deleted objects"));
+    let mut removed_names: Vec<String> = removed
+        .items
+        .iter()
+        .filter_map(|o| o.metadata.name.clone())
+        .collect();
+    removed_names.sort();
+    assert_eq!(removed_names, ["w3", "w4"]);
+    let left = within(
+        "list after deletecollection",
+        widgets.list(&ListParams::default()),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("list: {e}"));
+    let left: Vec<String> = left
+        .items
+        .iter()
+        .filter_map(|o| o.metadata.name.clone())
+        .collect();
+    assert_eq!(left, ["w1", "w2"]);
+
+    // Delete returns the deleted object (no finalizers), then it is gone.
+    let deleted = within("delete w2", widgets.delete("w2", &DeleteParams::default()))
+        .await
+        .unwrap_or_else(|e| panic!("delete w2: {e}"));
+    let deleted = deleted
+        .left()
+        .unwrap_or_else(|| panic!("deleting a custom resource should return the object"));
+    assert_eq!(deleted.metadata.name.as_deref(), Some("w2"));
+    assert_eq!(
+        api_error(within("get deleted", widgets.get("w2")).await).code,
+        404
+    );
+}
+
+/// What the watcher task forwards: an event, or the watcher's error text.
+type WatchItem = Result<watcher::Event<DynamicObject>, String>;
+
+/// The next watcher event, failing the test on error, end of stream or timeout.
+async fn next_event(rx: &mut mpsc::UnboundedReceiver<WatchItem>) -> watcher::Event<DynamicObject> {
+    match tokio::time::timeout(STEP_TIMEOUT, rx.recv()).await {
+        Ok(Some(Ok(event))) => event,
+        Ok(Some(Err(e))) => panic!("watcher error: {e}"),
+        Ok(None) => panic!("watcher stream ended"),
+        Err(_) => panic!("no watch event within {STEP_TIMEOUT:?}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kube_rs_watcher_sees_create_update_delete() {
+    let server = TestServer::start();
+    let client = client_for(&server).await;
+    install_widgets(&client).await;
+    let gvk = GroupVersionKind::gvk("example.com", "v1", "Widget");
+    let (ar, _) = within("pinned_kind", discovery::pinned_kind(&client, &gvk))
+        .await
+        .unwrap_or_else(|e| panic!("pinned_kind: {e}"));
+    let widgets: Api<DynamicObject> = Api::namespaced_with(client.clone(), "default", &ar);
+    within(
+        "create w1",
+        widgets.create(
+            &PostParams::default(),
+            &DynamicObject::new("w1", &ar).data(json!({"spec": {"color": "red"}})),
+        ),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("creating w1: {e}"));
+
+    let (tx, mut rx) = mpsc::unbounded_channel::<WatchItem>();
+    let watched = widgets.clone();
+    let task = tokio::spawn(async move {
+        let mut stream = watcher(watched, watcher::Config::default()).boxed();
+        while let Some(event) = stream.next().await {
+            if tx.send(event.map_err(|e| e.to_string())).is_err() {
+                break;
+            }
+        }
+    });
+    // Initial list: Init, the existing object, InitDone.
+    assert!(matches!(next_event(&mut rx).await, watcher::Event::Init));
+    match next_event(&mut rx).await {
+        watcher::Event::InitApply(o) => assert_eq!(o.metadata.name.as_deref(), Some("w1")),
+        other => panic!("expected InitApply(w1), got {other:?}"),
+    }
+    assert!(matches!(
+        next_event(&mut rx).await,
+        watcher::Event::InitDone
+    ));
+
+    within(
+        "create w2",
+        widgets.create(
+            &PostParams::default(),
+            &DynamicObject::new("w2", &ar).data(json!({"spec": {"color": "blue"}})),
+        ),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("creating w2: {e}"));
+    match next_event(&mut rx).await {
+        watcher::Event::Apply(o) => {
+            assert_eq!(o.metadata.name.as_deref(), Some("w2"));
+            assert_eq!(o.data["spec"]["color"], "blue");
+        }
+        other => panic!("expected Apply(w2) after create, got {other:?}"),
+    }
+
+    within(
+        "patch w2",
+        widgets.patch(
+            "w2",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"color": "green"}})),
+        ),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("patching w2: {e}"));
+    match next_event(&mut rx).await {
+        watcher::Event::Apply(o) => {
+            assert_eq!(o.metadata.name.as_deref(), Some("w2"));
+            assert_eq!(o.data["spec"]["color"], "green");
+            assert_eq!(o.metadata.generation, Some(2));
+        }
+        other => panic!("expected Apply(w2) after patch, got {other:?}"),
+    }
+
+    within("delete w2", widgets.delete("w2", &DeleteParams::default()))
+        .await
+        .unwrap_or_else(|e| panic!("deleting w2: {e}"));
+    match next_event(&mut rx).await {
+        watcher::Event::Delete(o) => assert_eq!(o.metadata.name.as_deref(), Some("w2")),
+        other => panic!("expected Delete(w2), got {other:?}"),
+    }
+
+    // Nothing else happened, so nothing else may arrive.
+    match tokio::time::timeout(Duration::from_millis(500), rx.recv()).await {
+        Err(_) => {}
+        Ok(event) => panic!("unexpected extra watch event: {event:?}"),
+    }
+    task.abort();
+}
+
+#[test]
+fn raw_watch_replays_from_resource_version_and_honours_timeout() {
+    let server = TestServer::start();
+    let http = server.http();
+    let crd = common::testdata_json("crds/widgets.yaml");
+    let created = http.send_json(
+        "POST",
+        "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+        &crd,
+    );
+    assert_eq!(created.status, 201, "creating the CRD: {}", created.text());
+    let list_path = "/apis/example.com/v1/namespaces/default/widgets";
+    let listed = http.wait_for_status(list_path, 200, STEP_TIMEOUT);
+    assert_eq!(listed.status, 200, "CRD never served: {}", listed.text());
+    let rv0 = listed
+        .json()
+        .and_then(|l| l["metadata"]["resourceVersion"].as_str().map(String::from))
+        .unwrap_or_else(|| panic!("list has no metadata.resourceVersion: {}", listed.text()));
+
+    let w2 = json!({"apiVersion": "example.com/v1", "kind": "Widget",
+                    "metadata": {"name": "w2"}, "spec": {"color": "blue"}});
+    let r = http.send_json("POST", list_path, &w2);
+    assert_eq!(r.status, 201, "{}", r.text());
+    let mut headers = common::json_accept();
+    headers.push((
+        "Content-Type".to_string(),
+        "application/merge-patch+json".to_string(),
+    ));
+    let r = http
+        .request(
+            "PATCH",
+            &format!("{list_path}/w2"),
+            &[],
+            &headers,
+            Some(br#"{"spec":{"color":"green"}}"#.to_vec()),
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(r.status, 200, "{}", r.text());
+
+    let query: Vec<(String, String)> = [
+        ("watch", "true"),
+        ("resourceVersion", rv0.as_str()),
+        ("allowWatchBookmarks", "true"),
+        ("timeoutSeconds", "1"),
+    ]
+    .iter()
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect();
+    let started = std::time::Instant::now();
+    let watched = http
+        .request("GET", list_path, &query, &common::json_accept(), None)
+        .unwrap_or_else(|e| panic!("watch: {e}"));
+    let took = started.elapsed();
+    assert_eq!(watched.status, 200, "{}", watched.text());
+    assert!(
+        took < Duration::from_secs(5),
+        "timeoutSeconds=1 should end the watch promptly, took {took:?}"
+    );
+    let events: Vec<Value> = watched
+        .text()
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("watch line {l:?}: {e}")))
+        .collect();
+    let changes: Vec<(String, String, String)> = events
+        .iter()
+        .filter(|e| e["type"] != "BOOKMARK")
+        .map(|e| {
+            (
+                e["type"].as_str().unwrap_or("").to_string(),
+                e["object"]["metadata"]["name"]
+                    .as_str()
+                    .unwrap_or("")
+                    .to_string(),
+                e["object"]["spec"]["color"]
+                    .as_str()
+                    .unwrap_or("")
+                    .to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        changes,
+        [
+            ("ADDED".to_string(), "w2".to_string(), "blue".to_string()),
+            (
+                "MODIFIED".to_string(),
+                "w2".to_string(),
+                "green".to_string()
+            ),
+        ],
+        "events replayed after resourceVersion {rv0}: {events:#?}"
+    );
+    for bookmark in events.iter().filter(|e| e["type"] == "BOOKMARK") {
+        assert_eq!(bookmark["object"]["kind"], "Widget", "{bookmark}");
+        assert!(
+            bookmark["object"]["metadata"]["resourceVersion"]
+                .as_str()
+                .is_some_and(|rv| !rv.is_empty()),
+            "bookmark without resourceVersion: {bookmark}"
+        );
+    }
+}

@@ -1,0 +1,285 @@
+//! The server's shared state: storage, the CRD catalog, the built-in kinds, and the
+//! background work that keeps them in step (CRD watch, deletion cleanup).
+
+use crate::registry::catalog::Catalog;
+use crate::rest::crd::CrdKind;
+use crate::rest::custom_resource::CustomResourceKind;
+use crate::rest::namespace::{NamespaceKind, SYSTEM_NAMESPACES};
+use crate::rest::store::{decode_stored, Store};
+use crate::rest::{object, ResourceKind, WriteOptions};
+use crate::status::{GroupResource, Status};
+use crate::storage::{EventKind, ListOptions, Storage, WatchItem};
+use futures::StreamExt;
+use serde_json::{json, Value};
+use std::sync::Arc;
+
+/// Settings of a running API server that handlers consult.
+#[derive(Clone, Debug, Default)]
+pub struct ApiOptions {
+    /// Storage key prefix (kube's `--etcd-prefix`, default `/registry`).
+    pub prefix: String,
+    /// Log each write's pipeline trace.
+    pub log_pipeline: bool,
+    /// `host:port` advertised in `/api` discovery.
+    pub advertise_address: String,
+}
+
+/// Shared state of one API server.
+pub struct ApiServer {
+    /// The generic object store.
+    pub store: Store,
+    /// Served CRDs.
+    pub catalog: Arc<Catalog>,
+    /// The `customresourcedefinitions` kind.
+    pub crds: Arc<CrdKind>,
+    /// The `namespaces` kind.
+    pub namespaces: Arc<NamespaceKind>,
+    /// Settings.
+    pub options: ApiOptions,
+}
+
+/// What a resource request resolved to.
+pub enum Resolved {
+    /// A custom resource of a CRD version.
+    Custom(Arc<CustomResourceKind>),
+    /// A built-in kind.
+    Builtin(Arc<dyn ResourceKind>),
+}
+
+impl Resolved {
+    /// The kind as a trait object.
+    pub fn kind(&self) -> &dyn ResourceKind {
+        match self {
+            Resolved::Custom(k) => k.as_ref(),
+            Resolved::Builtin(k) => k.as_ref(),
+        }
+    }
+}
+
+impl ApiServer {
+    /// Build the state over `storage`, load CRDs, create the system namespaces and
+    /// start following CRD changes made by other servers on the same storage.
+    pub async fn start(
+        storage: Arc<dyn Storage>,
+        options: ApiOptions,
+    ) -> Result<Arc<ApiServer>, Status> {
+        let catalog = Arc::new(Catalog::new());
+        let api = Arc::new(ApiServer {
+            store: Store::new(storage),
+            crds: Arc::new(CrdKind::new(&options.prefix, catalog.clone())),
+            namespaces: Arc::new(NamespaceKind::new(&options.prefix)),
+            catalog,
+            options,
+        });
+        let revision = api.load_crds().await?;
+        api.ensure_system_namespaces().await?;
+        tokio::spawn(follow_crds(Arc::downgrade(&api), revision));
+        api.resume_cleanups().await;
+        Ok(api)
+    }
+
+    fn crd_prefix(&self) -> String {
+        self.crds.descriptor().list_prefix("")
+    }
+
+    async fn load_crds(&self) -> Result<i64, Status> {
+        let res = self
+            .store
+            .storage
+            .list(&self.crd_prefix(), &ListOptions::default())
+            .await
+            .map_err(|e| crate::rest::store::storage_status(e, &self.crds.descriptor().gr, ""))?;
+        for kv in &res.items {
+            let obj = decode_stored(kv)?;
+            if let Err(e) = self.catalog.upsert(obj, kv.mod_revision) {
+                tracing::warn!(key = %kv.key, error = %e, "stored CRD cannot be served");
+            }
+        }
+        Ok(res.revision)
+    }
+
+    async fn ensure_system_namespaces(&self) -> Result<(), Status> {
+        for ns in SYSTEM_NAMESPACES {
+            let body = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}});
+            match self
+                .store
+                .create(self.namespaces.as_ref(), body, &WriteOptions::default())
+                .await
+            {
+                Ok(_) => {}
+                Err(s) if s.reason == "AlreadyExists" => {}
+                Err(s) => return Err(s),
+            }
+        }
+        Ok(())
+    }
+
+    /// Resolve the kind a resource request addresses, or kube's 404.
+    pub fn resolve(&self, group: &str, version: &str, resource: &str) -> Result<Resolved, Status> {
+        let not_found =
+            || Status::not_found_message("the server could not find the requested resource");
+        match (group, version, resource) {
+            ("", "v1", "namespaces") => Ok(Resolved::Builtin(self.namespaces.clone())),
+            ("apiextensions.k8s.io", "v1", "customresourcedefinitions") => {
+                Ok(Resolved::Builtin(self.crds.clone()))
+            }
+            ("", _, _) | ("apiextensions.k8s.io", _, _) => Err(not_found()),
+            _ => {
+                let crd = self.catalog.lookup(group, resource).ok_or_else(not_found)?;
+                let idx = crd.served_version(version).ok_or_else(not_found)?;
+                Ok(Resolved::Custom(Arc::new(CustomResourceKind::new(
+                    crd,
+                    idx,
+                    &self.options.prefix,
+                ))))
+            }
+        }
+    }
+
+    /// kube's NamespaceLifecycle admission: the namespace must exist and not be terminating.
+    pub async fn check_namespace(
+        &self,
+        namespace: &str,
+        gr: &GroupResource,
+        name: &str,
+    ) -> Result<(), Status> {
+        let ns = match self
+            .store
+            .get(self.namespaces.as_ref(), "", namespace)
+            .await
+        {
+            Ok(ns) => ns,
+            Err(s) if s.code == 404 => {
+                return Err(Status::not_found(
+                    &GroupResource::new("", "namespaces"),
+                    namespace,
+                ))
+            }
+            Err(s) => return Err(s),
+        };
+        if object::is_terminating(&ns) {
+            let mut s = Status::forbidden(
+                gr,
+                name,
+                &format!("unable to create new content in namespace {namespace} because it is being terminated"),
+            );
+            if let Some(d) = s.details.as_mut() {
+                d.causes.push(crate::status::Cause {
+                    reason: "NamespaceTerminating".into(),
+                    message: format!("namespace {namespace} is being terminated"),
+                    field: "metadata.namespace".into(),
+                });
+            }
+            return Err(s);
+        }
+        Ok(())
+    }
+
+    /// Hooks after a successful write through this server (CRDs update the catalog).
+    pub fn after_write(self: &Arc<Self>, d: &crate::rest::Descriptor, obj: &Value, deleted: bool) {
+        if d.gr == self.crds.descriptor().gr {
+            self.crd_written(obj, deleted);
+        }
+    }
+
+    /// Keep the catalog in step with a CRD write made through this server.
+    pub fn crd_written(self: &Arc<Self>, crd: &Value, deleted: bool) {
+        let rev = object::resource_version(crd).ok().flatten().unwrap_or(0);
+        if deleted {
+            self.catalog.remove(object::name(crd), rev);
+            return;
+        }
+        if let Err(e) = self.catalog.upsert(crd.clone(), rev) {
+            tracing::warn!(crd = object::name(crd), error = %e, "CRD cannot be served");
+        }
+        if object::is_terminating(crd) {
+            tokio::spawn(crate::cleanup::crd(
+                self.clone(),
+                object::name(crd).to_string(),
+            ));
+        }
+    }
+
+    /// Start the namespace cleanup after a namespace was marked terminating.
+    pub fn namespace_terminating(self: &Arc<Self>, name: &str) {
+        tokio::spawn(crate::cleanup::namespace(self.clone(), name.to_string()));
+    }
+
+    /// After a restart, finish deletions that were under way.
+    async fn resume_cleanups(self: &Arc<Self>) {
+        for crd in self.catalog.all() {
+            if crd.terminating {
+                tokio::spawn(crate::cleanup::crd(self.clone(), crd.name.clone()));
+            }
+        }
+        let prefix = self.namespaces.descriptor().list_prefix("");
+        if let Ok(res) = self
+            .store
+            .storage
+            .list(&prefix, &ListOptions::default())
+            .await
+        {
+            for kv in res.items {
+                if let Ok(ns) = decode_stored(&kv) {
+                    if object::is_terminating(&ns) {
+                        self.namespace_terminating(object::name(&ns));
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Follow CRD writes in storage (made here or by another server on the same etcd).
+async fn follow_crds(api: std::sync::Weak<ApiServer>, mut revision: i64) {
+    loop {
+        let Some(strong) = api.upgrade() else { return };
+        let prefix = strong.crd_prefix();
+        let watch = strong.store.storage.watch(&prefix, revision).await;
+        drop(strong);
+        let mut stream = match watch {
+            Ok(s) => s,
+            Err(crate::storage::StorageError::Compacted { .. }) => {
+                // Missed history: reload everything from the current state.
+                match api.upgrade() {
+                    Some(a) => {
+                        if let Ok(r) = a.load_crds().await {
+                            revision = r;
+                        }
+                    }
+                    None => return,
+                }
+                continue;
+            }
+            Err(_) => {
+                tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+                continue;
+            }
+        };
+        while let Some(item) = stream.next().await {
+            let Some(api) = api.upgrade() else { return };
+            match item {
+                Ok(WatchItem::Event(ev)) => {
+                    revision = ev.kv.mod_revision;
+                    match ev.kind {
+                        EventKind::Delete => {
+                            let name = ev.kv.key.rsplit('/').next().unwrap_or("").to_string();
+                            api.catalog.remove(&name, ev.kv.mod_revision);
+                        }
+                        _ => {
+                            if let Ok(obj) = decode_stored(&ev.kv) {
+                                let _ = api.catalog.upsert(obj, ev.kv.mod_revision);
+                            }
+                        }
+                    }
+                }
+                Ok(WatchItem::Progress(r)) => revision = revision.max(r),
+                Err(_) => break,
+            }
+        }
+        if api.strong_count() == 0 {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+}

@@ -1,0 +1,107 @@
+//! Go's text forms of values (`%v`, `%e`, `encoding/json`), so messages read
+//! byte for byte as kube prints them.
+
+use serde_json::Value;
+
+/// Go's `%v` for a float64: shortest digits, exponent form when exp < -4 or exp >= 6.
+pub fn go_float_v(f: f64) -> String {
+    go_float_shortest(f, -4, 6)
+}
+
+/// Go's `encoding/json` float64 text: `%f` style, exponent form below 1e-6 or from 1e21.
+pub fn go_json_float(f: f64) -> String {
+    let abs = f.abs();
+    if abs != 0.0 && !(1e-6..1e21).contains(&abs) {
+        let s = go_float_exp(f);
+        // encoding/json trims the exponent's leading zero: 1e-07 -> 1e-7.
+        if let Some(pos) = s.find("e-0") {
+            return format!("{}e-{}", &s[..pos], &s[pos + 3..]);
+        }
+        return s;
+    }
+    format!("{f}")
+}
+
+/// Shortest representation, switching to `%e` when the decimal exponent is outside
+/// `[lo, hi)`.
+pub fn go_float_shortest(f: f64, lo: i32, hi: i32) -> String {
+    if f.is_nan() {
+        return "NaN".to_string();
+    }
+    if f.is_infinite() {
+        return if f > 0.0 { "+Inf" } else { "-Inf" }.to_string();
+    }
+    if f == 0.0 {
+        return if f.is_sign_negative() { "-0" } else { "0" }.to_string();
+    }
+    let e = format!("{f:e}");
+    let exp: i32 = e
+        .split_once('e')
+        .and_then(|(_, x)| x.parse().ok())
+        .unwrap_or(0);
+    if exp < lo || exp >= hi {
+        go_float_exp(f)
+    } else {
+        format!("{f}")
+    }
+}
+
+/// Go's `%e` with shortest digits: `1.5e+06`, `1e-05`.
+pub fn go_float_exp(f: f64) -> String {
+    let e = format!("{f:e}");
+    let (mant, exp) = e.split_once('e').unwrap_or((e.as_str(), "0"));
+    let exp: i32 = exp.parse().unwrap_or(0);
+    let sign = if exp < 0 { '-' } else { '+' };
+    format!("{mant}e{sign}{:02}", exp.abs())
+}
+
+/// Go's `strconv.FormatFloat(f, 'f', -1, 64)`: shortest digits, never an exponent.
+pub fn go_float_f(f: f64) -> String {
+    format!("{f}")
+}
+
+/// JSON text of a value as Go's `encoding/json` writes it (sorted keys, Go floats).
+pub fn go_json(v: &Value) -> String {
+    match v {
+        Value::Null => "null".to_string(),
+        Value::Bool(b) => b.to_string(),
+        Value::Number(n) => match (n.as_i64(), n.as_u64()) {
+            (Some(i), _) => i.to_string(),
+            (None, Some(u)) => u.to_string(),
+            _ => go_json_float(n.as_f64().unwrap_or(0.0)),
+        },
+        Value::String(s) => go_json_string(s),
+        Value::Array(a) => format!("[{}]", a.iter().map(go_json).collect::<Vec<_>>().join(",")),
+        Value::Object(m) => {
+            let mut keys: Vec<&String> = m.keys().collect();
+            keys.sort();
+            let parts: Vec<String> = keys
+                .into_iter()
+                .map(|k| format!("{}:{}", go_json_string(k), go_json(&m[k])))
+                .collect();
+            format!("{{{}}}", parts.join(","))
+        }
+    }
+}
+
+/// A JSON string as Go escapes it (HTML-safe: `<`, `>`, `&` and U+2028/2029 escaped).
+pub fn go_json_string(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            '<' | '>' | '&' | '\u{2028}' | '\u{2029}' => {
+                out.push_str(&format!("\\u{:04x}", c as u32))
+            }
+            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}

@@ -1,0 +1,42 @@
+//! POST: create an object.
+
+use super::{decode_object, log_trace, object_reply, write_options};
+use crate::apiserver::ApiServer;
+use crate::http::response::{Body, Reply};
+use crate::http::ApiRequest;
+use crate::rest::{object, ResourceKind};
+use crate::status::Status;
+use http::{Response, StatusCode};
+use std::sync::Arc;
+
+/// Create an object in the request's namespace.
+pub async fn create(
+    api: &Arc<ApiServer>,
+    req: &ApiRequest,
+    kind: &dyn ResourceKind,
+) -> Result<Response<Body>, Status> {
+    let d = kind.descriptor();
+    let mut opts = write_options(api, req, "CreateOptions")?;
+    let mut obj = decode_object(req, kind, &mut opts)?;
+    object::ensure_namespace(&mut obj, &req.info.namespace, d.namespaced)?;
+    if let Some(crd) = api.catalog.lookup(&d.gr.group, &d.gr.resource) {
+        if crd.terminating {
+            return Err(Status::method_not_allowed(
+                "create not allowed while custom resource definition is terminating",
+            ));
+        }
+    }
+    if d.namespaced {
+        api.check_namespace(&req.info.namespace, &d.gr, object::name(&obj))
+            .await?;
+    }
+    let w = api.store.create(kind, obj, &opts).await?;
+    log_trace(api, req, &w.trace);
+    if !opts.dry_run {
+        api.after_write(d, &w.object, false);
+    }
+    let mut reply = Reply::with_code(StatusCode::CREATED, w.object);
+    reply.warnings = w.warnings;
+    reply.trace = w.trace;
+    Ok(object_reply(req, kind, reply))
+}

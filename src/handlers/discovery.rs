@@ -1,0 +1,169 @@
+//! Non-resource endpoints: version, health checks, discovery (legacy and aggregated).
+
+use crate::apiserver::ApiServer;
+use crate::http::negotiate::{DiscoveryVersion, Output};
+use crate::http::response::{self, Body, Reply};
+use crate::http::ApiRequest;
+use crate::registry::discovery;
+use crate::status::Status;
+use http::{header, Response, StatusCode};
+use serde_json::{json, Value};
+use std::sync::Arc;
+
+/// The Kubernetes version whose behaviour this server follows.
+pub const KUBE_VERSION: (&str, &str) = ("1", "36");
+
+/// `/version`.
+pub fn version() -> Value {
+    json!({
+        "major": KUBE_VERSION.0,
+        "minor": KUBE_VERSION.1,
+        "emulationMajor": KUBE_VERSION.0,
+        "emulationMinor": KUBE_VERSION.1,
+        "minCompatibilityMajor": KUBE_VERSION.0,
+        "minCompatibilityMinor": "35",
+        "gitVersion": format!("v{}.{}.0-crd-apiserver.{}", KUBE_VERSION.0, KUBE_VERSION.1, env!("CARGO_PKG_VERSION")),
+        "gitCommit": "",
+        "gitTreeState": "clean",
+        "buildDate": "1970-01-01T00:00:00Z",
+        "goVersion": "",
+        "compiler": "rustc",
+        "platform": format!("{}/{}", std::env::consts::OS, go_arch()),
+    })
+}
+
+fn go_arch() -> &'static str {
+    match std::env::consts::ARCH {
+        "x86_64" => "amd64",
+        "aarch64" => "arm64",
+        other => other,
+    }
+}
+
+async fn health(api: &ApiServer, req: &ApiRequest, which: &str) -> Response<Body> {
+    let storage_ok = which == "livez" || api.store.storage.ready().await.is_ok();
+    let verbose = req.query.contains_key("verbose");
+    let checks: Vec<(&str, bool)> = match which {
+        "livez" => vec![("ping", true), ("log", true)],
+        _ => vec![
+            ("ping", true),
+            ("log", true),
+            ("etcd", storage_ok),
+            ("informer-sync", true),
+        ],
+    };
+    let ok = checks.iter().all(|(_, ok)| *ok);
+    let code = if ok {
+        StatusCode::OK
+    } else {
+        StatusCode::INTERNAL_SERVER_ERROR
+    };
+    if !verbose && ok {
+        return response::text(code, "ok");
+    }
+    let mut body = String::new();
+    for (name, ok) in &checks {
+        if *ok {
+            body.push_str(&format!("[+]{name} ok\n"));
+        } else {
+            body.push_str(&format!("[-]{name} failed: reason withheld\n"));
+        }
+    }
+    if ok {
+        body.push_str(&format!("{which} check passed\n"));
+    } else {
+        body.push_str(&format!("{which} check failed\n"));
+    }
+    response::text(code, body)
+}
+
+/// Serve a non-resource path.
+pub async fn non_resource(
+    api: &Arc<ApiServer>,
+    req: &ApiRequest,
+) -> Result<Response<Body>, Status> {
+    let parts: Vec<&str> = req.info.parts.iter().map(String::as_str).collect();
+    let crds: Vec<_> = api.catalog.all().iter().map(|c| c.info.clone()).collect();
+    let not_found =
+        || Status::not_found_message("the server could not find the requested resource");
+    let body = match parts.as_slice() {
+        ["version"] => version(),
+        ["healthz"] | ["livez"] | ["readyz"] => return Ok(health(api, req, parts[0]).await),
+        ["healthz", _] | ["livez", _] | ["readyz", _] => {
+            return Ok(health(api, req, parts[0]).await)
+        }
+        ["openapi", ..] => return super::openapi::serve(api, req, &parts[1..]),
+        ["api"] => match req.output {
+            Output::AggregatedDiscovery(v) => {
+                return Ok(aggregated(discovery::aggregated_core(), v))
+            }
+            _ => discovery::api_versions(&api.options.advertise_address),
+        },
+        ["api", "v1"] => discovery::core_v1_resources(),
+        ["apis"] => match req.output {
+            Output::AggregatedDiscovery(v) => {
+                return Ok(aggregated(discovery::aggregated_apis(&crds), v))
+            }
+            _ => discovery::api_group_list(&crds),
+        },
+        ["apis", group] => discovery::api_group(group, &crds).ok_or_else(not_found)?,
+        ["apis", group, version] => {
+            discovery::api_resource_list(group, version, &crds).ok_or_else(not_found)?
+        }
+        [] => json!({"paths": root_paths(&crds)}),
+        _ => return Err(not_found()),
+    };
+    let output = match req.output {
+        Output::Yaml => Output::Yaml,
+        _ => Output::Json,
+    };
+    Ok(response::reply(Reply::ok(body), output))
+}
+
+fn aggregated(mut doc: Value, v: DiscoveryVersion) -> Response<Body> {
+    let (api_version, ct) = match v {
+        DiscoveryVersion::V2 => (
+            "apidiscovery.k8s.io/v2",
+            "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList",
+        ),
+        DiscoveryVersion::V2Beta1 => (
+            "apidiscovery.k8s.io/v2beta1",
+            "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList",
+        ),
+    };
+    if let Some(m) = doc.as_object_mut() {
+        m.insert("apiVersion".into(), json!(api_version));
+    }
+    let mut resp = response::reply(Reply::ok(doc), Output::Json);
+    if let Ok(v) = header::HeaderValue::from_str(ct) {
+        resp.headers_mut().insert(header::CONTENT_TYPE, v);
+    }
+    resp
+}
+
+fn root_paths(crds: &[crate::registry::crd::CrdInfo]) -> Vec<String> {
+    let mut paths = vec![
+        "/api".to_string(),
+        "/api/v1".to_string(),
+        "/apis".to_string(),
+        "/apis/apiextensions.k8s.io".to_string(),
+        "/apis/apiextensions.k8s.io/v1".to_string(),
+        "/healthz".to_string(),
+        "/livez".to_string(),
+        "/openapi/v2".to_string(),
+        "/openapi/v3".to_string(),
+        "/readyz".to_string(),
+        "/version".to_string(),
+    ];
+    for c in crds {
+        paths.push(format!("/apis/{}", c.group));
+        for v in &c.versions {
+            if v.served {
+                paths.push(format!("/apis/{}/{}", c.group, v.name));
+            }
+        }
+    }
+    paths.sort();
+    paths.dedup();
+    paths
+}

@@ -1,0 +1,172 @@
+//! Handlers: one file per verb family, each a short script over the REST layer.
+//! `dispatch` routes a parsed request to the right one.
+
+pub mod create;
+pub mod delete;
+pub mod discovery;
+pub mod openapi;
+pub mod patch;
+pub mod read;
+pub mod scale;
+pub mod update;
+pub mod watch;
+
+use crate::apiserver::{ApiServer, Resolved};
+use crate::codec;
+use crate::field::{Error as FieldError, Path};
+use crate::http::negotiate::{body_type, BodyType, Output};
+use crate::http::response::{self, Body, Reply};
+use crate::http::ApiRequest;
+use crate::rest::{FieldValidation, ResourceKind, WriteOptions};
+use crate::status::Status;
+use http::{Method, Response};
+use serde_json::{json, Value};
+use std::sync::Arc;
+
+/// Route a request and encode whatever comes back.
+pub async fn dispatch(api: &Arc<ApiServer>, req: ApiRequest) -> Response<Body> {
+    let output = req.output;
+    let result = if req.info.is_resource_request {
+        resource(api, &req).await
+    } else {
+        discovery::non_resource(api, &req).await
+    };
+    match result {
+        Ok(r) => r,
+        Err(s) => response::status(&s, output),
+    }
+}
+
+fn method_not_allowed() -> Status {
+    Status::method_not_allowed("the server does not allow this method on the requested resource")
+}
+
+async fn resource(api: &Arc<ApiServer>, req: &ApiRequest) -> Result<Response<Body>, Status> {
+    let info = &req.info;
+    let resolved = api.resolve(&info.group, &info.version, &info.resource)?;
+    let kind = resolved.kind();
+    let d = kind.descriptor();
+    // Cluster-scoped kinds addressed under a namespace do not exist (kube's 404).
+    if !d.namespaced && !info.namespace.is_empty() {
+        return Err(Status::not_found_message(
+            "the server could not find the requested resource",
+        ));
+    }
+    let sub = info.subresource.as_str();
+    let status_ok = d.status_subresource;
+    let scale_ok = matches!(&resolved, Resolved::Custom(k) if k.schema().scale.is_some());
+    match (info.verb.as_str(), sub) {
+        ("get", "") => read::get(api, req, kind).await,
+        ("list", "") => read::list(api, req, kind).await,
+        ("watch", "") => watch::watch(api, req, kind).await,
+        ("create", "") if info.name.is_empty() => create::create(api, req, kind).await,
+        ("update", "") => update::update(api, req, kind).await,
+        ("patch", "") => patch::patch(api, req, kind).await,
+        ("delete", "") => delete::delete(api, req, kind).await,
+        ("deletecollection", "") => delete::delete_collection(api, req, kind).await,
+        ("get", "status") if status_ok => read::get(api, req, kind).await,
+        ("update", "status") if status_ok => update::update(api, req, kind).await,
+        ("patch", "status") if status_ok => patch::patch(api, req, kind).await,
+        ("update", "finalize") if d.gr.resource == "namespaces" => {
+            update::update(api, req, kind).await
+        }
+        ("get", "scale") if scale_ok => scale::get(api, req, &resolved).await,
+        ("update", "scale") if scale_ok => scale::update(api, req, &resolved).await,
+        ("patch", "scale") if scale_ok => scale::patch(api, req, &resolved).await,
+        (_, "") | (_, "status") if status_ok || sub.is_empty() => Err(method_not_allowed()),
+        (_, "scale") if scale_ok => Err(method_not_allowed()),
+        _ => Err(Status::not_found_message(
+            "the server could not find the requested resource",
+        )),
+    }
+}
+
+/// Options every write shares, from the query (`dryRun`, `fieldValidation`) and
+/// headers (`X-Pipeline-Trace`). `options_kind` names kube's options type in errors.
+pub fn write_options(
+    api: &ApiServer,
+    req: &ApiRequest,
+    options_kind: &str,
+) -> Result<WriteOptions, Status> {
+    let dry_run = match req.param("dryRun") {
+        None | Some("") => false,
+        Some("All") => true,
+        Some(other) => {
+            let err = FieldError::not_supported(&Path::new("dryRun"), json!([other]), &["All"]);
+            return Err(Status::invalid(options_kind, "meta.k8s.io", "", &[err]));
+        }
+    };
+    Ok(WriteOptions {
+        field_validation: FieldValidation::parse(req.param("fieldValidation"))?,
+        dry_run,
+        subresource: req.info.subresource.clone(),
+        trace: api.options.log_pipeline || req.header("x-pipeline-trace") == Some("true"),
+        duplicate_fields: Vec::new(),
+        is_patch: false,
+    })
+}
+
+/// Decode a create/update body (JSON or YAML) into an object, with kube's errors.
+pub fn decode_object(
+    req: &ApiRequest,
+    kind: &dyn ResourceKind,
+    opts: &mut WriteOptions,
+) -> Result<Value, Status> {
+    let ct = req.header("content-type");
+    match body_type(ct) {
+        BodyType::Json | BodyType::Yaml => {}
+        _ => {
+            return Err(Status::unsupported_media_type(format!(
+                "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml, application/vnd.kubernetes.protobuf"
+            )))
+        }
+    }
+    let kind_name = &kind.descriptor().kind;
+    let obj = codec::decode_body(&req.body, ct.unwrap_or("application/json")).map_err(|e| {
+        Status::bad_request(codec::unrecognized_object_message(kind_name, &e, &req.body))
+    })?;
+    if !obj.is_object() {
+        return Err(Status::bad_request(codec::unrecognized_object_message(
+            kind_name,
+            &codec::DecodeError::NotAnObject,
+            &req.body,
+        )));
+    }
+    if body_type(ct) == BodyType::Json && opts.field_validation != FieldValidation::Ignore {
+        opts.duplicate_fields = codec::find_duplicate_fields(&req.body);
+    }
+    Ok(obj)
+}
+
+/// Log the pipeline trace when `--log-pipeline` is on.
+pub fn log_trace(api: &ApiServer, req: &ApiRequest, trace: &[String]) {
+    if api.options.log_pipeline && !trace.is_empty() {
+        tracing::info!(verb = %req.info.verb, path = %req.path, trace = %trace.join("; "), "pipeline");
+    }
+}
+
+/// Encode a single-object reply in the representation the client asked for.
+pub fn object_reply(req: &ApiRequest, kind: &dyn ResourceKind, mut reply: Reply) -> Response<Body> {
+    let trace_wanted = req.header("x-pipeline-trace") == Some("true");
+    if !trace_wanted {
+        reply.trace.clear();
+    }
+    match req.output {
+        Output::Table(v) if reply.body.get("kind").and_then(Value::as_str) != Some("Status") => {
+            reply.body = read::table(req, kind, std::slice::from_ref(&reply.body), v, json!({}));
+            response::reply(reply, Output::Json)
+        }
+        Output::PartialMetadata(v)
+            if reply.body.get("kind").and_then(Value::as_str) != Some("Status") =>
+        {
+            reply.body = read::partial_metadata(&reply.body, v);
+            response::reply(reply, Output::Json)
+        }
+        other => response::reply(reply, other),
+    }
+}
+
+/// True for the methods that carry a body.
+pub fn has_body(m: &Method) -> bool {
+    matches!(*m, Method::POST | Method::PUT | Method::PATCH)
+}

@@ -1,0 +1,134 @@
+//! GET of one object and of lists, in JSON, YAML, Table or PartialObjectMetadata form.
+
+use super::object_reply;
+use crate::apiserver::ApiServer;
+use crate::http::negotiate::{MetaVersion, Output};
+use crate::http::response::{self, Body, Reply};
+use crate::http::ApiRequest;
+use crate::rest::store::{ListOptions, ListPage};
+use crate::rest::ResourceKind;
+use crate::selector::{fields, labels};
+use crate::status::Status;
+use crate::table;
+use http::Response;
+use serde_json::{json, Map, Value};
+use std::sync::Arc;
+
+/// GET one object (or its `/status`).
+pub async fn get(
+    api: &Arc<ApiServer>,
+    req: &ApiRequest,
+    kind: &dyn ResourceKind,
+) -> Result<Response<Body>, Status> {
+    let obj = api
+        .store
+        .get(kind, &req.info.namespace, &req.info.name)
+        .await?;
+    Ok(object_reply(req, kind, Reply::ok(obj)))
+}
+
+/// Parse list options from the query, with kube's errors for bad selectors and limits.
+pub fn list_options(req: &ApiRequest) -> Result<ListOptions, Status> {
+    if let Some(i) = req.param("includeObject") {
+        table::IncludeObject::parse(Some(i)).map_err(Status::bad_request)?;
+    }
+    let labels = match req.param("labelSelector") {
+        Some(s) if !s.is_empty() => Some(labels::parse(s).map_err(Status::bad_request)?),
+        _ => None,
+    };
+    let fields = match req.param("fieldSelector") {
+        Some(s) if !s.is_empty() => Some(fields::parse(s).map_err(Status::bad_request)?),
+        _ => None,
+    };
+    let limit = match req.param("limit") {
+        None | Some("") => 0,
+        Some(l) => l.parse::<i64>().map_err(|_| {
+            Status::bad_request(format!(
+                "limit: Invalid value: \"{l}\": strconv.ParseInt: parsing \"{l}\": invalid syntax"
+            ))
+        })?,
+    };
+    Ok(ListOptions {
+        labels,
+        fields,
+        limit: limit.max(0),
+        continue_token: req
+            .param("continue")
+            .filter(|c| !c.is_empty())
+            .map(String::from),
+        resource_version: req.param("resourceVersion").map(String::from),
+        resource_version_match: req
+            .param("resourceVersionMatch")
+            .filter(|m| !m.is_empty())
+            .map(String::from),
+    })
+}
+
+/// `metadata` of a list.
+pub fn list_meta(page: &ListPage) -> Value {
+    let mut m = Map::new();
+    m.insert(
+        "resourceVersion".into(),
+        json!(page.resource_version.to_string()),
+    );
+    if let Some(c) = &page.continue_token {
+        m.insert("continue".into(), json!(c));
+    }
+    if let Some(r) = page.remaining {
+        m.insert("remainingItemCount".into(), json!(r));
+    }
+    Value::Object(m)
+}
+
+/// GET a list.
+pub async fn list(
+    api: &Arc<ApiServer>,
+    req: &ApiRequest,
+    kind: &dyn ResourceKind,
+) -> Result<Response<Body>, Status> {
+    let opts = list_options(req)?;
+    let page = api.store.list(kind, &req.info.namespace, &opts).await?;
+    let d = kind.descriptor();
+    let meta = list_meta(&page);
+    let body = match req.output {
+        Output::Table(v) => table(req, kind, &page.items, v, meta),
+        Output::PartialMetadata(v) => json!({
+            "kind": "PartialObjectMetadataList",
+            "apiVersion": v.api_version(),
+            "metadata": meta,
+            "items": page.items.iter().map(|o| partial_metadata(o, v)).collect::<Vec<_>>(),
+        }),
+        _ => json!({
+            "apiVersion": d.api_version(),
+            "kind": d.list_kind,
+            "metadata": meta,
+            "items": page.items,
+        }),
+    };
+    let output = match req.output {
+        Output::Yaml => Output::Yaml,
+        _ => Output::Json,
+    };
+    Ok(response::reply(Reply::ok(body), output))
+}
+
+/// A Table of `objs` with the kind's printer columns.
+pub fn table(
+    req: &ApiRequest,
+    kind: &dyn ResourceKind,
+    objs: &[Value],
+    v: MetaVersion,
+    meta: Value,
+) -> Value {
+    let include = table::IncludeObject::parse(req.param("includeObject")).unwrap_or_default();
+    let mut t = table::table_for_objects(objs, &kind.printer_columns(), include, meta);
+    if let Some(m) = t.as_object_mut() {
+        m.insert("apiVersion".into(), json!(v.api_version()));
+    }
+    t
+}
+
+/// `PartialObjectMetadata` of an object.
+pub fn partial_metadata(obj: &Value, v: MetaVersion) -> Value {
+    table::partial_object_metadata(obj, v.api_version())
+}

@@ -1,0 +1,259 @@
+//! `?watch=true`: a stream of `ADDED`/`MODIFIED`/`DELETED`/`BOOKMARK`/`ERROR` events,
+//! one JSON object per line, as kube sends them.
+
+use super::read::{list_options, partial_metadata};
+use crate::apiserver::ApiServer;
+use crate::http::negotiate::Output;
+use crate::http::response::Body;
+use crate::http::ApiRequest;
+use crate::rest::store::{decode_stored, ListOptions};
+use crate::rest::{object, ResourceKind};
+use crate::status::Status;
+use crate::storage::{EventKind, WatchItem};
+use bytes::Bytes;
+use futures::StreamExt;
+use http::{header, Response, StatusCode};
+use http_body_util::{BodyExt, StreamBody};
+use hyper::body::Frame;
+use rand::Rng;
+use serde_json::{json, Value};
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::sync::mpsc;
+
+/// How often a BOOKMARK is sent to a watcher that asked for them and saw no events.
+pub const BOOKMARK_INTERVAL: Duration = Duration::from_secs(1);
+
+/// kube's default watch timeout: a random time between 30 and 60 minutes.
+fn default_timeout() -> Duration {
+    Duration::from_secs(rand::rng().random_range(1800..3600))
+}
+
+struct Watcher {
+    kind: Arc<dyn ResourceKind>,
+    output: Output,
+    opts: ListOptions,
+    sent_headers: bool,
+    include_object: Option<String>,
+}
+
+impl Watcher {
+    fn event(&mut self, ty: &str, obj: &Value) -> Bytes {
+        let object = match self.output {
+            Output::Table(v) => {
+                let mut t = crate::table::table_for_objects(
+                    std::slice::from_ref(obj),
+                    &self.kind.printer_columns(),
+                    crate::table::IncludeObject::parse(self.include_object.as_deref())
+                        .unwrap_or_default(),
+                    json!({"resourceVersion": object::meta_str(obj, "resourceVersion")}),
+                );
+                if let Some(m) = t.as_object_mut() {
+                    m.insert("apiVersion".into(), json!(v.api_version()));
+                    if self.sent_headers {
+                        m.insert("columnDefinitions".into(), Value::Null);
+                    }
+                }
+                self.sent_headers = true;
+                t
+            }
+            Output::PartialMetadata(v) => partial_metadata(obj, v),
+            _ => obj.clone(),
+        };
+        line(&json!({"type": ty, "object": object}))
+    }
+
+    fn bookmark(&self, rv: i64, initial_events_end: bool) -> Bytes {
+        let d = self.kind.descriptor();
+        let mut meta = json!({"resourceVersion": rv.to_string()});
+        if initial_events_end {
+            meta["annotations"] = json!({"k8s.io/initial-events-end": "true"});
+        }
+        line(
+            &json!({"type": "BOOKMARK", "object": {"kind": d.kind, "apiVersion": d.api_version(), "metadata": meta}}),
+        )
+    }
+
+    fn matches(&self, obj: &Value) -> bool {
+        let store_matches = |o: &Value| -> bool {
+            if let Some(l) = &self.opts.labels {
+                if !l.matches(&object::labels(o)) {
+                    return false;
+                }
+            }
+            if let Some(f) = &self.opts.fields {
+                return f.matches(|field| self.kind.field_value(o, field).ok().flatten());
+            }
+            true
+        };
+        store_matches(obj)
+    }
+}
+
+fn line(v: &Value) -> Bytes {
+    let mut b = serde_json::to_vec(v).unwrap_or_default();
+    b.push(b'\n');
+    Bytes::from(b)
+}
+
+fn error_event(s: &Status) -> Bytes {
+    line(&json!({"type": "ERROR", "object": s.to_json()}))
+}
+
+/// Serve a watch.
+pub async fn watch(
+    api: &Arc<ApiServer>,
+    req: &ApiRequest,
+    kind: &dyn ResourceKind,
+) -> Result<Response<Body>, Status> {
+    let mut opts = list_options(req)?;
+    if !req.info.name.is_empty() {
+        // Legacy `/watch/.../{name}`: a watch of one object.
+        let sel = format!("metadata.name={}", req.info.name);
+        opts.fields = Some(crate::selector::fields::parse(&sel).map_err(Status::bad_request)?);
+    }
+    let timeout = match req.param("timeoutSeconds") {
+        Some(t) if !t.is_empty() => Duration::from_secs(t.parse::<u64>().map_err(|_| {
+            Status::bad_request(format!("timeoutSeconds: Invalid value: \"{t}\": strconv.ParseInt: parsing \"{t}\": invalid syntax"))
+        })?),
+        _ => default_timeout(),
+    };
+    let bookmarks = req.param("allowWatchBookmarks") == Some("true");
+    let send_initial = req.param("sendInitialEvents") == Some("true");
+    let rv = req.param("resourceVersion").unwrap_or("").to_string();
+    if send_initial && req.param("resourceVersionMatch") != Some("NotOlderThan") {
+        let err = crate::field::Error::forbidden(
+            &crate::field::Path::new("resourceVersionMatch"),
+            "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan",
+        );
+        return Err(Status::invalid("ListOptions", "meta.k8s.io", "", &[err]));
+    }
+    let resolved = api.resolve(&req.info.group, &req.info.version, &req.info.resource)?;
+    let kind_arc: Arc<dyn ResourceKind> = match resolved {
+        crate::apiserver::Resolved::Custom(k) => k,
+        crate::apiserver::Resolved::Builtin(k) => k,
+    };
+    let namespace = req.info.namespace.clone();
+    let d = kind.descriptor().clone();
+    // Initial state: without a resourceVersion (or "0"), kube first sends the current
+    // objects as ADDED; with one, only changes after it.
+    let (initial, start_rv) = if rv.is_empty() || rv == "0" || send_initial {
+        let mut all = opts.clone();
+        all.limit = 0;
+        all.continue_token = None;
+        all.resource_version = None;
+        all.resource_version_match = None;
+        let page = api.store.list(kind, &namespace, &all).await?;
+        (page.items, page.resource_version)
+    } else {
+        (Vec::new(), object::parse_resource_version(&rv)?)
+    };
+    let storage = api.store.storage.clone();
+    let prefix = d.list_prefix(&namespace);
+    let stream = storage.watch(&prefix, start_rv).await;
+    let (tx, rx) = mpsc::channel::<Bytes>(64);
+    let mut watcher = Watcher {
+        kind: kind_arc,
+        output: req.output,
+        opts,
+        sent_headers: false,
+        include_object: req.param("includeObject").map(String::from),
+    };
+    tokio::spawn(async move {
+        let deadline = tokio::time::Instant::now() + timeout;
+        for obj in &initial {
+            let ev = watcher.event("ADDED", obj);
+            if tx.send(ev).await.is_err() {
+                return;
+            }
+        }
+        if send_initial && bookmarks {
+            if tx.send(watcher.bookmark(start_rv, true)).await.is_err() {
+                return;
+            }
+        }
+        let mut stream = match stream {
+            Ok(s) => s,
+            Err(e) => {
+                let _ = tx
+                    .send(error_event(&crate::rest::store::storage_status(
+                        e, &d.gr, "",
+                    )))
+                    .await;
+                return;
+            }
+        };
+        let mut last_rv = start_rv;
+        let mut last_bookmark = Instant::now();
+        loop {
+            let item = tokio::select! {
+                _ = tokio::time::sleep_until(deadline) => return,
+                _ = tx.closed() => return,
+                item = stream.next() => item,
+            };
+            let Some(item) = item else { return };
+            let out = match item {
+                Ok(WatchItem::Event(ev)) => {
+                    last_rv = ev.kv.mod_revision;
+                    let Ok(mut cur) = decode_stored(&ev.kv) else {
+                        continue;
+                    };
+                    watcher.kind.on_read(&mut cur);
+                    let prev = ev
+                        .prev
+                        .as_ref()
+                        .and_then(|p| decode_stored(p).ok())
+                        .map(|mut p| {
+                            watcher.kind.on_read(&mut p);
+                            p
+                        });
+                    let cur_match = watcher.matches(&cur);
+                    let prev_match = prev.as_ref().is_some_and(|p| watcher.matches(p));
+                    let ty = match ev.kind {
+                        EventKind::Delete if prev_match || cur_match => "DELETED",
+                        EventKind::Delete => continue,
+                        EventKind::Create if cur_match => "ADDED",
+                        EventKind::Create => continue,
+                        EventKind::Modify => match (prev_match, cur_match) {
+                            (true, true) => "MODIFIED",
+                            (false, true) => "ADDED",
+                            (true, false) => "DELETED",
+                            (false, false) => continue,
+                        },
+                    };
+                    watcher.event(ty, &cur)
+                }
+                Ok(WatchItem::Progress(rev)) => {
+                    last_rv = last_rv.max(rev);
+                    if !bookmarks || last_bookmark.elapsed() < BOOKMARK_INTERVAL {
+                        continue;
+                    }
+                    last_bookmark = Instant::now();
+                    watcher.bookmark(last_rv, false)
+                }
+                Err(e) => {
+                    let _ = tx
+                        .send(error_event(&crate::rest::store::storage_status(
+                            e, &d.gr, "",
+                        )))
+                        .await;
+                    return;
+                }
+            };
+            if tx.send(out).await.is_err() {
+                return;
+            }
+        }
+    });
+    let body = BodyExt::boxed(StreamBody::new(
+        tokio_stream::wrappers::ReceiverStream::new(rx)
+            .map(|b| Ok::<_, Infallible>(Frame::data(b))),
+    ));
+    Response::builder()
+        .status(StatusCode::OK)
+        .header(header::CONTENT_TYPE, "application/json")
+        .header("Cache-Control", "no-cache, private")
+        .body(body)
+        .map_err(|e| Status::internal(e.to_string()))
+}

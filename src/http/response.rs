@@ -1,0 +1,150 @@
+//! Encoding replies: JSON or YAML bodies, `Status` errors, `Warning` headers.
+
+use super::negotiate::Output;
+use crate::field::go_quote;
+use crate::status::Status;
+use bytes::Bytes;
+use http::{header, HeaderValue, Response, StatusCode};
+use http_body_util::{combinators::BoxBody, BodyExt, Full};
+use serde_json::Value;
+use std::convert::Infallible;
+
+/// The response body type used everywhere (full or streaming).
+pub type Body = BoxBody<Bytes, Infallible>;
+
+/// A whole body from bytes.
+pub fn full(bytes: impl Into<Bytes>) -> Body {
+    Full::new(bytes.into()).boxed()
+}
+
+/// What a handler answers, before encoding.
+#[derive(Debug)]
+pub struct Reply {
+    /// HTTP status.
+    pub code: StatusCode,
+    /// The object to encode.
+    pub body: Value,
+    /// `Warning` texts.
+    pub warnings: Vec<String>,
+    /// Pipeline trace lines (sent as `X-Pipeline-Trace` when asked for).
+    pub trace: Vec<String>,
+}
+
+impl Reply {
+    /// 200 with `body`.
+    pub fn ok(body: Value) -> Self {
+        Reply {
+            code: StatusCode::OK,
+            body,
+            warnings: Vec::new(),
+            trace: Vec::new(),
+        }
+    }
+
+    /// `code` with `body`.
+    pub fn with_code(code: StatusCode, body: Value) -> Self {
+        Reply {
+            code,
+            body,
+            warnings: Vec::new(),
+            trace: Vec::new(),
+        }
+    }
+}
+
+/// Encode a value as JSON or YAML.
+pub fn encode_value(value: &Value, output: Output) -> (Vec<u8>, &'static str) {
+    match output {
+        Output::Yaml => (
+            serde_norway::to_string(value)
+                .unwrap_or_default()
+                .into_bytes(),
+            "application/yaml",
+        ),
+        _ => {
+            let mut bytes = serde_json::to_vec(value).unwrap_or_default();
+            bytes.push(b'\n');
+            (bytes, "application/json")
+        }
+    }
+}
+
+/// The `Warning` header value kube sends: `299 - "<text>"`.
+pub fn warning_header(text: &str) -> String {
+    format!("299 - {}", go_quote(text))
+}
+
+/// Build the HTTP response for a reply.
+pub fn reply(r: Reply, output: Output) -> Response<Body> {
+    let (bytes, content_type) = encode_value(&r.body, output);
+    let mut resp = Response::builder()
+        .status(r.code)
+        .header(header::CONTENT_TYPE, content_type)
+        .header("Cache-Control", "no-cache, private");
+    for w in dedup(&r.warnings) {
+        resp = resp.header("Warning", warning_header(w));
+    }
+    if !r.trace.is_empty() {
+        let joined = r.trace.join("; ");
+        if let Ok(v) = HeaderValue::from_str(&joined) {
+            resp = resp.header("X-Pipeline-Trace", v);
+        }
+    }
+    resp.body(full(bytes))
+        .unwrap_or_else(|_| Response::new(full("")))
+}
+
+fn dedup(warnings: &[String]) -> Vec<&String> {
+    let mut seen = std::collections::HashSet::new();
+    warnings
+        .iter()
+        .filter(|w| seen.insert(w.as_str()))
+        .collect()
+}
+
+/// The error response for a `Status` (always JSON unless YAML was asked for).
+pub fn status(s: &Status, output: Output) -> Response<Body> {
+    let output = if output == Output::Yaml {
+        Output::Yaml
+    } else {
+        Output::Json
+    };
+    let code = StatusCode::from_u16(s.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let mut r = reply(Reply::with_code(code, s.to_json()), output);
+    if let Some(secs) = s.details.as_ref().and_then(|d| d.retry_after_seconds) {
+        if let Ok(v) = HeaderValue::from_str(&secs.to_string()) {
+            r.headers_mut().insert(header::RETRY_AFTER, v);
+        }
+    }
+    r
+}
+
+/// A plain-text response (health checks).
+pub fn text(code: StatusCode, body: impl Into<String>) -> Response<Body> {
+    Response::builder()
+        .status(code)
+        .header(header::CONTENT_TYPE, "text/plain; charset=utf-8")
+        .header("X-Content-Type-Options", "nosniff")
+        .body(full(body.into()))
+        .unwrap_or_else(|_| Response::new(full("")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn warning_headers_quote_like_kube() {
+        assert_eq!(
+            warning_header("unknown field \"spec.x\""),
+            "299 - \"unknown field \\\"spec.x\\\"\""
+        );
+    }
+
+    #[test]
+    fn status_responses_carry_the_code() {
+        let r = status(&Status::bad_request("nope"), Output::Json);
+        assert_eq!(r.status(), StatusCode::BAD_REQUEST);
+        assert_eq!(r.headers()[header::CONTENT_TYPE], "application/json");
+    }
+}

@@ -1,0 +1,220 @@
+//! The live set of CRDs, compiled: per served version the structural schema, the
+//! validators, printer columns and selectable fields — built once when a CRD is
+//! written (or seen through the storage watch), never per request.
+
+use super::crd::CrdInfo;
+use crate::pipeline::VersionSchema;
+use crate::schema::props::JSONSchemaProps;
+use crate::schema::structural::Structural;
+use crate::schema::validate::Validator;
+use crate::table::PrinterColumn;
+use serde_json::Value;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, RwLock};
+
+/// One version of a compiled CRD.
+pub struct CompiledVersion {
+    /// Stage inputs for the pipeline.
+    pub schema: VersionSchema,
+    /// Served on the API.
+    pub served: bool,
+    /// The storage version.
+    pub storage: bool,
+    /// `deprecated`.
+    pub deprecated: bool,
+    /// `deprecationWarning` (or kube's default text when deprecated).
+    pub deprecation_warning: Option<String>,
+    /// `additionalPrinterColumns`.
+    pub printer_columns: Vec<PrinterColumn>,
+    /// `selectableFields` JSONPaths.
+    pub selectable_fields: Vec<String>,
+}
+
+/// A CRD ready to serve.
+pub struct CompiledCrd {
+    /// `metadata.name`.
+    pub name: String,
+    /// Names, scope and versions.
+    pub info: CrdInfo,
+    /// Compiled versions, in the CRD's order.
+    pub versions: Vec<CompiledVersion>,
+    /// The CRD object as stored.
+    pub object: Value,
+    /// Storage revision of `object`.
+    pub revision: i64,
+    /// Being deleted (no new objects may be created).
+    pub terminating: bool,
+}
+
+impl CompiledCrd {
+    /// Compile a (validated) CRD object.
+    pub fn compile(object: Value, revision: i64) -> Result<CompiledCrd, String> {
+        let info = CrdInfo::from_crd(&object)?;
+        let mut versions = Vec::new();
+        for v in &info.versions {
+            let props = match &v.schema {
+                Some(s) => JSONSchemaProps::from_value(s)
+                    .map_err(|e| format!("version {}: {e}", v.name))?,
+                None => JSONSchemaProps {
+                    type_: Some("object".into()),
+                    x_preserve_unknown_fields: Some(true),
+                    ..Default::default()
+                },
+            };
+            let structural = Structural::from_props(&props);
+            let status_validator = props
+                .properties
+                .as_ref()
+                .and_then(|p| p.get("status"))
+                .map(Validator::new);
+            let schema = VersionSchema {
+                group: info.group.clone(),
+                version: v.name.clone(),
+                kind: info.kind.clone(),
+                namespaced: info.namespaced,
+                validator: Validator::new(&props),
+                status_validator,
+                structural,
+                status_subresource: v.status_subresource,
+                scale: v.scale.clone(),
+            };
+            let deprecation_warning = if v.deprecated {
+                Some(v.deprecation_warning.clone().unwrap_or_else(|| {
+                    format!("{}/{} {} is deprecated", info.group, v.name, info.kind)
+                }))
+            } else {
+                None
+            };
+            versions.push(CompiledVersion {
+                schema,
+                served: v.served,
+                storage: v.storage,
+                deprecated: v.deprecated,
+                deprecation_warning,
+                printer_columns: v.printer_columns.clone(),
+                selectable_fields: v.selectable_fields.clone(),
+            });
+        }
+        let name = object
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string();
+        let terminating = object
+            .pointer("/metadata/deletionTimestamp")
+            .is_some_and(|v| !v.is_null());
+        Ok(CompiledCrd {
+            name,
+            info,
+            versions,
+            object,
+            revision,
+            terminating,
+        })
+    }
+
+    /// Index of a served version by name.
+    pub fn served_version(&self, version: &str) -> Option<usize> {
+        self.versions
+            .iter()
+            .position(|v| v.served && v.schema.version == version)
+    }
+
+    /// Rewrite `apiVersion` to the storage version (conversion strategy `None`).
+    pub fn to_storage_version(&self, obj: &mut Value) {
+        if let Some(v) = self.versions.iter().find(|v| v.storage) {
+            if let Some(m) = obj.as_object_mut() {
+                m.insert(
+                    "apiVersion".into(),
+                    Value::String(format!("{}/{}", self.info.group, v.schema.version)),
+                );
+            }
+        }
+    }
+}
+
+/// All CRDs currently served.
+#[derive(Default)]
+pub struct Catalog {
+    crds: RwLock<HashMap<String, Arc<CompiledCrd>>>,
+    generation: AtomicU64,
+}
+
+impl Catalog {
+    /// An empty catalog.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Add or replace a CRD seen at `revision`; older revisions than the one held are ignored
+    /// (the synchronous path and the storage watch may both deliver the same write).
+    pub fn upsert(&self, object: Value, revision: i64) -> Result<(), String> {
+        let name = object
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string();
+        {
+            let crds = self.crds.read().unwrap_or_else(|e| e.into_inner());
+            if crds.get(&name).is_some_and(|c| c.revision >= revision) {
+                return Ok(());
+            }
+        }
+        let compiled = Arc::new(CompiledCrd::compile(object, revision)?);
+        let mut crds = self.crds.write().unwrap_or_else(|e| e.into_inner());
+        if crds.get(&name).is_some_and(|c| c.revision >= revision) {
+            return Ok(());
+        }
+        crds.insert(name, compiled);
+        self.generation.fetch_add(1, Ordering::SeqCst);
+        Ok(())
+    }
+
+    /// Drop a CRD deleted at `revision`.
+    pub fn remove(&self, name: &str, revision: i64) {
+        let mut crds = self.crds.write().unwrap_or_else(|e| e.into_inner());
+        if crds.get(name).is_some_and(|c| c.revision < revision) {
+            crds.remove(name);
+            self.generation.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    /// The CRD serving `group`/`resource` (plural), if any.
+    pub fn lookup(&self, group: &str, resource: &str) -> Option<Arc<CompiledCrd>> {
+        let crds = self.crds.read().unwrap_or_else(|e| e.into_inner());
+        crds.values()
+            .find(|c| c.info.group == group && c.info.plural == resource)
+            .cloned()
+    }
+
+    /// The CRD with this kind in this group, if any.
+    pub fn lookup_kind(&self, group: &str, kind: &str) -> Option<Arc<CompiledCrd>> {
+        let crds = self.crds.read().unwrap_or_else(|e| e.into_inner());
+        crds.values()
+            .find(|c| c.info.group == group && c.info.kind == kind)
+            .cloned()
+    }
+
+    /// A CRD by its name.
+    pub fn get(&self, name: &str) -> Option<Arc<CompiledCrd>> {
+        self.crds
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(name)
+            .cloned()
+    }
+
+    /// Every CRD, sorted by name.
+    pub fn all(&self) -> Vec<Arc<CompiledCrd>> {
+        let crds = self.crds.read().unwrap_or_else(|e| e.into_inner());
+        let mut all: Vec<_> = crds.values().cloned().collect();
+        all.sort_by(|a, b| a.name.cmp(&b.name));
+        all
+    }
+
+    /// Changes whenever the set of CRDs changes (cache key for discovery and OpenAPI).
+    pub fn generation(&self) -> u64 {
+        self.generation.load(Ordering::SeqCst)
+    }
+}

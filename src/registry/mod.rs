@@ -1,0 +1,9 @@
+//! CRD-facing logic: CRD defaulting, validation and status (`crd`), the live compiled
+//! set of CRDs (`catalog`), and the discovery (`discovery`) and OpenAPI (`openapi`)
+//! documents derived from the CRDs. `crd`, `discovery` and `openapi` are pure functions
+//! over `serde_json::Value`: they never touch HTTP or storage.
+
+pub mod catalog;
+pub mod crd;
+pub mod discovery;
+pub mod openapi;

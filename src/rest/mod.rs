@@ -1,0 +1,179 @@
+//! The REST layer, as kube's generic registry: one generic object store over the
+//! `Storage` trait, and one `ResourceKind` per kind of object (custom resources,
+//! CRDs, namespaces) that says how writes are admitted and reads decorated.
+//!
+//! Handlers call this layer; it never sees HTTP.
+
+pub mod crd;
+pub mod custom_resource;
+pub mod namespace;
+pub mod object;
+pub mod store;
+
+use crate::status::{GroupResource, Status};
+use serde_json::Value;
+
+/// `fieldValidation` query parameter.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum FieldValidation {
+    /// Drop unknown fields silently.
+    Ignore,
+    /// Drop unknown fields and warn (kube's default).
+    #[default]
+    Warn,
+    /// Reject unknown and duplicate fields.
+    Strict,
+}
+
+impl FieldValidation {
+    /// Parse the query value; kube answers 400 for anything else.
+    pub fn parse(s: Option<&str>) -> Result<Self, Status> {
+        match s {
+            None | Some("") => Ok(FieldValidation::Warn),
+            Some("Ignore") => Ok(FieldValidation::Ignore),
+            Some("Warn") => Ok(FieldValidation::Warn),
+            Some("Strict") => Ok(FieldValidation::Strict),
+            Some(other) => Err(Status::bad_request(format!(
+                "fieldValidation parameter unsupported: {other}. Must be one of: Ignore, Warn, Strict"
+            ))),
+        }
+    }
+}
+
+/// Which write is being admitted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Operation {
+    /// POST, or apply creating the object.
+    Create,
+    /// PUT, PATCH, apply on an existing object.
+    Update,
+}
+
+/// What the request asks of a write beyond the object itself.
+#[derive(Clone, Debug, Default)]
+pub struct WriteOptions {
+    /// `fieldValidation`.
+    pub field_validation: FieldValidation,
+    /// `dryRun=All`.
+    pub dry_run: bool,
+    /// The subresource written (`""`, `status`, `scale`).
+    pub subresource: String,
+    /// Collect a pipeline trace (header `X-Pipeline-Trace: true` or `--log-pipeline`).
+    pub trace: bool,
+    /// Duplicate fields found while decoding the body (kube reports them like unknown fields).
+    pub duplicate_fields: Vec<String>,
+    /// The write is a patch (kube words strict-decoding failures of patches differently).
+    pub is_patch: bool,
+}
+
+/// The outcome of admitting a write: the object to store, plus what the client is told.
+#[derive(Clone, Debug, Default)]
+pub struct Admitted {
+    /// The object, ready to store.
+    pub object: Value,
+    /// `Warning` headers (text only; the HTTP layer adds `299 - "..."`).
+    pub warnings: Vec<String>,
+    /// Pipeline trace lines (`stage: what changed`).
+    pub trace: Vec<String>,
+}
+
+/// Static facts about the kind a request addresses.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Descriptor {
+    /// Group and plural resource (for messages and details).
+    pub gr: GroupResource,
+    /// The version served on this endpoint.
+    pub version: String,
+    /// `Kind`.
+    pub kind: String,
+    /// `ListKind`.
+    pub list_kind: String,
+    /// Singular name.
+    pub singular: String,
+    /// Namespaced or cluster-scoped.
+    pub namespaced: bool,
+    /// Storage key root: `{prefix}/{group}/{plural}` (core: `{prefix}/{plural}`).
+    pub key_root: String,
+    /// Whether the status subresource is on.
+    pub status_subresource: bool,
+    /// Whether `metadata.generation` is maintained.
+    pub has_generation: bool,
+}
+
+impl Descriptor {
+    /// `apiVersion` of objects on this endpoint.
+    pub fn api_version(&self) -> String {
+        if self.gr.group.is_empty() {
+            self.version.clone()
+        } else {
+            format!("{}/{}", self.gr.group, self.version)
+        }
+    }
+
+    /// The storage key of one object.
+    pub fn key(&self, namespace: &str, name: &str) -> String {
+        if self.namespaced {
+            format!("{}/{}/{}", self.key_root, namespace, name)
+        } else {
+            format!("{}/{}", self.key_root, name)
+        }
+    }
+
+    /// The key prefix of a list (all namespaces when `namespace` is empty).
+    pub fn list_prefix(&self, namespace: &str) -> String {
+        if self.namespaced && !namespace.is_empty() {
+            format!("{}/{}/", self.key_root, namespace)
+        } else {
+            format!("{}/", self.key_root)
+        }
+    }
+}
+
+/// How one kind of object is admitted on write and decorated on read.
+pub trait ResourceKind: Send + Sync {
+    /// Static facts.
+    fn descriptor(&self) -> &Descriptor;
+
+    /// Admit a create: the decoded body in, the object to store out (pipeline for
+    /// custom resources; validation and defaulting for CRDs and namespaces).
+    fn admit_create(&self, obj: Value, opts: &WriteOptions) -> Result<Admitted, Status>;
+
+    /// Admit an update of `old` to `new` (PUT, patches; `opts.subresource` tells which).
+    fn admit_update(
+        &self,
+        new: Value,
+        old: &Value,
+        opts: &WriteOptions,
+    ) -> Result<Admitted, Status>;
+
+    /// Convert an admitted object to the form kept in storage (the storage version).
+    fn to_storage(&self, obj: &mut Value) {
+        let _ = obj;
+    }
+
+    /// Decorate an object read from storage (prune + default for custom resources).
+    fn on_read(&self, obj: &mut Value) {
+        let _ = obj;
+    }
+
+    /// Whether a PUT without `metadata.resourceVersion` is allowed (not for custom
+    /// resources and CRDs).
+    fn allow_unconditional_update(&self) -> bool {
+        true
+    }
+
+    /// Whether finalizers still hold the object (namespaces also wait on `spec.finalizers`).
+    fn finalizers_pending(&self, obj: &Value) -> bool {
+        !object::finalizers(obj).is_empty()
+    }
+
+    /// Printer columns for Table output (empty = kube's NAME/AGE default).
+    fn printer_columns(&self) -> Vec<crate::table::PrinterColumn> {
+        Vec::new()
+    }
+
+    /// Extra field-selector labels this kind supports besides name/namespace.
+    fn field_value(&self, obj: &Value, field: &str) -> Result<Option<String>, String> {
+        crate::selector::fields::cr_field_value(obj, field, &[])
+    }
+}

@@ -1,0 +1,352 @@
+//! Object metadata rules shared by every kind (kube's `rest.BeforeCreate` /
+//! `BeforeUpdate` and `FillObjectMetaSystemFields`): pure functions over JSON objects.
+
+use crate::status::Status;
+use rand::Rng;
+use serde_json::{json, Map, Value};
+
+/// `metadata` of an object (empty map when absent or not an object).
+pub fn meta(obj: &Value) -> &Map<String, Value> {
+    static EMPTY: std::sync::OnceLock<Map<String, Value>> = std::sync::OnceLock::new();
+    obj.get("metadata")
+        .and_then(Value::as_object)
+        .unwrap_or_else(|| EMPTY.get_or_init(Map::new))
+}
+
+/// Mutable `metadata`, created when missing.
+pub fn meta_mut(obj: &mut Value) -> &mut Map<String, Value> {
+    if !obj.is_object() {
+        *obj = Value::Object(Map::new());
+    }
+    let m = obj.as_object_mut().expect("object ensured above");
+    let entry = m
+        .entry("metadata")
+        .or_insert_with(|| Value::Object(Map::new()));
+    if !entry.is_object() {
+        *entry = Value::Object(Map::new());
+    }
+    entry.as_object_mut().expect("object ensured above")
+}
+
+/// A string field of `metadata` ("" when absent).
+pub fn meta_str<'a>(obj: &'a Value, field: &str) -> &'a str {
+    meta(obj).get(field).and_then(Value::as_str).unwrap_or("")
+}
+
+/// `metadata.name`.
+pub fn name(obj: &Value) -> &str {
+    meta_str(obj, "name")
+}
+
+/// `metadata.namespace`.
+pub fn namespace(obj: &Value) -> &str {
+    meta_str(obj, "namespace")
+}
+
+/// `metadata.labels` as a map (empty when absent).
+pub fn labels(obj: &Value) -> Map<String, Value> {
+    meta(obj)
+        .get("labels")
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default()
+}
+
+/// `metadata.finalizers` (empty when absent).
+pub fn finalizers(obj: &Value) -> Vec<String> {
+    meta(obj)
+        .get("finalizers")
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(|v| v.as_str().map(String::from))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Whether `metadata.deletionTimestamp` is set.
+pub fn is_terminating(obj: &Value) -> bool {
+    meta(obj)
+        .get("deletionTimestamp")
+        .is_some_and(|v| !v.is_null())
+}
+
+/// Set `metadata.resourceVersion`.
+pub fn set_resource_version(obj: &mut Value, rv: i64) {
+    meta_mut(obj).insert("resourceVersion".into(), Value::String(rv.to_string()));
+}
+
+/// `metadata.resourceVersion` parsed; `Ok(None)` when absent or empty.
+pub fn resource_version(obj: &Value) -> Result<Option<i64>, Status> {
+    match meta(obj).get("resourceVersion") {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) if s.is_empty() => Ok(None),
+        Some(Value::String(s)) => parse_resource_version(s).map(Some),
+        Some(other) => Err(Status::bad_request(format!(
+            "invalid resource version: {other}"
+        ))),
+    }
+}
+
+/// Parse a resourceVersion string as kube does (`invalid resource version` on junk).
+pub fn parse_resource_version(s: &str) -> Result<i64, Status> {
+    s.parse::<i64>()
+        .ok()
+        .filter(|v| *v >= 0)
+        .ok_or_else(|| {
+            Status::bad_request(format!(
+                "resourceVersion: Invalid value: \"{s}\": strconv.ParseUint: parsing \"{s}\": invalid syntax"
+            ))
+        })
+}
+
+/// The current time as kube serialises `metav1.Time` (RFC 3339, seconds, `Z`).
+pub fn now() -> String {
+    chrono::Utc::now().format("%Y-%m-%dT%H:%M:%SZ").to_string()
+}
+
+const GENERATE_ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
+
+/// kube's `SimpleNameGenerator`: `generateName` + 5 random characters, the prefix cut
+/// so the whole name fits 63 characters.
+pub fn generate_name(prefix: &str) -> String {
+    let mut rng = rand::rng();
+    let suffix: String = (0..5)
+        .map(|_| GENERATE_ALPHABET[rng.random_range(0..GENERATE_ALPHABET.len())] as char)
+        .collect();
+    let max_prefix = 63 - 5;
+    let base: String = if prefix.len() > max_prefix {
+        prefix.chars().take(max_prefix).collect()
+    } else {
+        prefix.to_string()
+    };
+    format!("{base}{suffix}")
+}
+
+/// Make the object's namespace agree with the request's (kube's
+/// `EnsureObjectNamespaceMatchesRequestNamespace`).
+pub fn ensure_namespace(obj: &mut Value, request_ns: &str, namespaced: bool) -> Result<(), Status> {
+    let expected = if namespaced { request_ns } else { "" };
+    let current = namespace(obj).to_string();
+    if current == expected {
+        return Ok(());
+    }
+    if current.is_empty() {
+        meta_mut(obj).insert("namespace".into(), json!(expected));
+        return Ok(());
+    }
+    if expected.is_empty() {
+        meta_mut(obj).remove("namespace");
+        return Ok(());
+    }
+    Err(Status::bad_request(
+        "the namespace of the provided object does not match the namespace sent on the request",
+    ))
+}
+
+/// System fields on create: name from `generateName`, `uid`, `creationTimestamp`,
+/// `generation` (when the kind keeps it); deletion fields cleared.
+pub fn prepare_for_create(obj: &mut Value, has_generation: bool) {
+    let m = meta_mut(obj);
+    let needs_name = m
+        .get("name")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .is_empty();
+    if needs_name {
+        if let Some(prefix) = m.get("generateName").and_then(Value::as_str) {
+            if !prefix.is_empty() {
+                let generated = generate_name(prefix);
+                m.insert("name".into(), json!(generated));
+            }
+        }
+    }
+    m.insert("uid".into(), json!(uuid::Uuid::new_v4().to_string()));
+    m.insert("creationTimestamp".into(), json!(now()));
+    m.remove("deletionTimestamp");
+    m.remove("deletionGracePeriodSeconds");
+    m.remove("resourceVersion");
+    m.remove("selfLink");
+    if has_generation {
+        m.insert("generation".into(), json!(1));
+    } else {
+        m.remove("generation");
+    }
+}
+
+/// System fields on update: generation, uid, timestamps and deletion fields carried
+/// over from the stored object (kube's `BeforeUpdate`).
+pub fn prepare_for_update(new: &mut Value, old: &Value) {
+    let old_meta = meta(old).clone();
+    let m = meta_mut(new);
+    match old_meta.get("generation") {
+        Some(g) => {
+            m.insert("generation".into(), g.clone());
+        }
+        None => {
+            m.remove("generation");
+        }
+    }
+    if m.get("uid")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .is_empty()
+    {
+        if let Some(uid) = old_meta.get("uid") {
+            m.insert("uid".into(), uid.clone());
+        }
+    }
+    if let Some(ts) = old_meta.get("creationTimestamp") {
+        m.insert("creationTimestamp".into(), ts.clone());
+    }
+    match old_meta.get("deletionTimestamp") {
+        Some(ts) if !ts.is_null() => {
+            m.insert("deletionTimestamp".into(), ts.clone());
+        }
+        _ => {
+            m.remove("deletionTimestamp");
+        }
+    }
+    if let Some(g) = old_meta.get("deletionGracePeriodSeconds") {
+        if m.get("deletionGracePeriodSeconds")
+            .is_none_or(Value::is_null)
+        {
+            m.insert("deletionGracePeriodSeconds".into(), g.clone());
+        }
+    }
+    m.remove("selfLink");
+}
+
+/// The object without `metadata` (and without `status` when `drop_status`), for
+/// deciding whether `generation` moves.
+fn content_for_generation(obj: &Value, drop_status: bool) -> Map<String, Value> {
+    let mut m = obj.as_object().cloned().unwrap_or_default();
+    m.remove("metadata");
+    if drop_status {
+        m.remove("status");
+    }
+    m
+}
+
+/// `generation + 1` when anything outside metadata (and status, with the status
+/// subresource on) changed.
+pub fn bump_generation_if_changed(new: &mut Value, old: &Value, status_subresource: bool) {
+    if content_for_generation(new, status_subresource)
+        != content_for_generation(old, status_subresource)
+    {
+        let current = meta(old)
+            .get("generation")
+            .and_then(Value::as_i64)
+            .unwrap_or(0);
+        meta_mut(new).insert("generation".into(), json!(current + 1));
+    }
+}
+
+/// With the status subresource on, the main resource cannot write status: keep the old
+/// one (or none on create).
+pub fn keep_status(new: &mut Value, old: Option<&Value>) {
+    let Some(obj) = new.as_object_mut() else {
+        return;
+    };
+    match old.and_then(|o| o.get("status")) {
+        Some(s) => {
+            obj.insert("status".into(), s.clone());
+        }
+        None => {
+            obj.remove("status");
+        }
+    }
+}
+
+/// A `/status` write changes only `status`: everything else comes from the stored object.
+pub fn status_only(new: &Value, old: &Value) -> Value {
+    let mut out = old.clone();
+    if let Some(obj) = out.as_object_mut() {
+        match new.get("status") {
+            Some(s) => {
+                obj.insert("status".into(), s.clone());
+            }
+            None => {
+                obj.remove("status");
+            }
+        }
+        // managedFields are maintained per request (server-side apply issue).
+        if let Some(mf) = meta(new).get("managedFields") {
+            meta_mut(&mut out).insert("managedFields".into(), mf.clone());
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn generate_name_uses_kube_alphabet_and_length() {
+        let n = generate_name("gen-");
+        assert!(n.starts_with("gen-") && n.len() == 9);
+        assert!(n[4..].bytes().all(|b| GENERATE_ALPHABET.contains(&b)));
+        let long = "x".repeat(80);
+        assert_eq!(generate_name(&long).len(), 63);
+    }
+
+    #[test]
+    fn namespace_agreement() {
+        let mut o = json!({"metadata": {"name": "a"}});
+        ensure_namespace(&mut o, "default", true).unwrap();
+        assert_eq!(namespace(&o), "default");
+        let mut o = json!({"metadata": {"name": "a", "namespace": "other"}});
+        let err = ensure_namespace(&mut o, "default", true).unwrap_err();
+        assert_eq!(err.code, 400);
+        assert_eq!(
+            err.message,
+            "the namespace of the provided object does not match the namespace sent on the request"
+        );
+        let mut o = json!({"metadata": {"name": "a", "namespace": "x"}});
+        ensure_namespace(&mut o, "", false).unwrap();
+        assert_eq!(namespace(&o), "");
+    }
+
+    #[test]
+    fn generation_moves_only_for_content_changes() {
+        let old = json!({"metadata": {"generation": 2}, "spec": {"a": 1}, "status": {"x": 1}});
+        let mut same = json!({"metadata": {"generation": 2, "labels": {"l": "v"}}, "spec": {"a": 1}, "status": {"x": 2}});
+        bump_generation_if_changed(&mut same, &old, true);
+        assert_eq!(meta(&same)["generation"], 2);
+        let mut status_without_subresource = same.clone();
+        bump_generation_if_changed(&mut status_without_subresource, &old, false);
+        assert_eq!(meta(&status_without_subresource)["generation"], 3);
+        let mut changed = json!({"metadata": {"generation": 2}, "spec": {"a": 2}});
+        bump_generation_if_changed(&mut changed, &old, true);
+        assert_eq!(meta(&changed)["generation"], 3);
+    }
+
+    #[test]
+    fn status_separation() {
+        let old =
+            json!({"metadata": {"name": "w"}, "spec": {"size": 5}, "status": {"ready": false}});
+        let new = json!({"metadata": {"name": "w", "labels": {"x": "y"}}, "spec": {"size": 99}, "status": {"ready": true}});
+        let out = status_only(&new, &old);
+        assert_eq!(out["spec"]["size"], 5);
+        assert_eq!(out["status"]["ready"], true);
+        assert!(meta(&out).get("labels").is_none());
+        let mut main = new.clone();
+        keep_status(&mut main, Some(&old));
+        assert_eq!(main["status"]["ready"], false);
+    }
+
+    #[test]
+    fn update_keeps_system_fields() {
+        let old = json!({"metadata": {"uid": "u1", "creationTimestamp": "2020-01-01T00:00:00Z", "generation": 4, "deletionTimestamp": "2021-01-01T00:00:00Z"}});
+        let mut new =
+            json!({"metadata": {"creationTimestamp": "1999-01-01T00:00:00Z", "generation": 9}});
+        prepare_for_update(&mut new, &old);
+        let m = meta(&new);
+        assert_eq!(m["uid"], "u1");
+        assert_eq!(m["creationTimestamp"], "2020-01-01T00:00:00Z");
+        assert_eq!(m["generation"], 4);
+        assert_eq!(m["deletionTimestamp"], "2021-01-01T00:00:00Z");
+    }
+}

@@ -1,0 +1,1256 @@
+//! Object metadata validation, as kube-apiserver applies it to custom resources.
+//!
+//! - [`validate_object_meta`]: `ValidateObjectMetaAccessor` with DNS-1123-subdomain
+//!   names, run on create (kube reads the object through unstructured accessors: a
+//!   field of the wrong JSON type reads as absent).
+//! - [`validate_object_meta_update`]: `ValidateObjectMetaAccessorUpdate` (immutable
+//!   fields, generation, labels, annotations, owner references, managed fields).
+//! - [`validate_embedded_resources`]: apiextensions' `objectmeta.Validate` for every
+//!   `x-kubernetes-embedded-resource` object (apiVersion/kind required, metadata checked
+//!   with path-segment names).
+//!
+//! The name and label checks reproduce apimachinery's messages exactly. Note the two
+//! length wordings kube uses: DNS names say "characters", label keys/values say "bytes".
+
+use super::props::JSONSchemaProps;
+use crate::field::{BadValue, Error, ErrorList, ErrorType, Path};
+use crate::goformat::go_json;
+use chrono::{DateTime, SecondsFormat, Utc};
+use regex::Regex;
+use serde_json::{Map, Value};
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::LazyLock;
+
+const DNS1123_LABEL_FMT: &str = "[a-z0-9]([-a-z0-9]*[a-z0-9])?";
+const DNS1123_LABEL_ERR: &str = "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character";
+const DNS1123_SUBDOMAIN_FMT: &str =
+    "[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*";
+const DNS1123_SUBDOMAIN_ERR: &str = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character";
+const DNS1035_LABEL_FMT: &str = "[a-z]([-a-z0-9]*[a-z0-9])?";
+const DNS1035_LABEL_ERR: &str = "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character";
+const LABEL_KEY_FMT: &str = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]";
+const LABEL_KEY_ERR: &str =
+    "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character";
+const LABEL_VALUE_FMT: &str = "(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?";
+const LABEL_VALUE_ERR: &str = "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character";
+
+/// Total size limit of annotation keys plus values (kube's `TotalAnnotationSizeLimitB`).
+pub const TOTAL_ANNOTATION_SIZE_LIMIT: usize = 256 * 1024;
+const FIELD_MANAGER_MAX_LENGTH: usize = 128;
+const MAX_SUBRESOURCE_NAME_LENGTH: usize = 256;
+
+fn anchored(fmt: &str) -> Regex {
+    // Built from this file's constant formats (covered by tests), never from request data.
+    Regex::new(&format!("^{fmt}$")).expect("metadata format literal compiles")
+}
+
+static DNS1123_LABEL: LazyLock<Regex> = LazyLock::new(|| anchored(DNS1123_LABEL_FMT));
+static DNS1123_SUBDOMAIN: LazyLock<Regex> = LazyLock::new(|| anchored(DNS1123_SUBDOMAIN_FMT));
+static DNS1035_LABEL: LazyLock<Regex> = LazyLock::new(|| anchored(DNS1035_LABEL_FMT));
+static LABEL_KEY: LazyLock<Regex> = LazyLock::new(|| anchored(LABEL_KEY_FMT));
+static LABEL_VALUE: LazyLock<Regex> = LazyLock::new(|| anchored(LABEL_VALUE_FMT));
+
+/// apimachinery's `RegexError`: the message, examples, and the pattern used.
+fn regex_error(msg: &str, fmt: &str, examples: &[&str]) -> String {
+    if examples.is_empty() {
+        return format!("{msg} (regex used for validation is '{fmt}')");
+    }
+    // Go appends "'ex', " per example and " or " between them, hence kube's double space.
+    let shown: Vec<String> = examples.iter().map(|e| format!("'{e}', ")).collect();
+    format!(
+        "{msg} (e.g. {}regex used for validation is '{fmt}')",
+        shown.join(" or ")
+    )
+}
+
+/// `IsDNS1123Subdomain` (length wording in characters).
+pub fn is_dns1123_subdomain(value: &str) -> Vec<String> {
+    let mut errs = Vec::new();
+    if value.len() > 253 {
+        errs.push("must be no more than 253 characters".to_string());
+    }
+    if !DNS1123_SUBDOMAIN.is_match(value) {
+        errs.push(regex_error(
+            DNS1123_SUBDOMAIN_ERR,
+            DNS1123_SUBDOMAIN_FMT,
+            &["example.com"],
+        ));
+    }
+    errs
+}
+
+/// `IsDNS1123Label` (length wording in characters).
+pub fn validate_dns1123_label(value: &str) -> Vec<String> {
+    let mut errs = Vec::new();
+    if value.len() > 63 {
+        errs.push("must be no more than 63 characters".to_string());
+    }
+    if !DNS1123_LABEL.is_match(value) {
+        if DNS1123_SUBDOMAIN.is_match(value) {
+            errs.push("must not contain dots".to_string());
+        } else {
+            errs.push(regex_error(
+                DNS1123_LABEL_ERR,
+                DNS1123_LABEL_FMT,
+                &["my-name", "123-abc"],
+            ));
+        }
+    }
+    errs
+}
+
+/// `IsDNS1035Label`.
+pub fn is_dns1035_label(value: &str) -> Vec<String> {
+    let mut errs = Vec::new();
+    if value.len() > 63 {
+        errs.push("must be no more than 63 characters".to_string());
+    }
+    if !DNS1035_LABEL.is_match(value) {
+        errs.push(regex_error(
+            DNS1035_LABEL_ERR,
+            DNS1035_LABEL_FMT,
+            &["my-name", "abc-123"],
+        ));
+    }
+    errs
+}
+
+/// kube's `maskTrailingDash` for name prefixes: the last two characters become `a`.
+fn mask_trailing_dash(name: &str) -> String {
+    if name.len() > 1 && name.ends_with('-') {
+        let mut cut = name.len() - 2;
+        while !name.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        format!("{}a", &name[..cut])
+    } else {
+        name.to_string()
+    }
+}
+
+/// Name rule of custom resources (`NameIsDNSSubdomain`): messages for `metadata.name`.
+pub fn validate_name(name: &str) -> Vec<String> {
+    is_dns1123_subdomain(name)
+}
+
+/// The same rule for a `metadata.generateName` prefix (a trailing `-` is allowed).
+pub fn validate_generate_name(prefix: &str) -> Vec<String> {
+    is_dns1123_subdomain(&mask_trailing_dash(prefix))
+}
+
+/// Namespace names (`ValidateNamespaceName`): a DNS-1123 label.
+pub fn validate_namespace_name(name: &str) -> Vec<String> {
+    validate_dns1123_label(name)
+}
+
+/// `ValidatePathSegmentName`: names of embedded resources.
+pub fn validate_path_segment_name(name: &str, prefix: bool) -> Vec<String> {
+    if !prefix {
+        for illegal in [".", ".."] {
+            if name == illegal {
+                return vec![format!("may not be '{illegal}'")];
+            }
+        }
+    }
+    ["/", "%"]
+        .iter()
+        .filter(|c| name.contains(*c))
+        .map(|c| format!("may not contain '{c}'"))
+        .collect()
+}
+
+/// `content.IsDNS1123Subdomain` as used for label-key prefixes (length in bytes).
+fn is_dns1123_subdomain_bytes(value: &str) -> Vec<String> {
+    let mut errs = Vec::new();
+    if value.len() > 253 {
+        errs.push("must be no more than 253 bytes".to_string());
+    }
+    if !DNS1123_SUBDOMAIN.is_match(value) {
+        errs.push(regex_error(
+            DNS1123_SUBDOMAIN_ERR,
+            DNS1123_SUBDOMAIN_FMT,
+            &["example.com"],
+        ));
+    }
+    errs
+}
+
+/// `IsQualifiedName`: a label key, optionally prefixed by a DNS subdomain and `/`.
+pub fn is_qualified_name(value: &str) -> Vec<String> {
+    let mut errs = Vec::new();
+    let parts: Vec<&str> = value.split('/').collect();
+    let name = match parts.as_slice() {
+        [name] => *name,
+        [prefix, name] => {
+            if prefix.is_empty() {
+                errs.push("prefix part must be non-empty".to_string());
+            } else {
+                errs.extend(
+                    is_dns1123_subdomain_bytes(prefix)
+                        .into_iter()
+                        .map(|m| format!("prefix part {m}")),
+                );
+            }
+            *name
+        }
+        _ => {
+            errs.push(format!(
+                "a valid label key {} with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')",
+                regex_error(LABEL_KEY_ERR, LABEL_KEY_FMT, &["MyName", "my.name", "123-abc"])
+            ));
+            return errs;
+        }
+    };
+    if name.is_empty() {
+        errs.push("name part must be non-empty".to_string());
+    } else if name.len() > 63 {
+        errs.push("name part must be no more than 63 bytes".to_string());
+    }
+    if !LABEL_KEY.is_match(name) {
+        errs.push(format!(
+            "name part {}",
+            regex_error(
+                LABEL_KEY_ERR,
+                LABEL_KEY_FMT,
+                &["MyName", "my.name", "123-abc"]
+            )
+        ));
+    }
+    errs
+}
+
+/// `IsValidLabelValue`.
+pub fn is_label_value(value: &str) -> Vec<String> {
+    let mut errs = Vec::new();
+    if value.len() > 63 {
+        errs.push("must be no more than 63 bytes".to_string());
+    }
+    if !LABEL_VALUE.is_match(value) {
+        errs.push(regex_error(
+            LABEL_VALUE_ERR,
+            LABEL_VALUE_FMT,
+            &["MyValue", "my_value", "12345"],
+        ));
+    }
+    errs
+}
+
+/// `ValidateLabels`: every error is reported at the `labels` path itself.
+pub fn validate_labels(labels: &BTreeMap<String, String>, path: &Path) -> ErrorList {
+    let mut errs = ErrorList::new();
+    for (k, v) in labels {
+        for msg in is_qualified_name(k) {
+            errs.push(Error::invalid(path, Value::String(k.clone()), msg));
+        }
+        for msg in is_label_value(v) {
+            errs.push(Error::invalid(path, Value::String(v.clone()), msg));
+        }
+    }
+    errs
+}
+
+/// `ValidateAnnotations`: keys are qualified names (checked lower-cased), total size limited.
+pub fn validate_annotations(annotations: &BTreeMap<String, String>, path: &Path) -> ErrorList {
+    let mut errs = ErrorList::new();
+    for k in annotations.keys() {
+        for msg in is_qualified_name(&k.to_lowercase()) {
+            errs.push(Error::invalid(path, Value::String(k.clone()), msg));
+        }
+    }
+    let total: usize = annotations.iter().map(|(k, v)| k.len() + v.len()).sum();
+    if total > TOTAL_ANNOTATION_SIZE_LIMIT {
+        errs.push(Error::too_long(path, TOTAL_ANNOTATION_SIZE_LIMIT as i64));
+    }
+    errs
+}
+
+/// `ValidateFinalizers`: qualified names, and not both `orphan` and `foregroundDeletion`.
+pub fn validate_finalizers(finalizers: &[String], path: &Path) -> ErrorList {
+    let mut errs = ErrorList::new();
+    for f in finalizers {
+        for msg in is_qualified_name(f) {
+            errs.push(Error::invalid(path, Value::String(f.clone()), msg));
+        }
+    }
+    if finalizers.iter().any(|f| f == "orphan")
+        && finalizers.iter().any(|f| f == "foregroundDeletion")
+    {
+        let list = Value::Array(finalizers.iter().cloned().map(Value::String).collect());
+        errs.push(Error::invalid(
+            path,
+            list,
+            "finalizer orphan and foregroundDeletion cannot be both set",
+        ));
+    }
+    errs
+}
+
+/// Warnings kube returns for finalizers newly added to a custom resource.
+pub fn finalizer_warnings(new: &[String], old: Option<&[String]>) -> Vec<String> {
+    const STANDARD: [&str; 3] = ["orphan", "foregroundDeletion", "kubernetes"];
+    let before: BTreeSet<&String> = old.unwrap_or(&[]).iter().collect();
+    let added: BTreeSet<&String> = new.iter().filter(|f| !before.contains(f)).collect();
+    let mut out = Vec::new();
+    for f in added {
+        let quoted = crate::field::go_quote(f);
+        for msg in is_qualified_name(f) {
+            out.push(format!("metadata.finalizers: {quoted}: {msg}"));
+        }
+        if !f.contains('/') && !STANDARD.contains(&f.as_str()) {
+            if f.contains('.') {
+                out.push(format!("metadata.finalizers: {quoted}: prefer a domain-qualified finalizer name including a path (/) to avoid accidental conflicts with other finalizer writers"));
+            } else {
+                out.push(format!("metadata.finalizers: {quoted}: prefer a domain-qualified finalizer name to avoid accidental conflicts with other finalizer writers"));
+            }
+        }
+    }
+    out
+}
+
+// ---------------------------------------------------------------------------------
+// A typed view of `metadata`.
+
+#[derive(Clone, Debug, Default)]
+struct OwnerRef {
+    api_version: String,
+    kind: String,
+    name: String,
+    uid: String,
+    controller: Option<bool>,
+    block_owner_deletion: Option<bool>,
+}
+
+impl OwnerRef {
+    /// JSON of a `metav1.OwnerReference` in Go's field order.
+    fn go_json(&self) -> String {
+        let s = |v: &str| go_json(&Value::String(v.to_string()));
+        let mut out = format!(
+            "{{\"apiVersion\":{},\"kind\":{},\"name\":{},\"uid\":{}",
+            s(&self.api_version),
+            s(&self.kind),
+            s(&self.name),
+            s(&self.uid)
+        );
+        if let Some(c) = self.controller {
+            out.push_str(&format!(",\"controller\":{c}"));
+        }
+        if let Some(b) = self.block_owner_deletion {
+            out.push_str(&format!(",\"blockOwnerDeletion\":{b}"));
+        }
+        out.push('}');
+        out
+    }
+}
+
+#[derive(Clone, Debug, Default)]
+struct ManagedField {
+    manager: String,
+    operation: String,
+    fields_type: String,
+    subresource: String,
+}
+
+#[derive(Clone, Debug, Default)]
+struct Meta {
+    name: String,
+    generate_name: String,
+    namespace: String,
+    uid: String,
+    resource_version: String,
+    generation: i64,
+    labels: BTreeMap<String, String>,
+    annotations: BTreeMap<String, String>,
+    owner_references: Vec<OwnerRef>,
+    finalizers: Vec<String>,
+    managed_fields: Vec<ManagedField>,
+    creation_timestamp: Option<DateTime<Utc>>,
+    deletion_timestamp: Option<DateTime<Utc>>,
+    deletion_grace_period_seconds: Option<i64>,
+}
+
+fn parse_time(s: &str) -> Option<DateTime<Utc>> {
+    DateTime::parse_from_rfc3339(s)
+        .ok()
+        .map(|t| t.with_timezone(&Utc))
+}
+
+/// A metav1.Time as kube's JSON prints it (UTC, whole seconds), or null.
+fn time_value(t: Option<DateTime<Utc>>) -> Value {
+    t.map_or(Value::Null, |t| {
+        Value::String(t.to_rfc3339_opts(SecondsFormat::Secs, true))
+    })
+}
+
+fn string_map(v: Option<&Value>) -> Option<BTreeMap<String, String>> {
+    v?.as_object()?
+        .iter()
+        .map(|(k, v)| v.as_str().map(|s| (k.clone(), s.to_string())))
+        .collect()
+}
+
+fn string_list(v: Option<&Value>) -> Option<Vec<String>> {
+    v?.as_array()?
+        .iter()
+        .map(|x| x.as_str().map(str::to_string))
+        .collect()
+}
+
+/// A JSON integer as Go decodes it into an int64 (floats and strings are not).
+fn json_int(v: &Value) -> Option<i64> {
+    match v {
+        Value::Number(n) if n.is_i64() || n.is_u64() => n.as_i64(),
+        _ => None,
+    }
+}
+
+impl Meta {
+    /// Read `metadata` through unstructured accessors: wrongly typed fields read as unset.
+    fn from_unstructured(meta: &Value) -> Meta {
+        let Some(m) = meta.as_object() else {
+            return Meta::default();
+        };
+        let s = |k: &str| m.get(k).and_then(Value::as_str).unwrap_or("").to_string();
+        let owner_references = m
+            .get("ownerReferences")
+            .and_then(Value::as_array)
+            .and_then(|list| {
+                list.iter()
+                    .map(|r| {
+                        let r = r.as_object()?;
+                        let rs =
+                            |k: &str| r.get(k).and_then(Value::as_str).unwrap_or("").to_string();
+                        Some(OwnerRef {
+                            api_version: rs("apiVersion"),
+                            kind: rs("kind"),
+                            name: rs("name"),
+                            uid: rs("uid"),
+                            controller: r.get("controller").and_then(Value::as_bool),
+                            block_owner_deletion: r
+                                .get("blockOwnerDeletion")
+                                .and_then(Value::as_bool),
+                        })
+                    })
+                    .collect::<Option<Vec<_>>>()
+            })
+            .unwrap_or_default();
+        let managed_fields = m
+            .get("managedFields")
+            .and_then(Value::as_array)
+            .and_then(|list| list.iter().map(managed_field).collect::<Option<Vec<_>>>())
+            .unwrap_or_default();
+        Meta {
+            name: s("name"),
+            generate_name: s("generateName"),
+            namespace: s("namespace"),
+            uid: s("uid"),
+            resource_version: s("resourceVersion"),
+            generation: m.get("generation").and_then(json_int).unwrap_or(0),
+            labels: string_map(m.get("labels")).unwrap_or_default(),
+            annotations: string_map(m.get("annotations")).unwrap_or_default(),
+            owner_references,
+            finalizers: string_list(m.get("finalizers")).unwrap_or_default(),
+            managed_fields,
+            creation_timestamp: parse_time(&s("creationTimestamp")),
+            deletion_timestamp: parse_time(&s("deletionTimestamp")),
+            deletion_grace_period_seconds: m.get("deletionGracePeriodSeconds").and_then(json_int),
+        }
+    }
+
+    /// Decode `metadata` into an ObjectMeta as Go's JSON decoder does, with its error text.
+    fn decode(meta: &Value) -> Result<Meta, String> {
+        let m = match meta {
+            Value::Null => return Ok(Meta::default()),
+            Value::Object(m) => m,
+            other => {
+                return Err(format!(
+                    "json: cannot unmarshal {} into Go value of type v1.ObjectMeta",
+                    json_kind(other)
+                ))
+            }
+        };
+        let field_err = |field: &str, v: &Value, go_type: &str| {
+            format!(
+                "json: cannot unmarshal {} into Go struct field ObjectMeta.{field} of type {go_type}",
+                json_kind_detail(v, go_type)
+            )
+        };
+        // Go reports the first mismatch in document order; keys are visited sorted here.
+        for (k, v) in m {
+            if v.is_null() {
+                continue;
+            }
+            let expected = match k.as_str() {
+                "name" | "generateName" | "namespace" | "selfLink" | "resourceVersion" => "string",
+                "uid" => "types.UID",
+                "generation" => "int64",
+                "deletionGracePeriodSeconds" => "int64",
+                "labels" | "annotations" => "map[string]string",
+                "finalizers" => "[]string",
+                "ownerReferences" => "[]v1.OwnerReference",
+                "managedFields" => "[]v1.ManagedFieldsEntry",
+                "creationTimestamp" | "deletionTimestamp" => {
+                    match v.as_str() {
+                        None => {
+                            return Err(format!(
+                                "json: cannot unmarshal {} into Go value of type string",
+                                json_kind(v)
+                            ))
+                        }
+                        Some(s) if parse_time(s).is_none() => {
+                            return Err(format!(
+                                "parsing time {} as \"2006-01-02T15:04:05Z07:00\": cannot parse {} as \"2006\"",
+                                crate::field::go_quote(s),
+                                crate::field::go_quote(s)
+                            ))
+                        }
+                        Some(_) => continue,
+                    }
+                }
+                _ => continue,
+            };
+            let ok = match expected {
+                "string" | "types.UID" => v.is_string(),
+                "int64" => json_int(v).is_some(),
+                "map[string]string" => match v.as_object() {
+                    None => false,
+                    Some(inner) => {
+                        if let Some(bad) = inner.values().find(|x| !x.is_string() && !x.is_null()) {
+                            return Err(field_err(k, bad, "string"));
+                        }
+                        true
+                    }
+                },
+                "[]string" => match v.as_array() {
+                    None => false,
+                    Some(items) => {
+                        if let Some(bad) = items.iter().find(|x| !x.is_string() && !x.is_null()) {
+                            return Err(field_err(k, bad, "string"));
+                        }
+                        true
+                    }
+                },
+                _ => v.is_array(),
+            };
+            if !ok {
+                return Err(field_err(k, v, expected));
+            }
+            if k == "ownerReferences" || k == "managedFields" {
+                let (strukt, strings, bools): (&str, &[&str], &[&str]) = if k == "ownerReferences" {
+                    (
+                        "OwnerReference",
+                        &["apiVersion", "kind", "name", "uid"],
+                        &["controller", "blockOwnerDeletion"],
+                    )
+                } else {
+                    (
+                        "ManagedFieldsEntry",
+                        &[
+                            "manager",
+                            "operation",
+                            "apiVersion",
+                            "fieldsType",
+                            "subresource",
+                        ],
+                        &[],
+                    )
+                };
+                for item in v.as_array().into_iter().flatten() {
+                    let Some(obj) = item.as_object() else {
+                        if item.is_null() {
+                            continue;
+                        }
+                        return Err(field_err(k, item, &format!("v1.{strukt}")));
+                    };
+                    for (fk, fv) in obj {
+                        if fv.is_null() {
+                            continue;
+                        }
+                        let bad = (strings.contains(&fk.as_str()) && !fv.is_string())
+                            || (bools.contains(&fk.as_str()) && !fv.is_boolean());
+                        if bad {
+                            let go_type = if bools.contains(&fk.as_str()) {
+                                "bool"
+                            } else {
+                                "string"
+                            };
+                            return Err(format!(
+                                "json: cannot unmarshal {} into Go struct field {strukt}.{k}.{fk} of type {go_type}",
+                                json_kind(fv)
+                            ));
+                        }
+                    }
+                }
+            }
+        }
+        Ok(Meta::from_unstructured(meta))
+    }
+}
+
+fn managed_field(v: &Value) -> Option<ManagedField> {
+    let m = v.as_object()?;
+    let s = |k: &str| -> Option<String> {
+        match m.get(k) {
+            None | Some(Value::Null) => Some(String::new()),
+            Some(Value::String(s)) => Some(s.clone()),
+            Some(_) => None,
+        }
+    };
+    Some(ManagedField {
+        manager: s("manager")?,
+        operation: s("operation")?,
+        fields_type: s("fieldsType")?,
+        subresource: s("subresource")?,
+    })
+}
+
+fn json_kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "bool",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
+
+/// Go names a fractional number going into an integer by its text: `number 1.5`.
+fn json_kind_detail(v: &Value, go_type: &str) -> String {
+    match v {
+        Value::Number(n) if go_type == "int64" && !n.is_i64() => format!("number {n}"),
+        other => json_kind(other).to_string(),
+    }
+}
+
+// ---------------------------------------------------------------------------------
+// Validation.
+
+/// Create-time validation of a custom resource's `metadata` (at `path`, usually `metadata`).
+pub fn validate_object_meta(meta: &Value, namespaced: bool, path: &Path) -> ErrorList {
+    validate_meta(
+        &Meta::from_unstructured(meta),
+        namespaced,
+        NameRule::DnsSubdomain,
+        path,
+    )
+}
+
+/// Create-time validation of a Namespace's `metadata` (names are DNS-1123 labels).
+pub fn validate_namespace_meta(meta: &Value, path: &Path) -> ErrorList {
+    validate_meta(
+        &Meta::from_unstructured(meta),
+        false,
+        NameRule::DnsLabel,
+        path,
+    )
+}
+
+#[derive(Clone, Copy)]
+enum NameRule {
+    DnsSubdomain,
+    DnsLabel,
+    PathSegment,
+}
+
+impl NameRule {
+    fn check(self, name: &str, prefix: bool) -> Vec<String> {
+        match self {
+            NameRule::DnsSubdomain if prefix => validate_generate_name(name),
+            NameRule::DnsSubdomain => validate_name(name),
+            NameRule::DnsLabel if prefix => validate_dns1123_label(&mask_trailing_dash(name)),
+            NameRule::DnsLabel => validate_namespace_name(name),
+            NameRule::PathSegment => validate_path_segment_name(name, prefix),
+        }
+    }
+}
+
+fn validate_meta(meta: &Meta, requires_namespace: bool, rule: NameRule, path: &Path) -> ErrorList {
+    let mut errs = ErrorList::new();
+    if !meta.generate_name.is_empty() {
+        for msg in rule.check(&meta.generate_name, true) {
+            errs.push(Error::invalid(
+                &path.child("generateName"),
+                Value::String(meta.generate_name.clone()),
+                msg,
+            ));
+        }
+    }
+    if meta.name.is_empty() {
+        errs.push(Error::required(
+            &path.child("name"),
+            "name or generateName is required",
+        ));
+    } else {
+        for msg in rule.check(&meta.name, false) {
+            errs.push(Error::invalid(
+                &path.child("name"),
+                Value::String(meta.name.clone()),
+                msg,
+            ));
+        }
+    }
+    if requires_namespace {
+        if meta.namespace.is_empty() {
+            errs.push(Error::required(&path.child("namespace"), ""));
+        } else {
+            for msg in validate_namespace_name(&meta.namespace) {
+                errs.push(Error::invalid(
+                    &path.child("namespace"),
+                    Value::String(meta.namespace.clone()),
+                    msg,
+                ));
+            }
+        }
+    } else if !meta.namespace.is_empty() {
+        errs.push(Error::forbidden(
+            &path.child("namespace"),
+            "not allowed on this type",
+        ));
+    }
+    if meta.generation < 0 {
+        errs.push(Error::invalid(
+            &path.child("generation"),
+            Value::from(meta.generation),
+            "must be greater than or equal to 0",
+        ));
+    }
+    errs.extend(validate_labels(&meta.labels, &path.child("labels")));
+    errs.extend(validate_annotations(
+        &meta.annotations,
+        &path.child("annotations"),
+    ));
+    errs.extend(validate_owner_references(
+        &meta.owner_references,
+        &path.child("ownerReferences"),
+    ));
+    errs.extend(validate_finalizers(
+        &meta.finalizers,
+        &path.child("finalizers"),
+    ));
+    errs.extend(validate_managed_fields(
+        &meta.managed_fields,
+        &path.child("managedFields"),
+    ));
+    errs
+}
+
+/// An error whose value kube prints as JSON text we already have.
+fn invalid_raw(path: &Path, json: String, detail: impl Into<String>) -> Error {
+    Error {
+        kind: ErrorType::Invalid,
+        field: path.clone(),
+        bad_value: BadValue::Raw(json),
+        detail: detail.into(),
+    }
+}
+
+/// `ValidateOwnerReferences`: field errors are at the list path (kube does not index them).
+fn validate_owner_references(refs: &[OwnerRef], path: &Path) -> ErrorList {
+    let mut errs = ErrorList::new();
+    let mut first_controller: Option<String> = None;
+    for r in refs {
+        let (group, version) = parse_group_version(&r.api_version).unwrap_or_default();
+        if version.is_empty() {
+            errs.push(Error::invalid(
+                &path.child("apiVersion"),
+                Value::String(r.api_version.clone()),
+                "version must not be empty",
+            ));
+        }
+        if r.kind.is_empty() {
+            errs.push(Error::invalid(
+                &path.child("kind"),
+                Value::String(r.kind.clone()),
+                "must not be empty",
+            ));
+        }
+        if r.name.is_empty() {
+            errs.push(Error::invalid(
+                &path.child("name"),
+                Value::String(r.name.clone()),
+                "must not be empty",
+            ));
+        }
+        if r.uid.is_empty() {
+            errs.push(Error::invalid(
+                &path.child("uid"),
+                Value::String(r.uid.clone()),
+                "must not be empty",
+            ));
+        }
+        if group.is_empty() && version == "v1" && r.kind == "Event" {
+            errs.push(invalid_raw(
+                path,
+                r.go_json(),
+                "/v1, Kind=Event is disallowed from being an owner",
+            ));
+        }
+        if r.controller == Some(true) {
+            let current = format!("{}/{}", r.kind, r.name);
+            match &first_controller {
+                Some(first) => {
+                    let all: Vec<String> = refs.iter().map(OwnerRef::go_json).collect();
+                    errs.push(invalid_raw(
+                        path,
+                        format!("[{}]", all.join(",")),
+                        format!(
+                            "Only one reference can have Controller set to true. Found \"true\" in references for {first} and {current}"
+                        ),
+                    ));
+                }
+                None => first_controller = Some(current),
+            }
+        }
+    }
+    errs
+}
+
+/// `schema.ParseGroupVersion`: `""`/`"/"` is empty, one `/` splits group and version.
+fn parse_group_version(gv: &str) -> Result<(String, String), String> {
+    if gv.is_empty() || gv == "/" {
+        return Ok((String::new(), String::new()));
+    }
+    match gv.matches('/').count() {
+        0 => Ok((String::new(), gv.to_string())),
+        1 => {
+            let (g, v) = gv.split_once('/').unwrap_or(("", gv));
+            Ok((g.to_string(), v.to_string()))
+        }
+        _ => Err(format!("unexpected GroupVersion string: {gv}")),
+    }
+}
+
+/// Go's `unicode.IsPrint`, closely enough for field manager names.
+fn is_print(c: char) -> bool {
+    if c == ' ' {
+        return true;
+    }
+    let u = c as u32;
+    !(c.is_control()
+        || c.is_whitespace()
+        || matches!(u, 0xAD | 0x600..=0x605 | 0x61C | 0x6DD | 0x70F | 0x180E | 0x200B..=0x200F | 0x202A..=0x202E | 0x2060..=0x206F | 0xFEFF | 0xFFF9..=0xFFFB)
+        || (0xE000..=0xF8FF).contains(&u)
+        || u >= 0xF0000
+        || (u & 0xFFFE) == 0xFFFE)
+}
+
+/// `ValidateManagedFields`.
+fn validate_managed_fields(fields: &[ManagedField], path: &Path) -> ErrorList {
+    let mut errs = ErrorList::new();
+    for (i, f) in fields.iter().enumerate() {
+        let p = path.index(i);
+        if f.operation != "Apply" && f.operation != "Update" {
+            errs.push(Error::invalid(
+                &p.child("operation"),
+                Value::String(f.operation.clone()),
+                "must be `Apply` or `Update`",
+            ));
+        }
+        if !f.fields_type.is_empty() && f.fields_type != "FieldsV1" {
+            errs.push(Error::invalid(
+                &p.child("fieldsType"),
+                Value::String(f.fields_type.clone()),
+                "must be `FieldsV1`",
+            ));
+        }
+        if f.manager.len() > FIELD_MANAGER_MAX_LENGTH {
+            errs.push(Error::too_long(
+                &p.child("manager"),
+                FIELD_MANAGER_MAX_LENGTH as i64,
+            ));
+        }
+        for (pos, c) in f.manager.char_indices() {
+            if !is_print(c) {
+                errs.push(Error::invalid(
+                    &p.child("manager"),
+                    Value::String(f.manager.clone()),
+                    format!("invalid character U+{:04X} (at position {pos})", c as u32),
+                ));
+            }
+        }
+        if f.subresource.len() > MAX_SUBRESOURCE_NAME_LENGTH {
+            errs.push(Error::too_long(
+                &p.child("subresource"),
+                MAX_SUBRESOURCE_NAME_LENGTH as i64,
+            ));
+        }
+    }
+    errs
+}
+
+/// Update-time validation of `metadata` (`ValidateObjectMetaAccessorUpdate`).
+pub fn validate_object_meta_update(new: &Value, old: &Value, path: &Path) -> ErrorList {
+    let (n, o) = (Meta::from_unstructured(new), Meta::from_unstructured(old));
+    let mut errs = ErrorList::new();
+    if o.deletion_timestamp.is_some() {
+        let before: BTreeSet<&String> = o.finalizers.iter().collect();
+        let extra: BTreeSet<&String> = n
+            .finalizers
+            .iter()
+            .filter(|f| !before.contains(f))
+            .collect();
+        if !extra.is_empty() {
+            let listed: Vec<String> = extra.iter().map(|f| crate::field::go_quote(f)).collect();
+            errs.push(Error::forbidden(
+                &path.child("finalizers"),
+                format!(
+                    "no new finalizers can be added if the object is being deleted, found new finalizers []string{{{}}}",
+                    listed.join(", ")
+                ),
+            ));
+        }
+    }
+    if n.resource_version.is_empty() {
+        errs.push(Error::invalid(
+            &path.child("resourceVersion"),
+            Value::String(String::new()),
+            "must be specified for an update",
+        ));
+    }
+    if n.generation < o.generation {
+        errs.push(Error::invalid(
+            &path.child("generation"),
+            Value::from(n.generation),
+            "must not be decremented",
+        ));
+    }
+    let immutable: [(&str, Value, Value); 6] = [
+        (
+            "name",
+            Value::String(n.name.clone()),
+            Value::String(o.name.clone()),
+        ),
+        (
+            "namespace",
+            Value::String(n.namespace.clone()),
+            Value::String(o.namespace.clone()),
+        ),
+        (
+            "uid",
+            Value::String(n.uid.clone()),
+            Value::String(o.uid.clone()),
+        ),
+        (
+            "creationTimestamp",
+            time_value(n.creation_timestamp),
+            time_value(o.creation_timestamp),
+        ),
+        (
+            "deletionTimestamp",
+            time_value(n.deletion_timestamp),
+            time_value(o.deletion_timestamp),
+        ),
+        (
+            "deletionGracePeriodSeconds",
+            n.deletion_grace_period_seconds
+                .map_or(Value::Null, Value::from),
+            o.deletion_grace_period_seconds
+                .map_or(Value::Null, Value::from),
+        ),
+    ];
+    for (field, new_v, old_v) in immutable {
+        let equal = match field {
+            "creationTimestamp" => n.creation_timestamp == o.creation_timestamp,
+            "deletionTimestamp" => n.deletion_timestamp == o.deletion_timestamp,
+            _ => new_v == old_v,
+        };
+        if !equal {
+            errs.push(Error::invalid(
+                &path.child(field),
+                new_v,
+                "field is immutable",
+            ));
+        }
+    }
+    errs.extend(validate_labels(&n.labels, &path.child("labels")));
+    errs.extend(validate_annotations(
+        &n.annotations,
+        &path.child("annotations"),
+    ));
+    errs.extend(validate_owner_references(
+        &n.owner_references,
+        &path.child("ownerReferences"),
+    ));
+    errs.extend(validate_managed_fields(
+        &n.managed_fields,
+        &path.child("managedFields"),
+    ));
+    errs
+}
+
+/// Checks of every `x-kubernetes-embedded-resource` object inside `value` (at `path`).
+pub fn validate_embedded_resources(
+    schema: &JSONSchemaProps,
+    value: &Value,
+    path: &Path,
+) -> ErrorList {
+    let mut errs = ErrorList::new();
+    walk_embedded(schema, value, path, &mut errs);
+    errs
+}
+
+fn walk_embedded(schema: &JSONSchemaProps, value: &Value, path: &Path, errs: &mut ErrorList) {
+    match value {
+        Value::Object(obj) => {
+            if schema.x_embedded_resource {
+                errs.extend(validate_embedded_resource(obj, path));
+            }
+            for (k, v) in obj {
+                if let Some(prop) = schema.properties.as_ref().and_then(|p| p.get(k)) {
+                    walk_embedded(prop, v, &path.child(k), errs);
+                } else if let Some(additional) = schema.additional_properties_schema() {
+                    walk_embedded(additional, v, &path.key(k), errs);
+                }
+            }
+        }
+        Value::Array(items) => {
+            if let Some(item_schema) = schema.items_schema() {
+                for (i, v) in items.iter().enumerate() {
+                    walk_embedded(item_schema, v, &path.index(i), errs);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+/// apiextensions' `validateEmbeddedResource`.
+fn validate_embedded_resource(obj: &Map<String, Value>, path: &Path) -> ErrorList {
+    let mut errs = ErrorList::new();
+    if !obj.contains_key("apiVersion") {
+        errs.push(Error::required(&path.child("apiVersion"), ""));
+    }
+    if !obj.contains_key("kind") {
+        errs.push(Error::required(&path.child("kind"), ""));
+    }
+    for (k, v) in obj {
+        match k.as_str() {
+            "apiVersion" => match v.as_str() {
+                None => errs.push(Error::invalid(
+                    &path.child("apiVersion"),
+                    v.clone(),
+                    "must be a string",
+                )),
+                Some("") => errs.push(Error::required(&path.child("apiVersion"), "")),
+                Some(api_version) => {
+                    if let Err(e) = parse_group_version(api_version) {
+                        errs.push(Error::invalid(&path.child("apiVersion"), v.clone(), e));
+                    }
+                }
+            },
+            "kind" => match v.as_str() {
+                None => errs.push(Error::invalid(
+                    &path.child("kind"),
+                    v.clone(),
+                    "must be a string",
+                )),
+                Some("") => errs.push(Error::required(&path.child("kind"), "")),
+                Some(kind) => {
+                    let msgs = is_dns1035_label(&kind.to_lowercase());
+                    if !msgs.is_empty() {
+                        errs.push(Error::invalid(
+                            &path.child("kind"),
+                            v.clone(),
+                            format!(
+                                "may have mixed case, but should otherwise match: {}",
+                                msgs.join(",")
+                            ),
+                        ));
+                    }
+                }
+            },
+            "metadata" => match Meta::decode(v) {
+                Err(e) => errs.push(Error::invalid(&path.child("metadata"), v.clone(), e)),
+                Ok(mut meta) => {
+                    if meta.name.is_empty() {
+                        meta.name = "fakename".to_string();
+                    }
+                    let namespaced = !meta.namespace.is_empty();
+                    errs.extend(validate_meta(
+                        &meta,
+                        namespaced,
+                        NameRule::PathSegment,
+                        &path.child("metadata"),
+                    ));
+                }
+            },
+            _ => {}
+        }
+    }
+    errs
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn rendered(errs: &ErrorList) -> Vec<String> {
+        let mut v: Vec<String> = errs.iter().map(|e| e.to_string()).collect();
+        v.sort();
+        v
+    }
+
+    #[test]
+    fn validation_golden_bad_name() {
+        let errs = validate_object_meta(
+            &json!({"name": "Bad_Name", "namespace": "default"}),
+            true,
+            &Path::new("metadata"),
+        );
+        assert_eq!(
+            rendered(&errs),
+            vec!["metadata.name: Invalid value: \"Bad_Name\": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"]
+        );
+        assert_eq!(errs[0].kind.reason(), "FieldValueInvalid");
+    }
+
+    #[test]
+    fn names_namespaces_and_scope() {
+        let p = Path::new("metadata");
+        assert_eq!(
+            rendered(&validate_object_meta(&json!({}), false, &p)),
+            vec!["metadata.name: Required value: name or generateName is required"]
+        );
+        assert_eq!(
+            rendered(&validate_object_meta(&json!({"name": "a"}), true, &p)),
+            vec!["metadata.namespace: Required value"]
+        );
+        assert_eq!(
+            rendered(&validate_object_meta(
+                &json!({"name": "a", "namespace": "x"}),
+                false,
+                &p
+            )),
+            vec!["metadata.namespace: Forbidden: not allowed on this type"]
+        );
+        assert_eq!(
+            validate_namespace_name("a.b"),
+            vec!["must not contain dots"]
+        );
+        assert_eq!(
+            validate_name(&"a".repeat(254))[0],
+            "must be no more than 253 characters"
+        );
+        // A generateName may end with '-'.
+        assert!(validate_generate_name("web-").is_empty());
+        assert_eq!(validate_generate_name("Web-").len(), 1);
+    }
+
+    #[test]
+    fn label_messages() {
+        assert_eq!(
+            is_label_value("-bad"),
+            vec!["a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')"]
+        );
+        assert_eq!(
+            is_label_value(&"a".repeat(64))[0],
+            "must be no more than 63 bytes"
+        );
+        assert_eq!(
+            is_qualified_name("example.com/"),
+            vec![
+                "name part must be non-empty".to_string(),
+                "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')".to_string()
+            ]
+        );
+        assert_eq!(
+            is_qualified_name("/a"),
+            vec!["prefix part must be non-empty"]
+        );
+        assert!(is_qualified_name("a/b/c")[0].starts_with("a valid label key must consist of"));
+        let errs = validate_labels(
+            &BTreeMap::from([("ok".to_string(), "bad value".to_string())]),
+            &Path::new("metadata").child("labels"),
+        );
+        assert_eq!(errs.len(), 1);
+        assert!(errs[0]
+            .to_string()
+            .starts_with("metadata.labels: Invalid value: \"bad value\": a valid label"));
+    }
+
+    #[test]
+    fn annotations_size_and_keys() {
+        let big = BTreeMap::from([("a".to_string(), "x".repeat(TOTAL_ANNOTATION_SIZE_LIMIT))]);
+        assert_eq!(
+            rendered(&validate_annotations(
+                &big,
+                &Path::new("metadata").child("annotations")
+            )),
+            vec!["metadata.annotations: Too long: may not be more than 262144 bytes"]
+        );
+        // Keys are checked lower-cased, so upper case passes.
+        let keys = BTreeMap::from([("Example.COM/Key".to_string(), String::new())]);
+        assert!(validate_annotations(&keys, &Path::new("a")).is_empty());
+    }
+
+    #[test]
+    fn finalizers_and_owner_references() {
+        let p = Path::new("metadata");
+        let meta = json!({"name": "a", "finalizers": ["orphan", "foregroundDeletion"], "ownerReferences": [
+            {"apiVersion": "v1", "kind": "Event", "name": "e", "uid": "1"},
+            {"apiVersion": "", "kind": "", "name": "", "uid": ""}
+        ]});
+        assert_eq!(
+            rendered(&validate_object_meta(&meta, false, &p)),
+            vec![
+                "metadata.finalizers: Invalid value: [\"orphan\",\"foregroundDeletion\"]: finalizer orphan and foregroundDeletion cannot be both set",
+                "metadata.ownerReferences.apiVersion: Invalid value: \"\": version must not be empty",
+                "metadata.ownerReferences.kind: Invalid value: \"\": must not be empty",
+                "metadata.ownerReferences.name: Invalid value: \"\": must not be empty",
+                "metadata.ownerReferences.uid: Invalid value: \"\": must not be empty",
+                "metadata.ownerReferences: Invalid value: {\"apiVersion\":\"v1\",\"kind\":\"Event\",\"name\":\"e\",\"uid\":\"1\"}: /v1, Kind=Event is disallowed from being an owner",
+            ]
+        );
+        assert_eq!(
+            finalizer_warnings(&["example.com".to_string(), "orphan".to_string()], None),
+            vec!["metadata.finalizers: \"example.com\": prefer a domain-qualified finalizer name including a path (/) to avoid accidental conflicts with other finalizer writers"]
+        );
+    }
+
+    #[test]
+    fn update_immutable_fields() {
+        let old = json!({"name": "a", "namespace": "ns", "uid": "u1", "resourceVersion": "1", "generation": 2, "creationTimestamp": "2024-01-01T00:00:00Z"});
+        let same_instant = json!({"name": "a", "namespace": "ns", "uid": "u1", "resourceVersion": "1", "generation": 2, "creationTimestamp": "2024-01-01T01:00:00+01:00"});
+        assert!(
+            validate_object_meta_update(&same_instant, &old, &Path::new("metadata")).is_empty()
+        );
+        let new = json!({"name": "b", "namespace": "ns", "uid": "u2", "generation": 1, "creationTimestamp": "2024-01-02T00:00:00Z"});
+        assert_eq!(
+            rendered(&validate_object_meta_update(&new, &old, &Path::new("metadata"))),
+            vec![
+                "metadata.creationTimestamp: Invalid value: \"2024-01-02T00:00:00Z\": field is immutable",
+                "metadata.generation: Invalid value: 1: must not be decremented",
+                "metadata.name: Invalid value: \"b\": field is immutable",
+                "metadata.resourceVersion: Invalid value: \"\": must be specified for an update",
+                "metadata.uid: Invalid value: \"u2\": field is immutable",
+            ]
+        );
+    }
+
+    #[test]
+    fn embedded_resources() {
+        let schema = JSONSchemaProps::from_value(&json!({"type": "object", "properties": {"spec": {"type": "object", "properties": {
+            "template": {"type": "object", "x-kubernetes-embedded-resource": true, "x-kubernetes-preserve-unknown-fields": true}
+        }}}}))
+        .expect("schema parses");
+        let obj = json!({"spec": {"template": {"kind": "Foo_Bar", "metadata": {"name": "a/b", "labels": {"x": 1}}}}});
+        assert_eq!(
+            rendered(&validate_embedded_resources(&schema, &obj, &Path::root())),
+            vec![
+                "spec.template.apiVersion: Required value",
+                "spec.template.kind: Invalid value: \"Foo_Bar\": may have mixed case, but should otherwise match: a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')",
+                "spec.template.metadata: Invalid value: {\"labels\":{\"x\":1},\"name\":\"a/b\"}: json: cannot unmarshal number into Go struct field ObjectMeta.labels of type string",
+            ]
+        );
+        let obj = json!({"spec": {"template": {"apiVersion": "a/b/c", "kind": "Pod", "metadata": {"name": "a/b", "namespace": "x.y"}}}});
+        assert_eq!(
+            rendered(&validate_embedded_resources(&schema, &obj, &Path::root())),
+            vec![
+                "spec.template.apiVersion: Invalid value: \"a/b/c\": unexpected GroupVersion string: a/b/c",
+                "spec.template.metadata.name: Invalid value: \"a/b\": may not contain '/'",
+                "spec.template.metadata.namespace: Invalid value: \"x.y\": must not contain dots",
+            ]
+        );
+    }
+}
