@@ -409,14 +409,27 @@ async fn kube_rs_crd_discovery_and_dynamic_objects() {
         .collect();
     assert_eq!(left, ["w1", "w2"]);
 
-    // Delete returns the deleted object (no finalizers), then it is gone.
+    // Deleting a custom resource without finalizers answers with a success Status
+    // naming it (kube's CR storage does not return the deleted object).
+    let w2_uid = within("get w2", widgets.get("w2"))
+        .await
+        .unwrap_or_else(|e| panic!("getting w2: {e}"))
+        .metadata
+        .uid;
     let deleted = within("delete w2", widgets.delete("w2", &DeleteParams::default()))
         .await
         .unwrap_or_else(|e| panic!("delete w2: {e}"));
-    let deleted = deleted
-        .left()
-        .unwrap_or_else(|| panic!("deleting a custom resource should return the object"));
-    assert_eq!(deleted.metadata.name.as_deref(), Some("w2"));
+    let status = deleted
+        .right()
+        .unwrap_or_else(|| panic!("deleting w2 should answer with a Status"));
+    assert!(status.is_success(), "{status:?}");
+    let details = status
+        .details
+        .unwrap_or_else(|| panic!("delete Status has no details"));
+    assert_eq!(details.name, "w2");
+    assert_eq!(details.group, "example.com");
+    assert_eq!(details.kind, "widgets");
+    assert_eq!(Some(details.uid), w2_uid);
     assert_eq!(
         api_error(within("get deleted", widgets.get("w2")).await).code,
         404

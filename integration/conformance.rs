@@ -36,7 +36,7 @@ const TIME_FIELDS: [&str; 4] = [
 /// and the golden bodies say `manager: python-requests`.
 const RECORDING_USER_AGENT: &str = "python-requests/2.32.3";
 
-/// Per-request timeout of the reference runner.
+/// How long a new CRD may take to serve its list path (as in kdiff.py).
 const CRD_SERVED_TIMEOUT: Duration = Duration::from_secs(20);
 
 /// Runs one case file against a fresh server and fails with every failing step.

@@ -291,6 +291,12 @@ fn create_apply_and_get_with_printer_columns() {
     assert_eq!(rows[0]["FINISH"], "matte");
     assert_eq!(rows[1]["FINISH"], "gloss");
 
+    // All namespaces: kubectl adds the NAMESPACE column.
+    let (columns, rows) = parse_table(&ok(&server, &["get", "widgets", "-A"]));
+    assert_eq!(columns, ["NAMESPACE", "NAME", "COLOR", "REPLICAS", "AGE"]);
+    assert!(rows.iter().all(|r| r["NAMESPACE"] == "default"), "{rows:?}");
+    assert_eq!(rows.len(), 2, "{rows:?}");
+
     // Short name, single object, label and field selectors.
     let (columns, rows) = parse_table(&ok(&server, &["get", "wd", "w1"]));
     assert_eq!(columns, ["NAME", "COLOR", "REPLICAS", "AGE"]);
@@ -753,14 +759,14 @@ fn error_messages_match_kube() {
         format!("The Widget \"Bad_Name\" is invalid: {BAD_NAME_MESSAGE}\n")
     );
 
-    let below_minimum = server.write_file(
+    let not_in_enum = server.write_file(
         "w3.yaml",
-        "apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: w3\nspec:\n  color: red\n  replicas: -1\n",
+        "apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: w3\nspec:\n  color: red\n  finish: shiny\n",
     );
     assert_eq!(
-        fails(&server, &["create", "-f", &below_minimum.to_string_lossy()]),
-        "The Widget \"w3\" is invalid: spec.replicas: Invalid value: -1: spec.replicas in body \
-         should be greater than or equal to 0\n"
+        fails(&server, &["create", "-f", &not_in_enum.to_string_lossy()]),
+        "The Widget \"w3\" is invalid: spec.finish: Unsupported value: \"shiny\": supported \
+         values: \"matte\", \"gloss\"\n"
     );
     let missing_required = server.write_file(
         "w4.yaml",
@@ -773,12 +779,14 @@ fn error_messages_match_kube() {
         ),
         "The Widget \"w4\" is invalid: spec.color: Required value\n"
     );
-    // Several causes: kubectl prints one per line (kube's cause order is not fixed).
-    let two_errors = server.write_file(
+    // Several causes: kubectl prints one per line (kube's cause order is not fixed). A
+    // negative replicas also fails kube's scale check, whose path is the CRD's
+    // specReplicasPath as written (leading dot).
+    let errors = server.write_file(
         "w5.yaml",
         "apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: w5\nspec:\n  replicas: -1\n  finish: shiny\n",
     );
-    let err = fails(&server, &["create", "-f", &two_errors.to_string_lossy()]);
+    let err = fails(&server, &["create", "-f", &errors.to_string_lossy()]);
     let mut lines: Vec<&str> = err.lines().collect();
     assert_eq!(
         lines.first().copied(),
@@ -790,6 +798,7 @@ fn error_messages_match_kube() {
     assert_eq!(
         lines,
         [
+            "* .spec.replicas: Invalid value: -1: should be a non-negative integer",
             "* spec.color: Required value",
             "* spec.finish: Unsupported value: \"shiny\": supported values: \"matte\", \"gloss\"",
             "* spec.replicas: Invalid value: -1: spec.replicas in body should be greater than or equal to 0",
@@ -836,14 +845,36 @@ fn error_messages_match_kube() {
 }
 
 #[test]
+fn imperative_create_namespace() {
+    let server = TestServer::start();
+    // `kubectl create namespace` uses the typed client, which sends protobuf.
+    assert_eq!(
+        ok(&server, &["create", "namespace", "team-b"]),
+        "namespace/team-b created\n"
+    );
+    assert_eq!(
+        jsonpath(&server, &["namespace", "team-b"], "{.status.phase}"),
+        "Active"
+    );
+}
+
+#[test]
 fn deleting_a_namespace_deletes_its_objects() {
     let server = TestServer::start();
     install_crd(&server, "crds/widgets.yaml", "widgets.example.com");
     let w1 = data("objects/widget-w1.yaml");
 
+    let namespace = server.write_file(
+        "team-a.yaml",
+        "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: team-a\n",
+    );
     assert_eq!(
-        ok(&server, &["create", "namespace", "team-a"]),
+        ok(&server, &["create", "-f", &namespace.to_string_lossy()]),
         "namespace/team-a created\n"
+    );
+    assert_eq!(
+        jsonpath(&server, &["namespace", "team-a"], "{.status.phase}"),
+        "Active"
     );
     assert_eq!(
         ok(&server, &["create", "-f", &w1, "-n", "team-a"]),
@@ -860,9 +891,20 @@ fn deleting_a_namespace_deletes_its_objects() {
         fails(&server, &["get", "namespace", "team-a"]),
         "Error from server (NotFound): namespaces \"team-a\" not found\n"
     );
+    // The object is gone: the API answers NotFound for it...
+    let resp = server
+        .http()
+        .get("/apis/example.com/v1/namespaces/team-a/widgets/w1");
+    assert_eq!(resp.status, 404);
+    assert_eq!(
+        resp.json()
+            .and_then(|j| j["message"].as_str().map(String::from)),
+        Some("widgets.example.com \"w1\" not found".to_string())
+    );
+    // ...and kubectl, seeing a NotFound, checks the namespace and reports that instead.
     assert_eq!(
         fails(&server, &["get", "widget", "w1", "-n", "team-a"]),
-        "Error from server (NotFound): widgets.example.com \"w1\" not found\n"
+        "Error from server (NotFound): namespaces \"team-a\" not found\n"
     );
     // Objects of other namespaces are untouched.
     assert_eq!(
@@ -870,7 +912,7 @@ fn deleting_a_namespace_deletes_its_objects() {
         "widget.example.com/w1\n"
     );
     // Re-creating the namespace does not bring the objects back.
-    ok(&server, &["create", "namespace", "team-a"]);
+    ok(&server, &["create", "-f", &namespace.to_string_lossy()]);
     let out = server.kubectl(&["get", "widgets", "-n", "team-a"]);
     assert_eq!(
         streams(&out),
@@ -900,14 +942,20 @@ fn deleting_a_crd_deletes_its_objects() {
         ),
         "customresourcedefinition.apiextensions.k8s.io \"gadgets.example.com\" deleted\n"
     );
-    let gone = poll(SETTLE, || {
-        let out = server.kubectl(&["get", "gadgets"]);
-        (!out.status.success()).then(|| String::from_utf8_lossy(&out.stderr).into_owned())
-    });
-    assert_eq!(
-        gone.as_deref(),
-        Some("error: the server doesn't have a resource type \"gadgets\"\n")
+    // `api-resources` refreshes kubectl's discovery cache (it still lists gadgets).
+    let resources = ok(&server, &["api-resources", "--api-group=example.com"]);
+    assert!(
+        !resources.contains("gadgets"),
+        "discovery still lists gadgets after the CRD was deleted:\n{resources}"
     );
+    assert_eq!(
+        fails(&server, &["get", "gadgets"]),
+        "error: the server doesn't have a resource type \"gadgets\"\n"
+    );
+    let list = server
+        .http()
+        .get("/apis/example.com/v1/namespaces/default/gadgets");
+    assert_eq!(list.status, 404, "{}", list.text());
 
     install_crd(&server, "crds/gadgets.yaml", "gadgets.example.com");
     let out = server.kubectl(&["get", "gadgets"]);
@@ -920,4 +968,37 @@ fn deleting_a_crd_deletes_its_objects() {
         "objects must not survive their CRD\n{}",
         describe_output(&out)
     );
+}
+
+#[test]
+fn load_dir_serves_crds_when_ready() {
+    let crds = data("crds");
+    let server = TestServer::start_with(&["--load", &crds]);
+    // No waiting: --load means the CRDs are served once the ready line is printed.
+    let out = server.kubectl(&["get", "widgets,gadgets"]);
+    assert!(out.status.success(), "{}", describe_output(&out));
+    assert_eq!(
+        streams(&out),
+        (
+            String::new(),
+            "No resources found in default namespace.\n".to_string()
+        )
+    );
+    let names = ok(&server, &["get", "crd", "-o", "name"]);
+    assert_eq!(
+        names,
+        "customresourcedefinition.apiextensions.k8s.io/gadgets.example.com\n\
+         customresourcedefinition.apiextensions.k8s.io/widgets.example.com\n"
+    );
+    for crd in ["gadgets.example.com", "widgets.example.com"] {
+        assert_eq!(
+            jsonpath(
+                &server,
+                &["crd", crd],
+                "{.status.conditions[?(@.type==\"Established\")].status}"
+            ),
+            "True",
+            "{crd} should be Established at start"
+        );
+    }
 }

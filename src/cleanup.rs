@@ -5,7 +5,7 @@
 use crate::apiserver::ApiServer;
 use crate::rest::crd::CLEANUP_FINALIZER;
 use crate::rest::store::{decode_stored, encode_for_storage};
-use crate::rest::{object, ResourceKind, WriteOptions};
+use crate::rest::{object, WriteOptions};
 use crate::storage::{ListOptions, StorageError};
 use serde_json::{json, Value};
 use std::sync::Arc;
@@ -76,32 +76,29 @@ pub async fn crd(api: Arc<ApiServer>, name: String) {
             "{}/{}/{}/",
             api.options.prefix, compiled.info.group, compiled.info.plural
         );
-        match drain(&api, &prefix).await {
-            Ok(0) => {
-                let kind = api.crds.clone();
-                let res = api
-                    .store
-                    .update(
-                        kind.as_ref(),
-                        "",
-                        &name,
-                        &WriteOptions::default(),
-                        false,
-                        |cur| Ok(without_finalizer(cur, CLEANUP_FINALIZER)),
-                    )
-                    .await;
-                match res {
-                    Ok(w) => {
-                        api.crd_written(&w.object, w.deleted);
-                        if w.deleted {
-                            return;
-                        }
+        if let Ok(0) = drain(&api, &prefix).await {
+            let kind = api.crds.clone();
+            let res = api
+                .store
+                .update(
+                    kind.as_ref(),
+                    "",
+                    &name,
+                    &WriteOptions::default(),
+                    false,
+                    |cur| Ok(without_finalizer(cur, CLEANUP_FINALIZER)),
+                )
+                .await;
+            match res {
+                Ok(w) => {
+                    api.crd_written(&w.object, w.deleted);
+                    if w.deleted {
+                        return;
                     }
-                    Err(s) if s.code == 404 => return,
-                    Err(_) => {}
                 }
+                Err(s) if s.code == 404 => return,
+                Err(_) => {}
             }
-            Ok(_) | Err(_) => {}
         }
         tokio::time::sleep(RETRY).await;
     }

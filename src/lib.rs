@@ -11,6 +11,7 @@ pub mod goformat;
 pub mod handlers;
 pub mod http;
 pub mod pipeline;
+pub mod protobuf;
 pub mod registry;
 pub mod rest;
 pub mod schema;

@@ -3,7 +3,7 @@
 use crate::apiserver::{ApiOptions, ApiServer};
 use crate::codec;
 use crate::http::response::{self, Body};
-use crate::rest::{object, ResourceKind, WriteOptions};
+use crate::rest::{object, WriteOptions};
 use crate::status::Status;
 use crate::storage::{memory::MemoryStorage, Storage};
 use futures::FutureExt;

@@ -70,8 +70,8 @@ pub struct Status {
     pub reason: String,
     /// Human-readable `message`.
     pub message: String,
-    /// Optional `details`.
-    pub details: Option<Details>,
+    /// Optional `details` (boxed: errors travel in `Result`s everywhere).
+    pub details: Option<Box<Details>>,
 }
 
 impl std::fmt::Display for Status {
@@ -88,7 +88,7 @@ impl Status {
             code,
             reason: reason.to_string(),
             message: message.into(),
-            details,
+            details: details.map(Box::new),
         }
     }
 

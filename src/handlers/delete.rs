@@ -19,6 +19,10 @@ use std::sync::Arc;
 pub fn delete_options(req: &ApiRequest) -> Result<DeleteOptions, Status> {
     let body: Value = if req.body.iter().all(u8::is_ascii_whitespace) {
         json!({})
+    } else if crate::http::negotiate::body_type(req.header("content-type"))
+        == crate::http::negotiate::BodyType::Protobuf
+    {
+        crate::protobuf::decode(&req.body).map_err(Status::bad_request)?
     } else {
         crate::codec::decode_body(
             &req.body,

@@ -115,10 +115,18 @@ pub fn decode_object(
     let ct = req.header("content-type");
     match body_type(ct) {
         BodyType::Json | BodyType::Yaml => {}
+        // Typed clients (kubectl create namespace) send built-in kinds as protobuf.
+        BodyType::Protobuf if kind.allow_unconditional_update() => {
+            return crate::protobuf::decode(&req.body).map_err(|e| {
+                Status::bad_request(codec::unrecognized_object_message(
+                    &kind.descriptor().kind,
+                    &codec::DecodeError::Json(e),
+                    &req.body,
+                ))
+            });
+        }
         _ => {
-            return Err(Status::unsupported_media_type(format!(
-                "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml, application/vnd.kubernetes.protobuf"
-            )))
+            return Err(Status::unsupported_media_type("the body of the request was in an unknown format - accepted media types include: application/json, application/yaml, application/vnd.kubernetes.protobuf".to_string()))
         }
     }
     let kind_name = &kind.descriptor().kind;

@@ -168,10 +168,8 @@ pub async fn watch(
                 return;
             }
         }
-        if send_initial && bookmarks {
-            if tx.send(watcher.bookmark(start_rv, true)).await.is_err() {
-                return;
-            }
+        if send_initial && bookmarks && tx.send(watcher.bookmark(start_rv, true)).await.is_err() {
+            return;
         }
         let mut stream = match stream {
             Ok(s) => s,

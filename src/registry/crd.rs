@@ -2019,12 +2019,6 @@ fn non_empty(v: &Value, key: &str) -> Option<String> {
         .map(str::to_string)
 }
 
-fn opt_string(v: Option<&Value>) -> Option<String> {
-    v.and_then(Value::as_str)
-        .filter(|s| !s.is_empty())
-        .map(str::to_string)
-}
-
 fn is_empty_string_or_null(v: Option<&Value>) -> bool {
     match v {
         None | Some(Value::Null) => true,

@@ -101,6 +101,18 @@ impl ResourceKind for CrdKind {
         false
     }
 
+    fn printer_columns(&self) -> Vec<crate::table::PrinterColumn> {
+        // kube prints the creation time itself, not an age.
+        vec![crate::table::PrinterColumn {
+            name: "Created At".into(),
+            type_: "string".into(),
+            format: String::new(),
+            description: "Time the object was created".into(),
+            priority: 0,
+            json_path: ".metadata.creationTimestamp".into(),
+        }]
+    }
+
     fn admit_create(&self, mut obj: Value, _opts: &WriteOptions) -> Result<Admitted, Status> {
         self.check_type_meta(&obj)?;
         crd::default_crd(&mut obj);

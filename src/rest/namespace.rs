@@ -63,6 +63,20 @@ impl ResourceKind for NamespaceKind {
         &self.descriptor
     }
 
+    fn printer_columns(&self) -> Vec<crate::table::PrinterColumn> {
+        vec![
+            crate::table::PrinterColumn {
+                name: "Status".into(),
+                type_: "string".into(),
+                format: String::new(),
+                description: "The status of the namespace".into(),
+                priority: 0,
+                json_path: ".status.phase".into(),
+            },
+            crate::table::PrinterColumn::age(),
+        ]
+    }
+
     fn finalizers_pending(&self, obj: &Value) -> bool {
         !object::finalizers(obj).is_empty()
             || obj

@@ -177,9 +177,9 @@ pub fn decode_continue(token: &str) -> Result<(Revision, String), Status> {
         .decode(token)
         .or_else(|_| base64::engine::general_purpose::STANDARD.decode(token))
         .map_err(|_| {
-            Status::bad_request(format!(
-                "continue key is not valid: illegal base64 data at input byte 0"
-            ))
+            Status::bad_request(
+                "continue key is not valid: illegal base64 data at input byte 0".to_string(),
+            )
         })?;
     let v: Value = serde_json::from_slice(&bytes).map_err(|_| bad())?;
     if v.get("v").and_then(Value::as_str) != Some("meta.k8s.io/v1") {

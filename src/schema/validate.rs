@@ -24,7 +24,7 @@ use super::listtype;
 use super::objectmeta;
 use super::props::{JSONSchemaProps, SchemaOrBool};
 use crate::field::{go_quote, Error, ErrorList, Path};
-use crate::goformat::{go_float_exp, go_float_f, go_float_v, go_json, go_json_float};
+use crate::goformat::{go_float_f, go_float_v, go_json};
 use regex::Regex;
 use serde_json::{Map, Value};
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -1498,6 +1498,7 @@ fn to_field_errors(res: OResult, base: &Path) -> ErrorList {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::goformat::go_json_float;
     use serde_json::json;
 
     fn schema(v: Value) -> JSONSchemaProps {

@@ -1,0 +1,268 @@
+//! kube's protobuf request encoding (`application/vnd.kubernetes.protobuf`) for the
+//! built-in kinds typed clients send that way (kubectl's `create namespace`): the
+//! `k8s\0` envelope around `runtime.Unknown`, decoded to the JSON object kube would
+//! have seen. Messages are described by small field tables, not generated code.
+
+use serde_json::{json, Map, Value};
+
+/// The envelope's magic prefix.
+const MAGIC: &[u8] = b"k8s\x00";
+
+#[derive(Clone, Copy)]
+enum Ty {
+    Str,
+    Int,
+    Bool,
+    Time,
+    StrMap,
+    Msg(&'static [Field]),
+}
+
+#[derive(Clone, Copy)]
+struct Field {
+    num: u64,
+    name: &'static str,
+    ty: Ty,
+    repeated: bool,
+}
+
+const fn f(num: u64, name: &'static str, ty: Ty) -> Field {
+    Field {
+        num,
+        name,
+        ty,
+        repeated: false,
+    }
+}
+
+const fn r(num: u64, name: &'static str, ty: Ty) -> Field {
+    Field {
+        num,
+        name,
+        ty,
+        repeated: true,
+    }
+}
+
+const OWNER_REFERENCE: &[Field] = &[
+    f(1, "kind", Ty::Str),
+    f(3, "name", Ty::Str),
+    f(4, "uid", Ty::Str),
+    f(5, "apiVersion", Ty::Str),
+    f(6, "controller", Ty::Bool),
+    f(7, "blockOwnerDeletion", Ty::Bool),
+];
+
+const OBJECT_META: &[Field] = &[
+    f(1, "name", Ty::Str),
+    f(2, "generateName", Ty::Str),
+    f(3, "namespace", Ty::Str),
+    f(4, "selfLink", Ty::Str),
+    f(5, "uid", Ty::Str),
+    f(6, "resourceVersion", Ty::Str),
+    f(7, "generation", Ty::Int),
+    f(8, "creationTimestamp", Ty::Time),
+    f(9, "deletionTimestamp", Ty::Time),
+    f(10, "deletionGracePeriodSeconds", Ty::Int),
+    f(11, "labels", Ty::StrMap),
+    f(12, "annotations", Ty::StrMap),
+    r(13, "ownerReferences", Ty::Msg(OWNER_REFERENCE)),
+    r(14, "finalizers", Ty::Str),
+];
+
+const NAMESPACE_SPEC: &[Field] = &[r(1, "finalizers", Ty::Str)];
+const NAMESPACE_STATUS: &[Field] = &[f(1, "phase", Ty::Str)];
+const NAMESPACE: &[Field] = &[
+    f(1, "metadata", Ty::Msg(OBJECT_META)),
+    f(2, "spec", Ty::Msg(NAMESPACE_SPEC)),
+    f(3, "status", Ty::Msg(NAMESPACE_STATUS)),
+];
+
+const PRECONDITIONS: &[Field] = &[f(1, "uid", Ty::Str), f(2, "resourceVersion", Ty::Str)];
+const DELETE_OPTIONS: &[Field] = &[
+    f(1, "gracePeriodSeconds", Ty::Int),
+    f(2, "preconditions", Ty::Msg(PRECONDITIONS)),
+    f(3, "orphanDependents", Ty::Bool),
+    f(4, "propagationPolicy", Ty::Str),
+    r(5, "dryRun", Ty::Str),
+];
+
+const TYPE_META: &[Field] = &[f(1, "apiVersion", Ty::Str), f(2, "kind", Ty::Str)];
+
+struct Reader<'a> {
+    buf: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> Reader<'a> {
+    fn varint(&mut self) -> Result<u64, String> {
+        let mut out = 0u64;
+        for shift in (0..64).step_by(7) {
+            let b = *self.buf.get(self.pos).ok_or("unexpected EOF")?;
+            self.pos += 1;
+            out |= u64::from(b & 0x7f) << shift;
+            if b & 0x80 == 0 {
+                return Ok(out);
+            }
+        }
+        Err("proto: integer overflow".into())
+    }
+
+    fn bytes(&mut self, n: usize) -> Result<&'a [u8], String> {
+        let end = self
+            .pos
+            .checked_add(n)
+            .filter(|e| *e <= self.buf.len())
+            .ok_or("unexpected EOF")?;
+        let s = &self.buf[self.pos..end];
+        self.pos = end;
+        Ok(s)
+    }
+
+    /// Next (field number, wire type, payload) where payload is the varint value or bytes.
+    fn next(&mut self) -> Result<Option<(u64, Payload<'a>)>, String> {
+        if self.pos >= self.buf.len() {
+            return Ok(None);
+        }
+        let key = self.varint()?;
+        let payload = match key & 7 {
+            0 => Payload::Varint(self.varint()?),
+            1 => Payload::Bytes(self.bytes(8)?),
+            2 => {
+                let n = usize::try_from(self.varint()?).map_err(|_| "proto: bad length")?;
+                Payload::Bytes(self.bytes(n)?)
+            }
+            5 => Payload::Bytes(self.bytes(4)?),
+            w => return Err(format!("proto: illegal wireType {w}")),
+        };
+        Ok(Some((key >> 3, payload)))
+    }
+}
+
+enum Payload<'a> {
+    Varint(u64),
+    Bytes(&'a [u8]),
+}
+
+fn string(p: &Payload) -> Result<String, String> {
+    match p {
+        Payload::Bytes(b) => {
+            String::from_utf8(b.to_vec()).map_err(|_| "proto: invalid UTF-8".to_string())
+        }
+        Payload::Varint(_) => Err("proto: wrong wireType for string".into()),
+    }
+}
+
+fn time(b: &[u8]) -> Result<Value, String> {
+    let mut rd = Reader { buf: b, pos: 0 };
+    let mut secs = 0i64;
+    while let Some((num, p)) = rd.next()? {
+        if let (1, Payload::Varint(v)) = (num, p) {
+            secs = v as i64;
+        }
+    }
+    let t = chrono::DateTime::from_timestamp(secs, 0).ok_or("proto: bad timestamp")?;
+    Ok(json!(t.format("%Y-%m-%dT%H:%M:%SZ").to_string()))
+}
+
+fn message(b: &[u8], fields: &[Field]) -> Result<Map<String, Value>, String> {
+    let mut out = Map::new();
+    let mut rd = Reader { buf: b, pos: 0 };
+    while let Some((num, p)) = rd.next()? {
+        let Some(field) = fields.iter().find(|f| f.num == num) else {
+            continue;
+        };
+        let value = match (field.ty, &p) {
+            (Ty::Str, _) => json!(string(&p)?),
+            (Ty::Int, Payload::Varint(v)) => json!(*v as i64),
+            (Ty::Bool, Payload::Varint(v)) => json!(*v != 0),
+            (Ty::Time, Payload::Bytes(b)) => time(b)?,
+            (Ty::Msg(sub), Payload::Bytes(b)) => Value::Object(message(b, sub)?),
+            (Ty::StrMap, Payload::Bytes(b)) => {
+                let mut entry = Reader { buf: b, pos: 0 };
+                let (mut k, mut v) = (String::new(), String::new());
+                while let Some((n, ep)) = entry.next()? {
+                    match n {
+                        1 => k = string(&ep)?,
+                        2 => v = string(&ep)?,
+                        _ => {}
+                    }
+                }
+                let map = out.entry(field.name).or_insert_with(|| json!({}));
+                if let Some(m) = map.as_object_mut() {
+                    m.insert(k, json!(v));
+                }
+                continue;
+            }
+            _ => return Err(format!("proto: wrong wireType for field {}", field.name)),
+        };
+        if field.repeated {
+            let list = out.entry(field.name).or_insert_with(|| json!([]));
+            if let Some(a) = list.as_array_mut() {
+                a.push(value);
+            }
+        } else if !(value.as_str() == Some("") || value.as_object().is_some_and(Map::is_empty)) {
+            // Go's JSON encoding omits empty strings and empty structs.
+            out.insert(field.name.into(), value);
+        }
+    }
+    Ok(out)
+}
+
+/// Decode a protobuf request body of a kind this server accepts that way
+/// (`Namespace`, `DeleteOptions`) into its JSON form.
+pub fn decode(body: &[u8]) -> Result<Value, String> {
+    let rest = body.strip_prefix(MAGIC).ok_or(
+        "provided data does not appear to be a protobuf message, expected prefix [107 56 115 0]",
+    )?;
+    let mut rd = Reader { buf: rest, pos: 0 };
+    let (mut type_meta, mut raw) = (Map::new(), &[][..]);
+    while let Some((num, p)) = rd.next()? {
+        match (num, p) {
+            (1, Payload::Bytes(b)) => type_meta = message(b, TYPE_META)?,
+            (2, Payload::Bytes(b)) => raw = b,
+            _ => {}
+        }
+    }
+    let kind = type_meta
+        .get("kind")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string();
+    let fields = match kind.as_str() {
+        "Namespace" => NAMESPACE,
+        "DeleteOptions" => DELETE_OPTIONS,
+        other => {
+            return Err(format!(
+                "no kind \"{other}\" is registered for the protobuf encoding"
+            ))
+        }
+    };
+    let mut obj = message(raw, fields)?;
+    for (k, v) in type_meta {
+        obj.insert(k, v);
+    }
+    Ok(Value::Object(obj))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn decodes_kubectl_create_namespace() {
+        // The body kubectl 1.32 sends for `kubectl create namespace foo`.
+        let body: &[u8] = b"k8s\x00\n\x0f\n\x02v1\x12\tNamespace\x12\x1b\n\x13\n\x03foo\x12\x00\x1a\x00\"\x00*\x002\x008\x00B\x00\x12\x00\x1a\x02\n\x00\x1a\x00\"\x00";
+        let v = decode(body).unwrap();
+        assert_eq!(v["kind"], "Namespace");
+        assert_eq!(v["apiVersion"], "v1");
+        assert_eq!(v["metadata"]["name"], "foo");
+        assert!(v["metadata"].get("namespace").is_none());
+    }
+
+    #[test]
+    fn rejects_non_protobuf_and_truncated_bodies() {
+        assert!(decode(b"{}").is_err());
+        assert!(decode(b"k8s\x00\n\x0f\n\x02v1").is_err());
+    }
+}
