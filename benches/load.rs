@@ -1,0 +1,2 @@
+//! placeholder while the bench is written
+fn main() {}
