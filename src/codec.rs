@@ -774,18 +774,7 @@ pub fn missing_kind_message(body: &[u8]) -> String {
     )
 }
 
-/// The JSON kind as Go's `encoding/json` names it in type errors (`array`, `object`,
-/// `string`, `number`, `bool`, `null`).
-pub fn go_json_kind(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "bool",
-        Value::Number(_) => "number",
-        Value::String(_) => "string",
-        Value::Array(_) => "array",
-        Value::Object(_) => "object",
-    }
-}
+pub use crate::goformat::go_json_kind;
 
 /// Go's `json.Unmarshal` error for decoding `body` into the Go type named `go_type`
 /// (e.g. `map[string]interface {}`, `[]jsonpatch.Operation`): the syntax error, or

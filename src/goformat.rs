@@ -105,3 +105,16 @@ pub fn go_json_string(s: &str) -> String {
     out.push('"');
     out
 }
+
+/// The JSON kind as Go's `encoding/json` names it in type errors (`array`, `object`,
+/// `string`, `number`, `bool`, `null`).
+pub fn go_json_kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "bool",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}

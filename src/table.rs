@@ -3,6 +3,7 @@
 //! the CRD's `additionalPrinterColumns` (or a default `Age` column), cells evaluated with
 //! kube's JSONPath dialect, and each row's `object` per `?includeObject=`.
 
+use crate::schema::objectmeta::OBJECT_META_FIELDS;
 use chrono::{DateTime, Utc};
 use serde_json::{json, Map, Value};
 
@@ -282,31 +283,12 @@ pub fn table_row(
     json!({"cells": cells, "object": object})
 }
 
-/// The ObjectMeta fields kube's `AsPartialObjectMetadata` carries.
-const OBJECT_META_FIELDS: &[&str] = &[
-    "name",
-    "generateName",
-    "namespace",
-    "selfLink",
-    "uid",
-    "resourceVersion",
-    "generation",
-    "creationTimestamp",
-    "deletionTimestamp",
-    "deletionGracePeriodSeconds",
-    "labels",
-    "annotations",
-    "ownerReferences",
-    "finalizers",
-    "managedFields",
-];
-
 /// A `PartialObjectMetadata` for an object, in the given `meta.k8s.io` version.
 pub fn partial_object_metadata(obj: &Value, group_version: &str) -> Value {
     let mut meta = Map::new();
     if let Some(m) = obj.get("metadata").and_then(Value::as_object) {
         for key in OBJECT_META_FIELDS {
-            if let Some(v) = m.get(*key) {
+            if let Some(v) = m.get(key) {
                 meta.insert(key.to_string(), v.clone());
             }
         }

@@ -1,8 +1,8 @@
 //! POST: create an object.
 
-use super::{decode_object, log_trace, object_reply, write_options};
+use super::{decode_object, finish_write, write_options};
 use crate::apiserver::ApiServer;
-use crate::http::response::{Body, Reply};
+use crate::http::response::Body;
 use crate::http::ApiRequest;
 use crate::rest::{object, ResourceKind};
 use crate::status::Status;
@@ -31,12 +31,12 @@ pub async fn create(
             .await?;
     }
     let w = api.store.create(kind, obj, &opts).await?;
-    log_trace(api, req, &w.trace);
-    if !opts.dry_run {
-        api.after_write(d, &w.object, false);
-    }
-    let mut reply = Reply::with_code(StatusCode::CREATED, w.object);
-    reply.warnings = w.warnings;
-    reply.trace = w.trace;
-    Ok(object_reply(req, kind, reply))
+    Ok(finish_write(
+        api,
+        req,
+        kind,
+        w,
+        opts.dry_run,
+        StatusCode::CREATED,
+    ))
 }

@@ -146,11 +146,26 @@ pub fn decode_object(
     Ok(obj)
 }
 
-/// Log the pipeline trace when `--log-pipeline` is on.
-pub fn log_trace(api: &ApiServer, req: &ApiRequest, trace: &[String]) {
-    if api.options.log_pipeline && !trace.is_empty() {
-        tracing::info!(verb = %req.info.verb, path = %req.path, trace = %trace.join("; "), "pipeline");
+/// After a write: log its pipeline trace (`--log-pipeline`), run the server's
+/// after-write hooks unless it was a dry run, and encode the reply with its warnings.
+pub fn finish_write(
+    api: &Arc<ApiServer>,
+    req: &ApiRequest,
+    kind: &dyn ResourceKind,
+    w: crate::rest::store::Written,
+    dry_run: bool,
+    code: http::StatusCode,
+) -> Response<Body> {
+    if api.options.log_pipeline && !w.trace.is_empty() {
+        tracing::info!(verb = %req.info.verb, path = %req.path, trace = %w.trace.join("; "), "pipeline");
     }
+    if !dry_run {
+        api.after_write(kind.descriptor(), &w.object, w.deleted);
+    }
+    let mut reply = Reply::with_code(code, w.object);
+    reply.warnings = w.warnings;
+    reply.trace = w.trace;
+    object_reply(req, kind, reply)
 }
 
 /// Encode a single-object reply in the representation the client asked for.

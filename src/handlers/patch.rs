@@ -2,10 +2,10 @@
 //! object, then the same pipeline as an update. Strategic merge patch is not defined
 //! for custom resources (415, as kube).
 
-use super::{log_trace, object_reply, write_options};
+use super::{finish_write, write_options};
 use crate::apiserver::ApiServer;
 use crate::http::negotiate::{body_type, BodyType};
-use crate::http::response::{Body, Reply};
+use crate::http::response::Body;
 use crate::http::ApiRequest;
 use crate::rest::ResourceKind;
 use crate::status::Status;
@@ -121,14 +121,14 @@ pub async fn patch(
             |cur| patch.apply(cur),
         )
         .await?;
-    log_trace(api, req, &w.trace);
-    if !opts.dry_run {
-        api.after_write(kind.descriptor(), &w.object, w.deleted);
-    }
-    let mut reply = Reply::ok(w.object);
-    reply.warnings = w.warnings;
-    reply.trace = w.trace;
-    Ok(object_reply(req, kind, reply))
+    Ok(finish_write(
+        api,
+        req,
+        kind,
+        w,
+        opts.dry_run,
+        http::StatusCode::OK,
+    ))
 }
 
 #[cfg(test)]

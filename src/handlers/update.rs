@@ -1,8 +1,8 @@
 //! PUT: replace an object (or its `/status`, or a namespace's `/finalize`).
 
-use super::{decode_object, log_trace, object_reply, write_options};
+use super::{decode_object, finish_write, write_options};
 use crate::apiserver::ApiServer;
-use crate::http::response::{Body, Reply};
+use crate::http::response::Body;
 use crate::http::ApiRequest;
 use crate::rest::ResourceKind;
 use crate::status::Status;
@@ -29,12 +29,12 @@ pub async fn update(
             |_| Ok(body.clone()),
         )
         .await?;
-    log_trace(api, req, &w.trace);
-    if !opts.dry_run {
-        api.after_write(kind.descriptor(), &w.object, w.deleted);
-    }
-    let mut reply = Reply::ok(w.object);
-    reply.warnings = w.warnings;
-    reply.trace = w.trace;
-    Ok(object_reply(req, kind, reply))
+    Ok(finish_write(
+        api,
+        req,
+        kind,
+        w,
+        opts.dry_run,
+        http::StatusCode::OK,
+    ))
 }

@@ -221,15 +221,27 @@ impl Store {
         name: &str,
     ) -> Result<Value, Status> {
         let d = kind.descriptor();
+        let (_, obj) = self.read(kind, &d.key(namespace, name), name).await?;
+        Ok(obj)
+    }
+
+    /// The stored entry at `key` and its object decorated for reading; 404 when absent.
+    async fn read(
+        &self,
+        kind: &dyn ResourceKind,
+        key: &str,
+        name: &str,
+    ) -> Result<(KeyValue, Value), Status> {
+        let gr = &kind.descriptor().gr;
         let kv = self
             .storage
-            .get(&d.key(namespace, name))
+            .get(key)
             .await
-            .map_err(|e| storage_status(e, &d.gr, name))?
-            .ok_or_else(|| Status::not_found(&d.gr, name))?;
+            .map_err(|e| storage_status(e, gr, name))?
+            .ok_or_else(|| Status::not_found(gr, name))?;
         let mut obj = decode_stored(&kv)?;
         kind.on_read(&mut obj);
-        Ok(obj)
+        Ok((kv, obj))
     }
 
     /// Whether a stored object exists (no decoration).
@@ -422,14 +434,7 @@ impl Store {
         let d: Descriptor = kind.descriptor().clone();
         let key = d.key(namespace, name);
         for _ in 0..MAX_RETRIES {
-            let kv = self
-                .storage
-                .get(&key)
-                .await
-                .map_err(|e| storage_status(e, &d.gr, name))?
-                .ok_or_else(|| Status::not_found(&d.gr, name))?;
-            let mut old = decode_stored(&kv)?;
-            kind.on_read(&mut old);
+            let (kv, old) = self.read(kind, &key, name).await?;
             let mut desired = build(&old)?;
             if !desired.is_object() {
                 return Err(Status::bad_request(
@@ -538,14 +543,7 @@ impl Store {
         let d = kind.descriptor().clone();
         let key = d.key(namespace, name);
         for _ in 0..MAX_RETRIES {
-            let kv = self
-                .storage
-                .get(&key)
-                .await
-                .map_err(|e| storage_status(e, &d.gr, name))?
-                .ok_or_else(|| Status::not_found(&d.gr, name))?;
-            let mut obj = decode_stored(&kv)?;
-            kind.on_read(&mut obj);
+            let (kv, mut obj) = self.read(kind, &key, name).await?;
             check_preconditions(&d, name, &obj, kv.mod_revision, opts)?;
             if object::is_terminating(&obj) {
                 return Ok(obj);
@@ -586,14 +584,7 @@ impl Store {
         let d = kind.descriptor().clone();
         let key = d.key(namespace, name);
         for _ in 0..MAX_RETRIES {
-            let kv = self
-                .storage
-                .get(&key)
-                .await
-                .map_err(|e| storage_status(e, &d.gr, name))?
-                .ok_or_else(|| Status::not_found(&d.gr, name))?;
-            let mut obj = decode_stored(&kv)?;
-            kind.on_read(&mut obj);
+            let (kv, mut obj) = self.read(kind, &key, name).await?;
             check_preconditions(&d, name, &obj, kv.mod_revision, opts)?;
             let mut finalizers = object::finalizers(&obj);
             for f in finalizers_on_delete {

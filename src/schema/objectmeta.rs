@@ -21,6 +21,26 @@ use serde_json::{Map, Value};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::LazyLock;
 
+/// The JSON fields of kube's `metav1.ObjectMeta` (what pruning keeps in `metadata` and
+/// what `PartialObjectMetadata` carries).
+pub const OBJECT_META_FIELDS: [&str; 15] = [
+    "name",
+    "generateName",
+    "namespace",
+    "selfLink",
+    "uid",
+    "resourceVersion",
+    "generation",
+    "creationTimestamp",
+    "deletionTimestamp",
+    "deletionGracePeriodSeconds",
+    "labels",
+    "annotations",
+    "ownerReferences",
+    "finalizers",
+    "managedFields",
+];
+
 const DNS1123_LABEL_FMT: &str = "[a-z0-9]([-a-z0-9]*[a-z0-9])?";
 const DNS1123_LABEL_ERR: &str = "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character";
 const DNS1123_SUBDOMAIN_FMT: &str =
@@ -464,7 +484,7 @@ impl Meta {
             other => {
                 return Err(format!(
                     "json: cannot unmarshal {} into Go value of type v1.ObjectMeta",
-                    json_kind(other)
+                    crate::goformat::go_json_kind(other)
                 ))
             }
         };
@@ -493,7 +513,7 @@ impl Meta {
                         None => {
                             return Err(format!(
                                 "json: cannot unmarshal {} into Go value of type string",
-                                json_kind(v)
+                                crate::goformat::go_json_kind(v)
                             ))
                         }
                         Some(s) if parse_time(s).is_none() => {
@@ -575,7 +595,7 @@ impl Meta {
                             };
                             return Err(format!(
                                 "json: cannot unmarshal {} into Go struct field {strukt}.{k}.{fk} of type {go_type}",
-                                json_kind(fv)
+                                crate::goformat::go_json_kind(fv)
                             ));
                         }
                     }
@@ -603,22 +623,11 @@ fn managed_field(v: &Value) -> Option<ManagedField> {
     })
 }
 
-fn json_kind(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "bool",
-        Value::Number(_) => "number",
-        Value::String(_) => "string",
-        Value::Array(_) => "array",
-        Value::Object(_) => "object",
-    }
-}
-
 /// Go names a fractional number going into an integer by its text: `number 1.5`.
 fn json_kind_detail(v: &Value, go_type: &str) -> String {
     match v {
         Value::Number(n) if go_type == "int64" && !n.is_i64() => format!("number {n}"),
-        other => json_kind(other).to_string(),
+        other => crate::goformat::go_json_kind(other).to_string(),
     }
 }
 

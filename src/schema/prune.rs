@@ -7,6 +7,7 @@
 //! decoding: unknown fields of `metadata` are dropped at the resource root and inside
 //! `x-kubernetes-embedded-resource` objects.
 
+use super::objectmeta::OBJECT_META_FIELDS;
 use crate::field::Path;
 use crate::schema::structural::{AdditionalProperties, Structural};
 use serde_json::{Map, Value};
@@ -206,25 +207,6 @@ fn prune_embedded_meta(
         _ => {}
     }
 }
-
-/// The JSON fields of kube's `metav1.ObjectMeta`.
-const OBJECT_META_FIELDS: [&str; 15] = [
-    "name",
-    "generateName",
-    "namespace",
-    "selfLink",
-    "uid",
-    "resourceVersion",
-    "generation",
-    "creationTimestamp",
-    "deletionTimestamp",
-    "deletionGracePeriodSeconds",
-    "labels",
-    "annotations",
-    "ownerReferences",
-    "finalizers",
-    "managedFields",
-];
 
 /// The JSON fields of kube's `metav1.OwnerReference`.
 const OWNER_REFERENCE_FIELDS: [&str; 6] = [
