@@ -2,7 +2,7 @@
 
 use clap::Parser;
 use crd_apiserver::{Config, Server};
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::net::IpAddr;
 use std::path::PathBuf;
 
@@ -37,6 +37,7 @@ struct Flags {
 async fn main() {
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_env("CRD_APISERVER_LOG")
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),

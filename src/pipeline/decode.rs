@@ -31,6 +31,86 @@ pub fn type_meta_errors(obj: &Value, s: &VersionSchema) -> field::ErrorList {
     errs
 }
 
+/// The checks kube's decoder makes on the `apiVersion`/`kind` of a custom resource's
+/// create or update body (`group`/`version`/`kind` are the endpoint's): no `kind` and a
+/// foreign group/version are 400s before any stage runs. `json_body` says whether the
+/// body is JSON (kube quotes YAML bodies converted to JSON in one message); `strict`
+/// whether kube's strict decoder ran (`fieldValidation` Warn or Strict): the two decoders
+/// word a missing kind differently.
+pub fn check_body_type_meta(
+    obj: &Value,
+    endpoint: (&str, &str, &str),
+    body: &[u8],
+    json_body: bool,
+    strict: bool,
+) -> Result<(), Status> {
+    let (group, version, kind) = endpoint;
+    let api_version = obj.get("apiVersion").and_then(Value::as_str).unwrap_or("");
+    let (body_group, body_version) = parse_group_version(api_version);
+    if obj
+        .get("kind")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .is_empty()
+    {
+        if strict {
+            return Err(Status::bad_request(
+                crate::codec::unrecognized_object_message(
+                    kind,
+                    &crate::codec::DecodeError::NotAnObject,
+                    body,
+                ),
+            ));
+        }
+        // The lenient decoder fills the kind (and a missing version) from the endpoint.
+        let shown_version =
+            if body_version.is_empty() && (body_group.is_empty() || body_group == group) {
+                version
+            } else {
+                body_version
+            };
+        let data = if json_body {
+            String::from_utf8_lossy(body).into_owned()
+        } else {
+            serde_json::to_string(obj).unwrap_or_default()
+        };
+        return Err(Status::bad_request(format!(
+            "{kind} in version {} cannot be handled as a {kind}: {}",
+            field::go_quote(shown_version),
+            crate::codec::missing_kind_message(data.as_bytes())
+        )));
+    }
+    if body_group != group || body_version != version {
+        let data_gv = if body_group.is_empty() {
+            body_version.to_string()
+        } else {
+            format!("{body_group}/{body_version}")
+        };
+        return Err(Status::bad_request(format!(
+            "the API version in the data ({data_gv}) does not match the expected API version ({group}/{version})"
+        )));
+    }
+    Ok(())
+}
+
+/// kube's `ParseGroupVersion`, with an unparsable value read as empty (as
+/// `Unstructured.GroupVersionKind` does).
+fn parse_group_version(api_version: &str) -> (&str, &str) {
+    match api_version.split('/').collect::<Vec<_>>().as_slice() {
+        [version] => ("", version),
+        [group, version] => (group, version),
+        _ => ("", ""),
+    }
+}
+
+/// Whether `obj` names another group or kind than the schema's (kube's decoder neither
+/// prunes nor defaults such an object).
+pub fn is_foreign_kind(obj: &Value, s: &VersionSchema) -> bool {
+    let kind = obj.get("kind").and_then(Value::as_str).unwrap_or("");
+    let api_version = obj.get("apiVersion").and_then(Value::as_str).unwrap_or("");
+    kind != s.kind || parse_group_version(api_version).0 != s.group
+}
+
 /// Kind and group as the body states them (kube names the body's kind in `Invalid` errors).
 pub fn body_group_kind(obj: &Value) -> (String, String) {
     let kind = obj
@@ -160,6 +240,37 @@ mod tests {
         assert_eq!(nested_int(&o, ".spec.replicas"), Ok(3));
         assert_eq!(nested_int(&o, ".status.replicas"), Ok(0));
         assert!(nested_int(&json!({"spec": {"replicas": "x"}}), ".spec.replicas").is_err());
+    }
+
+    #[test]
+    fn body_of_another_group_is_a_400_naming_both_versions() {
+        let endpoint = ("pipeline.example.com", "v1", "Widget");
+        let obj = json!({"apiVersion": "other.example.com/v1", "kind": "Widget"});
+        let err = check_body_type_meta(&obj, endpoint, b"{}", true, true).unwrap_err();
+        assert_eq!(err.code, 400);
+        assert_eq!(
+            err.message,
+            "the API version in the data (other.example.com/v1) does not match the expected API version (pipeline.example.com/v1)"
+        );
+        let ok = json!({"apiVersion": "pipeline.example.com/v1", "kind": "Gadget"});
+        assert!(check_body_type_meta(&ok, endpoint, b"{}", true, true).is_ok());
+    }
+
+    #[test]
+    fn body_without_kind_is_worded_per_decoder() {
+        let endpoint = ("pipeline.example.com", "v1", "Widget");
+        let body = br#"{"metadata":{"name":"n"}}"#;
+        let obj = json!({"metadata": {"name": "n"}});
+        let strict = check_body_type_meta(&obj, endpoint, body, true, true).unwrap_err();
+        assert_eq!(
+            strict.message,
+            r#"the object provided is unrecognized (must be of type Widget): Object 'Kind' is missing in '{"metadata":{"name":"n"}}' ({"metadata":{"name":"n"}})"#
+        );
+        let lenient = check_body_type_meta(&obj, endpoint, body, true, false).unwrap_err();
+        assert_eq!(
+            lenient.message,
+            r#"Widget in version "v1" cannot be handled as a Widget: Object 'Kind' is missing in '{"metadata":{"name":"n"}}'"#
+        );
     }
 
     #[test]

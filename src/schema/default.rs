@@ -723,4 +723,169 @@ mod tests {
             vec!["spec.validation.openAPIV3Schema.properties[a].type: Required value: must not be empty for specified object fields"]
         );
     }
+
+    mod stability {
+        use super::*;
+        use proptest::prelude::*;
+
+        /// Keys of generated objects: ones the schemas specify, ones they never do, and
+        /// the implicit TypeMeta/ObjectMeta fields (plus two ObjectMeta fields).
+        const OBJECT_KEYS: [&str; 8] = [
+            "a",
+            "b",
+            "c",
+            "junk",
+            "apiVersion",
+            "kind",
+            "metadata",
+            "name",
+        ];
+
+        /// Property names of generated schemas; kube forbids specifying the implicit
+        /// `apiVersion`/`kind`/`metadata` beyond a bare `metadata.name`, so they never occur.
+        const PROPERTY_NAMES: [&str; 3] = ["a", "b", "c"];
+
+        fn arb_value() -> impl Strategy<Value = Value> {
+            let leaf = prop_oneof![
+                Just(Value::Null),
+                any::<i8>().prop_map(|i| json!(i)),
+                Just(json!("s")),
+                Just(json!(true)),
+            ];
+            leaf.prop_recursive(4, 32, 4, |inner| {
+                prop_oneof![
+                    prop::collection::vec(inner.clone(), 0..3).prop_map(Value::Array),
+                    prop::collection::btree_map(
+                        prop::sample::select(OBJECT_KEYS.to_vec()),
+                        inner,
+                        0..4
+                    )
+                    .prop_map(|m| Value::Object(
+                        m.into_iter().map(|(k, v)| (k.to_string(), v)).collect()
+                    )),
+                ]
+            })
+        }
+
+        /// One decoding round as the pipeline runs it: prune, drop disallowed nulls, default.
+        /// Returns whether anything changed.
+        fn round(v: &mut Value, s: &Structural, root: bool) -> bool {
+            let pruned = prune(v, s, root, &PruneOptions::default());
+            let nulls = prune_nulls(v, s);
+            let defaulted = apply_defaults(v, s);
+            !pruned.is_empty() || !nulls.is_empty() || !defaulted.defaulted.is_empty()
+        }
+
+        /// A default as kube admits it: pruned (`must not have unknown fields`) and, like
+        /// every value, without nulls its schema forbids; then defaulted inside.
+        fn admitted_default(d: Option<Value>, s: &Structural) -> Option<Value> {
+            let mut d = d.filter(|d| !d.is_null())?;
+            round(&mut d, s, false);
+            Some(d)
+        }
+
+        /// The shape of a node below the root: properties, or a map, or neither.
+        #[derive(Clone, Debug)]
+        enum Shape {
+            Properties(Vec<(&'static str, Structural)>),
+            Map(Option<Box<Structural>>),
+            Leaf,
+        }
+
+        /// Structural schemas as kube admits them (no `additionalProperties` beside
+        /// `properties` or on embedded resources), with admitted defaults anywhere.
+        fn arb_schema() -> impl Strategy<Value = Structural> {
+            let leaf = (any::<bool>(), prop::option::of(arb_value())).prop_map(|(nullable, d)| {
+                let s = Structural {
+                    type_: "string".to_string(),
+                    nullable,
+                    ..Default::default()
+                };
+                Structural {
+                    default: admitted_default(d, &s),
+                    ..s
+                }
+            });
+            leaf.prop_recursive(3, 24, 3, |inner| {
+                let shape = prop_oneof![
+                    prop::collection::vec(
+                        (prop::sample::select(PROPERTY_NAMES.to_vec()), inner.clone()),
+                        0..3
+                    )
+                    .prop_map(Shape::Properties),
+                    prop::option::of(inner.clone().prop_map(Box::new)).prop_map(Shape::Map),
+                    Just(Shape::Leaf),
+                ];
+                (
+                    shape,
+                    prop::option::of(inner),
+                    any::<(bool, bool, bool)>(),
+                    prop::option::of(arb_value()),
+                )
+                    .prop_map(
+                        |(shape, items, (nullable, preserve, embedded), d)| {
+                            let mut s = Structural {
+                                type_: "object".to_string(),
+                                nullable,
+                                x_preserve_unknown_fields: preserve,
+                                items: items.map(Box::new),
+                                ..Default::default()
+                            };
+                            match shape {
+                                Shape::Properties(props) => {
+                                    s.x_embedded_resource = embedded;
+                                    s.properties = props
+                                        .into_iter()
+                                        .map(|(k, v)| (k.to_string(), v))
+                                        .collect();
+                                }
+                                Shape::Map(Some(values)) if !embedded => {
+                                    s.additional_properties =
+                                        Some(AdditionalProperties::Schema(values));
+                                }
+                                Shape::Map(None) if !embedded => {
+                                    s.additional_properties =
+                                        Some(AdditionalProperties::Bool(nullable));
+                                }
+                                _ => s.x_embedded_resource = embedded,
+                            }
+                            s.default = admitted_default(d, &s);
+                            s
+                        },
+                    )
+            })
+        }
+
+        /// A resource root: kube forbids `additionalProperties` there, and a root default
+        /// is never applied.
+        fn arb_root_schema() -> impl Strategy<Value = Structural> {
+            arb_schema().prop_map(|s| Structural {
+                additional_properties: None,
+                default: None,
+                ..s
+            })
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(128))]
+
+            /// default∘prune is stable: a second decoding round (prune, null removal,
+            /// defaulting) finds nothing to do, at the resource root and below it.
+            #[test]
+            fn default_after_prune_is_stable(
+                s in arb_root_schema(),
+                nested in arb_schema(),
+                v in arb_value(),
+            ) {
+                for (schema, root) in [(&s, true), (&nested, false)] {
+                    let mut once = v.clone();
+                    round(&mut once, schema, root);
+                    let mut twice = once.clone();
+                    let changed = round(&mut twice, schema, root);
+                    prop_assert_eq!(&once, &twice);
+                    prop_assert!(!changed, "second round reported changes on {}", once);
+                }
+            }
+        }
+    }
 }

@@ -245,6 +245,25 @@ pub fn prune_object_meta(meta: &mut Value, path: &Path, out: &mut Vec<String>) {
             _ => {}
         }
     });
+    // kube round-trips metadata through ObjectMeta, whose `omitempty` fields vanish when
+    // empty. (`managedFields: []` stays: it asks the field manager to reset tracking.)
+    m.retain(|k, v| !is_omitted_when_empty(k, v));
+}
+
+/// Whether ObjectMeta's JSON encoding drops this value (`omitempty` of an empty value).
+fn is_omitted_when_empty(field: &str, v: &Value) -> bool {
+    match (field, v) {
+        ("managedFields", _) => false,
+        (_, Value::Null) => true,
+        (
+            "name" | "generateName" | "namespace" | "selfLink" | "uid" | "resourceVersion",
+            Value::String(s),
+        ) => s.is_empty(),
+        ("generation", Value::Number(n)) => n.as_i64() == Some(0),
+        ("labels" | "annotations", Value::Object(o)) => o.is_empty(),
+        ("ownerReferences" | "finalizers", Value::Array(a)) => a.is_empty(),
+        _ => false,
+    }
 }
 
 fn prune_list_entries(list: &mut [Value], known: &[&str], path: &Path, out: &mut Vec<String>) {
@@ -272,6 +291,23 @@ fn retain_known(
             false
         }
     });
+}
+
+#[cfg(test)]
+mod metadata_round_trip_tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn empty_omitempty_metadata_fields_vanish_like_kube() {
+        let mut meta = json!({"name": "a", "labels": {}, "annotations": {}, "finalizers": [],
+                              "generateName": "", "generation": 0, "deletionTimestamp": null,
+                              "managedFields": [], "uid": "u"});
+        let mut out = Vec::new();
+        prune_object_meta(&mut meta, &Path::new("metadata"), &mut out);
+        assert_eq!(meta, json!({"name": "a", "managedFields": [], "uid": "u"}));
+        assert!(out.is_empty(), "nothing unknown was pruned: {out:?}");
+    }
 }
 
 #[cfg(test)]
