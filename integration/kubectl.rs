@@ -988,6 +988,7 @@ fn load_dir_serves_crds_when_ready() {
     assert_eq!(
         names,
         "customresourcedefinition.apiextensions.k8s.io/gadgets.example.com\n\
+         customresourcedefinition.apiextensions.k8s.io/instances.kudo.example.com\n\
          customresourcedefinition.apiextensions.k8s.io/widgets.example.com\n"
     );
     for crd in ["gadgets.example.com", "widgets.example.com"] {

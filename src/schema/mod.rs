@@ -3,6 +3,7 @@
 
 pub mod default;
 pub mod formats;
+pub mod immutable;
 pub mod listtype;
 pub mod objectmeta;
 pub mod property_names;

@@ -900,6 +900,18 @@ fn nested_value_validation_errors(
             "must be empty to be structural",
         ));
     }
+    // The immutability extensions only mean something on the structural skeleton.
+    for (name, set) in [
+        ("x-kubernetes-immutable", v.x_immutable.is_some()),
+        ("x-kubernetes-immutable-keys", v.x_immutable_keys.is_some()),
+    ] {
+        if set {
+            errs.push(Error::forbidden(
+                &fld.child(name),
+                "must be undefined to be structural",
+            ));
+        }
+    }
     if v.properties
         .as_ref()
         .is_some_and(|p| p.contains_key("metadata"))
