@@ -1,0 +1,150 @@
+//! A rule's `fieldPath` (kube's `ValidFieldPath`): `.foo.bar`, `.foo['key']` walked
+//! through the structural schema and rendered as a field path (`foo.bar`, `foo[key]`).
+
+use crate::field::Path;
+use crate::schema::structural::Structural;
+
+/// The field path `json_path` names below `schema`, or why it names nothing.
+pub fn valid_field_path(json_path: &str, schema: &Structural) -> Result<String, String> {
+    let tokens = tokenize(json_path);
+    let mut path: Option<Path> = None;
+    let mut s = schema;
+    let mut it = tokens.into_iter();
+    while let Some(tok) = it.next() {
+        let name = match tok.as_str() {
+            "[" => {
+                let Some(t) = it.next() else {
+                    return Err("unexpected end of JSON path".into());
+                };
+                if t.len() < 2 || !t.starts_with('\'') || !t.ends_with('\'') {
+                    return Err(format!("expected single quoted string but got {t}"));
+                }
+                let unescaped = unescape_single_quote(&t[1..t.len() - 1])
+                    .map_err(|e| format!("invalid string literal: {e}"))?;
+                match it.next().as_deref() {
+                    Some("]") => {}
+                    Some(other) => return Err(format!("expected ] but got {other}")),
+                    None => return Err("unexpected end of JSON path".into()),
+                }
+                unescaped
+            }
+            "." => match it.next() {
+                Some(t) => t,
+                None => return Err("unexpected end of JSON path".into()),
+            },
+            other => return Err(format!("expected [ or . but got: {other}")),
+        };
+        if !s.properties.is_empty() {
+            let Some(p) = s.properties.get(&name) else {
+                return Err("does not refer to a valid field".into());
+            };
+            path = Some(match path {
+                None => Path::new(&name),
+                Some(p) => p.child(&name),
+            });
+            s = p;
+        } else if let Some(ap) = &s.additional_properties {
+            path = Some(match path {
+                None => Path::root().key(&name),
+                Some(p) => p.key(&name),
+            });
+            match ap.schema() {
+                Some(next) => s = next,
+                None => return Err("does not refer to a valid field".into()),
+            }
+        } else {
+            return Err("does not refer to a valid field".into());
+        }
+    }
+    Ok(path.map(|p| p.to_string()).unwrap_or_default())
+}
+
+/// Split into `.`, `[`, `]`, single-quoted strings and the names between them.
+fn tokenize(s: &str) -> Vec<String> {
+    let chars: Vec<char> = s.chars().collect();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        if c == '\'' {
+            let mut j = i + 1;
+            while j < chars.len() && !(chars[j] == '\'' && chars[j - 1] != '\\') {
+                j += 1;
+            }
+            let end = (j + 1).min(chars.len());
+            out.push(chars[i..end].iter().collect());
+            i = end;
+            continue;
+        }
+        if matches!(c, '.' | '[' | ']') {
+            out.push(c.to_string());
+            i += 1;
+            continue;
+        }
+        let mut j = i;
+        while j < chars.len() && !matches!(chars[j], '.' | '[' | ']' | '\'') {
+            j += 1;
+        }
+        out.push(chars[i..j].iter().collect());
+        i = j;
+    }
+    out
+}
+
+fn unescape_single_quote(s: &str) -> Result<String, String> {
+    let mut out = String::new();
+    let mut chars = s.chars();
+    while let Some(c) = chars.next() {
+        if c != '\\' {
+            out.push(c);
+            continue;
+        }
+        match chars.next() {
+            Some('a') => out.push('\u{7}'),
+            Some('b') => out.push('\u{8}'),
+            Some('f') => out.push('\u{c}'),
+            Some('n') => out.push('\n'),
+            Some('r') => out.push('\r'),
+            Some('t') => out.push('\t'),
+            Some('v') => out.push('\u{b}'),
+            Some('\'') => out.push('\''),
+            Some('\\') => out.push('\\'),
+            Some(o) => return Err(format!("invalid escape char \\{o}")),
+            None => return Err("invalid escape char \\".into()),
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn schema() -> Structural {
+        let p = crate::schema::props::JSONSchemaProps::from_value(&json!({
+            "type": "object",
+            "properties": {
+                "spec": {"type": "object", "properties": {"a.b": {"type": "string"}, "m": {"type": "object", "additionalProperties": {"type": "string"}}}}
+            }
+        }))
+        .expect("schema");
+        Structural::from_props(&p)
+    }
+
+    #[test]
+    fn paths_normalise_like_kube() {
+        let s = schema();
+        assert_eq!(valid_field_path(".spec", &s).as_deref(), Ok("spec"));
+        assert_eq!(
+            valid_field_path(".spec['a.b']", &s).as_deref(),
+            Ok("spec.a.b")
+        );
+        assert_eq!(
+            valid_field_path(".spec.m.k1", &s).as_deref(),
+            Ok("spec.m[k1]")
+        );
+        assert!(valid_field_path(".spec.nope", &s).is_err());
+        assert!(valid_field_path("spec", &s).is_err());
+    }
+}

@@ -1,0 +1,1048 @@
+//! kube's own CEL libraries with their value types: URLs, quantities, IP addresses and
+//! CIDRs, semantic versions and named formats. Functions, errors and costs follow
+//! `k8s.io/apiserver/pkg/cel/library`.
+
+use super::library::{self, STRING_TRAVERSAL_COST_FACTOR};
+use super::value::{EvalError, EvalResult, Map, Val};
+use crate::schema::objectmeta;
+use std::cmp::Ordering;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::rc::Rc;
+
+/// Values of kube's library types.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Ext {
+    /// `kubernetes.URL`.
+    Url(Url),
+    /// `kubernetes.Quantity`.
+    Quantity(Quantity),
+    /// `net.IP`.
+    Ip(IpAddr),
+    /// `net.CIDR`: the address as written and the prefix length.
+    Cidr(IpAddr, u8),
+    /// `kubernetes.Semver`.
+    Semver(Semver),
+    /// `kubernetes.NamedFormat`.
+    Format(&'static str),
+}
+
+impl Ext {
+    /// The CEL type name.
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            Ext::Url(_) => super::decls::URL,
+            Ext::Quantity(_) => super::decls::QUANTITY,
+            Ext::Ip(_) => super::decls::IP,
+            Ext::Cidr(..) => super::decls::CIDR,
+            Ext::Semver(_) => super::decls::SEMVER,
+            Ext::Format(_) => super::decls::FORMAT,
+        }
+    }
+
+    /// Equality between two library values.
+    pub fn equals(&self, other: &Ext) -> bool {
+        match (self, other) {
+            (Ext::Quantity(a), Ext::Quantity(b)) => a.cmp(b) == Ordering::Equal,
+            (Ext::Semver(a), Ext::Semver(b)) => a.compare(b) == Ordering::Equal,
+            _ => self == other,
+        }
+    }
+
+    /// Ordering between two library values (`<` and friends are not declared for them).
+    pub fn compare(&self, _other: &Ext) -> Result<Option<Ordering>, EvalError> {
+        Err(EvalError::no_such_overload())
+    }
+
+    /// `string(x)`.
+    pub fn to_string_val<'a>(&self) -> EvalResult<'a> {
+        match self {
+            Ext::Ip(ip) => Ok(Val::str(&ip.to_string())),
+            Ext::Cidr(ip, len) => Ok(Val::str(&format!("{ip}/{len}"))),
+            _ => Err(EvalError::no_such_overload()),
+        }
+    }
+}
+
+fn ext<'a>(e: Ext) -> Val<'a> {
+    Val::Ext(Rc::new(e))
+}
+
+/// The formats of kube's format library (`format.dns1123Label()`, ...).
+pub const FORMAT_NAMES: [&str; 13] = [
+    "dns1123Label",
+    "dns1123Subdomain",
+    "dns1035Label",
+    "qualifiedName",
+    "dns1123LabelPrefix",
+    "dns1123SubdomainPrefix",
+    "dns1035LabelPrefix",
+    "labelValue",
+    "uri",
+    "uuid",
+    "byte",
+    "date",
+    "datetime",
+];
+
+/// Namespaced global functions of the kube libraries.
+pub fn is_global(qualified: &str) -> bool {
+    qualified == "ip.isCanonical"
+        || qualified == "format.named"
+        || qualified
+            .strip_prefix("format.")
+            .is_some_and(|f| FORMAT_NAMES.contains(&f))
+}
+
+/// Type identifiers of the kube libraries.
+pub fn type_value<'a>(_name: &str) -> Option<Val<'a>> {
+    None
+}
+
+/// `+` between library values (none is declared).
+pub fn add<'a>(_x: &Ext, _y: &Ext) -> EvalResult<'a> {
+    Err(EvalError::no_such_overload())
+}
+
+fn err<'a>(msg: impl Into<String>) -> EvalResult<'a> {
+    Err(EvalError::new(msg))
+}
+
+/// Call a kube library function, if `name` is one.
+pub fn call<'a>(name: &str, member: bool, args: &[Val<'a>]) -> Option<EvalResult<'a>> {
+    if let Some(f) = name.strip_prefix("format.") {
+        if f == "named" {
+            return Some(match args {
+                [Val::Str(n)] => Ok(Val::Optional(
+                    FORMAT_NAMES
+                        .iter()
+                        .find(|x| **x == &**n)
+                        .map(|x| Rc::new(ext(Ext::Format(x)))),
+                )),
+                _ => Err(EvalError::no_such_overload()),
+            });
+        }
+        if let (Some(x), []) = (FORMAT_NAMES.iter().find(|x| **x == f), args) {
+            return Some(Ok(ext(Ext::Format(x))));
+        }
+    }
+    if !member {
+        return global(name, args);
+    }
+    let (Val::Ext(target), rest) = args.split_first()? else {
+        return None;
+    };
+    Some(match (&**target, name, rest) {
+        (Ext::Url(u), _, []) => url_getter(u, name)?,
+        (Ext::Quantity(q), _, _) => quantity_method(q, name, rest)?,
+        (Ext::Ip(ip), _, []) => ip_method(ip, name)?,
+        (Ext::Cidr(ip, len), _, _) => cidr_method(*ip, *len, name, rest)?,
+        (Ext::Semver(v), _, _) => semver_method(v, name, rest)?,
+        (Ext::Format(f), "validate", [Val::Str(s)]) => {
+            let errs = validate_format(f, s);
+            Ok(Val::Optional(if errs.is_empty() {
+                None
+            } else {
+                Some(Rc::new(library::strings_val(&errs)))
+            }))
+        }
+        _ => return None,
+    })
+}
+
+fn global<'a>(name: &str, args: &[Val<'a>]) -> Option<EvalResult<'a>> {
+    Some(match (name, args) {
+        ("url", [Val::Str(s)]) => match Url::parse(s) {
+            Ok(u) => Ok(ext(Ext::Url(u))),
+            Err(e) => err(format!(
+                "URL parse error during conversion from string: {e}"
+            )),
+        },
+        ("isURL", [Val::Str(s)]) => Ok(Val::Bool(Url::parse(s).is_ok())),
+        ("quantity", [Val::Str(s)]) => Quantity::parse(s)
+            .map(|q| ext(Ext::Quantity(q)))
+            .map_err(EvalError::new),
+        ("isQuantity", [Val::Str(s)]) => Ok(Val::Bool(Quantity::parse(s).is_ok())),
+        ("ip", [Val::Str(s)]) => parse_ip(s)
+            .map(|ip| ext(Ext::Ip(ip)))
+            .map_err(EvalError::new),
+        ("isIP", [Val::Str(s)]) => Ok(Val::Bool(parse_ip(s).is_ok())),
+        ("ip.isCanonical", [Val::Str(s)]) => match parse_ip(s) {
+            Ok(ip) => Ok(Val::Bool(ip.to_string() == **s)),
+            Err(e) => err(e),
+        },
+        ("cidr", [Val::Str(s)]) => parse_cidr(s)
+            .map(|(ip, l)| ext(Ext::Cidr(ip, l)))
+            .map_err(EvalError::new),
+        ("isCIDR", [Val::Str(s)]) => Ok(Val::Bool(parse_cidr(s).is_ok())),
+        ("semver", [Val::Str(s)]) => Semver::parse(s)
+            .map(|v| ext(Ext::Semver(v)))
+            .map_err(EvalError::new),
+        ("semver", [Val::Str(s), Val::Bool(n)]) => {
+            let parsed = if *n {
+                Semver::parse_normalized(s)
+            } else {
+                Semver::parse(s)
+            };
+            parsed.map(|v| ext(Ext::Semver(v))).map_err(EvalError::new)
+        }
+        ("isSemver", [Val::Str(s)]) => Ok(Val::Bool(Semver::parse(s).is_ok())),
+        ("isSemver", [Val::Str(s), Val::Bool(n)]) => Ok(Val::Bool(
+            if *n {
+                Semver::parse_normalized(s)
+            } else {
+                Semver::parse(s)
+            }
+            .is_ok(),
+        )),
+        _ => return None,
+    })
+}
+
+/// kube's runtime cost of its library calls (`args` with the target first).
+pub fn call_cost(name: &str, args: &[Val<'_>]) -> Option<u64> {
+    let size = |i: usize| args.get(i).map(Val::cost_size).unwrap_or(1);
+    let by = |n: u64, f: f64| (n as f64 * f).ceil() as u64;
+    Some(match name {
+        "cidr" | "isIP" | "isCIDR" | "quantity" | "isQuantity" | "semver" | "isSemver" => {
+            by(size(0), STRING_TRAVERSAL_COST_FACTOR)
+        }
+        "ip" => match args.first() {
+            Some(Val::Ext(_)) => 1,
+            _ => by(size(0), STRING_TRAVERSAL_COST_FACTOR),
+        },
+        "ip.isCanonical" => by(size(0), 2.0 * STRING_TRAVERSAL_COST_FACTOR),
+        "masked"
+        | "prefixLength"
+        | "family"
+        | "isUnspecified"
+        | "isLoopback"
+        | "isLinkLocalMulticast"
+        | "isLinkLocalUnicast"
+        | "isGlobalUnicast"
+        | "format.named"
+        | "sign"
+        | "asInteger"
+        | "isInteger"
+        | "asApproximateFloat"
+        | "isGreaterThan"
+        | "isLessThan"
+        | "compareTo"
+        | "add"
+        | "sub"
+        | "major"
+        | "minor"
+        | "patch"
+        | "getScheme"
+        | "getHostname"
+        | "getHost"
+        | "getPort"
+        | "getEscapedPath"
+        | "getQuery" => 1,
+        "containsIP" | "containsCIDR" => {
+            let cidr = size(0);
+            let mut c = by(cidr + cidr, STRING_TRAVERSAL_COST_FACTOR);
+            if name == "containsCIDR" {
+                c += by(cidr, STRING_TRAVERSAL_COST_FACTOR) + 1;
+            }
+            if matches!(args.get(1), Some(Val::Str(_))) {
+                c += by(size(1), STRING_TRAVERSAL_COST_FACTOR);
+            }
+            c
+        }
+        "validate" => {
+            let s = by(1 + size(1), STRING_TRAVERSAL_COST_FACTOR);
+            let max_regex = match args.first() {
+                Some(Val::Ext(e)) => match &**e {
+                    Ext::Format(f) => format_max_regex_size(f),
+                    _ => return None,
+                },
+                _ => return None,
+            };
+            s * by(max_regex, library::REGEX_STRING_LENGTH_COST_FACTOR)
+        }
+        _ => return None,
+    })
+}
+
+// ---------------------------------------------------------------------------------------
+// URLs (Go's `url.ParseRequestURI`, then `url.Parse`)
+
+/// A parsed URL.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Url {
+    scheme: String,
+    host: String,
+    path: String,
+    raw_query: String,
+}
+
+impl Url {
+    /// Go's `url.ParseRequestURI`: an absolute URL or an absolute path.
+    pub fn parse(s: &str) -> Result<Url, String> {
+        let quoted = crate::field::go_quote(s);
+        if s.is_empty() {
+            return Err(format!("parse {quoted}: empty url"));
+        }
+        if s.chars().any(|c| (c as u32) < 0x20 || c as u32 == 0x7f) {
+            return Err(format!(
+                "parse {quoted}: net/url: invalid control character in URL"
+            ));
+        }
+        // url.Parse drops the fragment; ParseRequestURI only checks the rest.
+        let rest = s.split_once('#').map(|(a, _)| a).unwrap_or(s);
+        let (rest, raw_query) = match rest.split_once('?') {
+            Some((a, q)) => (a, q.to_string()),
+            None => (rest, String::new()),
+        };
+        let (scheme, rest) = match scheme_of(rest) {
+            Some((sch, r)) => (sch.to_ascii_lowercase(), r),
+            None => {
+                if !rest.starts_with('/') {
+                    return Err(format!("parse {quoted}: invalid URI for request"));
+                }
+                (String::new(), rest)
+            }
+        };
+        let (host, path) = if let Some(after) = rest.strip_prefix("//") {
+            let end = after.find('/').unwrap_or(after.len());
+            let authority = &after[..end];
+            let host = match authority.rsplit_once('@') {
+                Some((_, h)) => h,
+                None => authority,
+            };
+            (host.to_string(), after[end..].to_string())
+        } else if !scheme.is_empty() && !rest.starts_with('/') {
+            // An opaque URL (`mailto:x`).
+            (String::new(), String::new())
+        } else {
+            (String::new(), rest.to_string())
+        };
+        if let Some(port) = host.rsplit_once(':').map(|(_, p)| p) {
+            let has_port = !host.starts_with('[') || host.contains("]:");
+            if has_port && !port.chars().all(|c| c.is_ascii_digit()) {
+                return Err(format!(
+                    "parse {quoted}: invalid port \":{port}\" after host"
+                ));
+            }
+        }
+        Ok(Url {
+            scheme,
+            host,
+            path,
+            raw_query,
+        })
+    }
+
+    fn hostname(&self) -> &str {
+        let h = &self.host;
+        if let Some(rest) = h.strip_prefix('[') {
+            return rest.split(']').next().unwrap_or_default();
+        }
+        h.rsplit_once(':').map(|(a, _)| a).unwrap_or(h)
+    }
+
+    fn port(&self) -> &str {
+        let h = &self.host;
+        if h.starts_with('[') {
+            return h.split("]:").nth(1).unwrap_or_default();
+        }
+        h.rsplit_once(':').map(|(_, p)| p).unwrap_or_default()
+    }
+}
+
+fn scheme_of(s: &str) -> Option<(&str, &str)> {
+    let colon = s.find(':')?;
+    let scheme = &s[..colon];
+    let mut chars = scheme.chars();
+    let first = chars.next()?;
+    if !first.is_ascii_alphabetic()
+        || !chars.all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c))
+    {
+        return None;
+    }
+    Some((scheme, &s[colon + 1..]))
+}
+
+fn url_getter<'a>(u: &Url, name: &str) -> Option<EvalResult<'a>> {
+    Some(Ok(match name {
+        "getScheme" => Val::str(&u.scheme),
+        "getHost" => Val::str(&u.host),
+        "getHostname" => Val::str(u.hostname()),
+        "getPort" => Val::str(u.port()),
+        "getEscapedPath" => Val::str(&u.path),
+        "getQuery" => {
+            let mut entries: Vec<(String, Vec<String>)> = Vec::new();
+            for pair in u.raw_query.split('&').filter(|p| !p.is_empty()) {
+                let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
+                let (k, v) = (percent_decode(k), percent_decode(v));
+                match entries.iter_mut().find(|(x, _)| *x == k) {
+                    Some((_, vs)) => vs.push(v),
+                    None => entries.push((k, vec![v])),
+                }
+            }
+            Val::Map(Map::Owned(Rc::new(
+                entries
+                    .into_iter()
+                    .map(|(k, vs)| (Val::str(&k), library::strings_val(&vs)))
+                    .collect(),
+            )))
+        }
+        _ => return None,
+    }))
+}
+
+fn percent_decode(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'+' => out.push(b' '),
+            b'%' if i + 2 < b.len() => match s.get(i + 1..i + 3).map(|h| u8::from_str_radix(h, 16))
+            {
+                Some(Ok(v)) => {
+                    out.push(v);
+                    i += 2;
+                }
+                _ => out.push(b'%'),
+            },
+            c => out.push(c),
+        }
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+// ---------------------------------------------------------------------------------------
+// Quantities (`resource.Quantity`)
+
+/// A quantity as an exact decimal: `mantissa * 10^exp`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Quantity {
+    mantissa: i128,
+    exp: i32,
+}
+
+const QUANTITY_FORMAT_ERR: &str =
+    "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'";
+
+impl Quantity {
+    /// kube's `resource.ParseQuantity`.
+    pub fn parse(s: &str) -> Result<Quantity, String> {
+        if s.is_empty() {
+            return Err("quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'".into());
+        }
+        let (neg, rest) = match s.as_bytes()[0] {
+            b'-' => (true, &s[1..]),
+            b'+' => (false, &s[1..]),
+            _ => (false, s),
+        };
+        let num_len = rest
+            .bytes()
+            .take_while(|b| b.is_ascii_digit() || *b == b'.')
+            .count();
+        let (num, suffix) = rest.split_at(num_len);
+        if num.is_empty() || num == "." || num.matches('.').count() > 1 {
+            return Err(QUANTITY_FORMAT_ERR.into());
+        }
+        let (int_part, frac_part) = num.split_once('.').unwrap_or((num, ""));
+        let digits = format!("{int_part}{frac_part}");
+        let digits = digits.trim_start_matches('0');
+        let digits = digits.get(..digits.len().min(36)).unwrap_or_default();
+        let mut mantissa: i128 = if digits.is_empty() {
+            0
+        } else {
+            digits
+                .parse()
+                .map_err(|_| QUANTITY_FORMAT_ERR.to_string())?
+        };
+        let mut exp = -(frac_part.len() as i32);
+        match suffix {
+            "" => {}
+            "Ki" | "Mi" | "Gi" | "Ti" | "Pi" | "Ei" => {
+                let k = match suffix {
+                    "Ki" => 1,
+                    "Mi" => 2,
+                    "Gi" => 3,
+                    "Ti" => 4,
+                    "Pi" => 5,
+                    _ => 6,
+                };
+                mantissa = mantissa
+                    .checked_mul(1024i128.pow(k))
+                    .ok_or_else(|| "quantity too large".to_string())?;
+            }
+            "n" => exp -= 9,
+            "u" => exp -= 6,
+            "m" => exp -= 3,
+            "k" => exp += 3,
+            "M" => exp += 6,
+            "G" => exp += 9,
+            "T" => exp += 12,
+            "P" => exp += 15,
+            "E" => exp += 18,
+            other => {
+                let e = other
+                    .strip_prefix('e')
+                    .or_else(|| other.strip_prefix('E'))
+                    .ok_or_else(|| "unable to parse quantity's suffix".to_string())?;
+                let v: i32 = e
+                    .parse()
+                    .map_err(|_| "unable to parse quantity's suffix".to_string())?;
+                exp += v;
+            }
+        }
+        if neg {
+            mantissa = -mantissa;
+        }
+        Ok(Quantity { mantissa, exp })
+    }
+
+    fn sign(&self) -> i64 {
+        self.mantissa.signum() as i64
+    }
+
+    /// The value scaled to a common exponent with `other`, if it fits.
+    fn aligned(&self, other: &Quantity) -> Option<(i128, i128, i32)> {
+        let e = self.exp.min(other.exp);
+        let a = self
+            .mantissa
+            .checked_mul(10i128.checked_pow((self.exp - e) as u32)?)?;
+        let b = other
+            .mantissa
+            .checked_mul(10i128.checked_pow((other.exp - e) as u32)?)?;
+        Some((a, b, e))
+    }
+
+    fn approx(&self) -> f64 {
+        self.mantissa as f64 * 10f64.powi(self.exp)
+    }
+
+    fn cmp(&self, other: &Quantity) -> Ordering {
+        match self.aligned(other) {
+            Some((a, b, _)) => a.cmp(&b),
+            None => self
+                .approx()
+                .partial_cmp(&other.approx())
+                .unwrap_or(Ordering::Equal),
+        }
+    }
+
+    fn as_int64(&self) -> Option<i64> {
+        if self.exp >= 0 {
+            let v = self
+                .mantissa
+                .checked_mul(10i128.checked_pow(self.exp as u32)?)?;
+            return i64::try_from(v).ok();
+        }
+        let d = 10i128.checked_pow((-self.exp) as u32)?;
+        if self.mantissa % d != 0 {
+            return None;
+        }
+        i64::try_from(self.mantissa / d).ok()
+    }
+
+    fn add(&self, other: &Quantity, negate: bool) -> Result<Quantity, String> {
+        let (a, b, e) = self
+            .aligned(other)
+            .ok_or_else(|| "quantity overflow".to_string())?;
+        let b = if negate { -b } else { b };
+        Ok(Quantity {
+            mantissa: a
+                .checked_add(b)
+                .ok_or_else(|| "quantity overflow".to_string())?,
+            exp: e,
+        })
+    }
+}
+
+fn quantity_method<'a>(q: &Quantity, name: &str, rest: &[Val<'a>]) -> Option<EvalResult<'a>> {
+    let other = |v: &Val<'a>| -> Option<Quantity> {
+        match v {
+            Val::Ext(e) => match &**e {
+                Ext::Quantity(o) => Some(o.clone()),
+                _ => None,
+            },
+            Val::Int(i) => Some(Quantity {
+                mantissa: *i as i128,
+                exp: 0,
+            }),
+            _ => None,
+        }
+    };
+    Some(match (name, rest) {
+        ("sign", []) => Ok(Val::Int(q.sign())),
+        ("isInteger", []) => Ok(Val::Bool(q.as_int64().is_some())),
+        ("asInteger", []) => match q.as_int64() {
+            Some(i) => Ok(Val::Int(i)),
+            None => err("cannot convert value to integer"),
+        },
+        ("asApproximateFloat", []) => Ok(Val::Double(q.approx())),
+        ("add" | "sub", [o]) => {
+            let o = other(o)?;
+            q.add(&o, name == "sub")
+                .map(|r| ext(Ext::Quantity(r)))
+                .map_err(EvalError::new)
+        }
+        ("isLessThan", [o]) => Ok(Val::Bool(q.cmp(&other(o)?) == Ordering::Less)),
+        ("isGreaterThan", [o]) => Ok(Val::Bool(q.cmp(&other(o)?) == Ordering::Greater)),
+        ("compareTo", [o]) => Ok(Val::Int(match q.cmp(&other(o)?) {
+            Ordering::Less => -1,
+            Ordering::Equal => 0,
+            Ordering::Greater => 1,
+        })),
+        _ => return None,
+    })
+}
+
+// ---------------------------------------------------------------------------------------
+// IP addresses and CIDRs (Go's `netip`, minus zones and IPv4-mapped IPv6)
+
+fn parse_ip(raw: &str) -> Result<IpAddr, String> {
+    let quoted = crate::field::go_quote(raw);
+    if raw.contains('%') {
+        return Err(format!(
+            "IP address {quoted} with zone value is not allowed"
+        ));
+    }
+    let ip: IpAddr = raw
+        .parse()
+        .map_err(|_| format!("IP Address {quoted} parse error during conversion from string: ParseAddr({quoted}): unable to parse IP"))?;
+    if let IpAddr::V6(v6) = ip {
+        if v6.to_ipv4_mapped().is_some() {
+            return Err(format!("IPv4-mapped IPv6 address {quoted} is not allowed"));
+        }
+    }
+    Ok(ip)
+}
+
+fn parse_cidr(raw: &str) -> Result<(IpAddr, u8), String> {
+    let quoted = crate::field::go_quote(raw);
+    let bad = || {
+        format!("network address parse error during conversion from string: netip.ParsePrefix({quoted}): bad prefix")
+    };
+    let (addr, len) = raw.split_once('/').ok_or_else(|| {
+        format!("network address parse error during conversion from string: netip.ParsePrefix({quoted}): no '/'")
+    })?;
+    if addr.contains('%') {
+        return Err(bad());
+    }
+    let ip: IpAddr = addr.parse().map_err(|_| bad())?;
+    if len.is_empty()
+        || !len.bytes().all(|b| b.is_ascii_digit())
+        || (len.len() > 1 && len.starts_with('0'))
+    {
+        return Err(bad());
+    }
+    let l: u8 = len.parse().map_err(|_| bad())?;
+    let max = if ip.is_ipv4() { 32 } else { 128 };
+    if l > max {
+        return Err(bad());
+    }
+    if let IpAddr::V6(v6) = ip {
+        if v6.to_ipv4_mapped().is_some() {
+            return Err(format!("IPv4-mapped IPv6 address {quoted} is not allowed"));
+        }
+    }
+    Ok((ip, l))
+}
+
+fn ip_method<'a>(ip: &IpAddr, name: &str) -> Option<EvalResult<'a>> {
+    Some(Ok(match name {
+        "family" => Val::Int(if ip.is_ipv4() { 4 } else { 6 }),
+        "isUnspecified" => Val::Bool(ip.is_unspecified()),
+        "isLoopback" => Val::Bool(ip.is_loopback()),
+        "isLinkLocalMulticast" => Val::Bool(match ip {
+            IpAddr::V4(v4) => v4.octets()[..3] == [224, 0, 0],
+            IpAddr::V6(v6) => v6.segments()[0] & 0xff0f == 0xff02,
+        }),
+        "isLinkLocalUnicast" => Val::Bool(match ip {
+            IpAddr::V4(v4) => v4.octets()[..2] == [169, 254],
+            IpAddr::V6(v6) => v6.segments()[0] & 0xffc0 == 0xfe80,
+        }),
+        "isGlobalUnicast" => Val::Bool(is_global_unicast(ip)),
+        _ => return None,
+    }))
+}
+
+/// Go's `netip.Addr.IsGlobalUnicast`.
+fn is_global_unicast(ip: &IpAddr) -> bool {
+    match ip {
+        IpAddr::V4(v4) => {
+            !(v4.is_unspecified()
+                || v4.is_loopback()
+                || v4.is_multicast()
+                || v4.octets()[..2] == [169, 254]
+                || *v4 == Ipv4Addr::BROADCAST)
+        }
+        IpAddr::V6(v6) => {
+            !(v6.is_unspecified()
+                || v6.is_loopback()
+                || v6.is_multicast()
+                || v6.segments()[0] & 0xffc0 == 0xfe80)
+        }
+    }
+}
+
+fn mask(ip: IpAddr, len: u8) -> IpAddr {
+    match ip {
+        IpAddr::V4(v4) => {
+            let bits = u32::from(v4);
+            let m = if len == 0 {
+                0
+            } else {
+                u32::MAX << (32 - u32::from(len))
+            };
+            IpAddr::V4(Ipv4Addr::from(bits & m))
+        }
+        IpAddr::V6(v6) => {
+            let bits = u128::from(v6);
+            let m = if len == 0 {
+                0
+            } else {
+                u128::MAX << (128 - u32::from(len))
+            };
+            IpAddr::V6(Ipv6Addr::from(bits & m))
+        }
+    }
+}
+
+fn contains(net: IpAddr, len: u8, ip: IpAddr) -> bool {
+    net.is_ipv4() == ip.is_ipv4() && mask(net, len) == mask(ip, len)
+}
+
+fn cidr_method<'a>(ip: IpAddr, len: u8, name: &str, rest: &[Val<'a>]) -> Option<EvalResult<'a>> {
+    let as_ip = |v: &Val<'a>| -> Option<Result<IpAddr, String>> {
+        match v {
+            Val::Str(s) => Some(parse_ip(s)),
+            Val::Ext(e) => match &**e {
+                Ext::Ip(i) => Some(Ok(*i)),
+                _ => None,
+            },
+            _ => None,
+        }
+    };
+    let as_cidr = |v: &Val<'a>| -> Option<Result<(IpAddr, u8), String>> {
+        match v {
+            Val::Str(s) => Some(parse_cidr(s)),
+            Val::Ext(e) => match &**e {
+                Ext::Cidr(i, l) => Some(Ok((*i, *l))),
+                _ => None,
+            },
+            _ => None,
+        }
+    };
+    Some(match (name, rest) {
+        ("ip", []) => Ok(ext(Ext::Ip(ip))),
+        ("masked", []) => Ok(ext(Ext::Cidr(mask(ip, len), len))),
+        ("prefixLength", []) => Ok(Val::Int(i64::from(len))),
+        ("containsIP", [o]) => match as_ip(o)? {
+            Ok(other) => Ok(Val::Bool(contains(ip, len, other))),
+            Err(e) => err(e),
+        },
+        ("containsCIDR", [o]) => match as_cidr(o)? {
+            Ok((other, olen)) => Ok(Val::Bool(olen >= len && contains(ip, len, other))),
+            Err(e) => err(e),
+        },
+        _ => return None,
+    })
+}
+
+// ---------------------------------------------------------------------------------------
+// Semantic versions (blang/semver)
+
+/// A semantic version.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Semver {
+    major: u64,
+    minor: u64,
+    patch: u64,
+    pre: Vec<String>,
+}
+
+impl Semver {
+    /// blang/semver's strict `Parse`.
+    pub fn parse(s: &str) -> Result<Semver, String> {
+        if s.is_empty() {
+            return Err("Version string empty".into());
+        }
+        let parts: Vec<&str> = s.splitn(3, '.').collect();
+        if parts.len() != 3 {
+            return Err("No Major.Minor.Patch elements found".into());
+        }
+        let num = |p: &str, what: &str| -> Result<u64, String> {
+            if !p.bytes().all(|b| b.is_ascii_digit()) || p.is_empty() {
+                return Err(format!(
+                    "Invalid character(s) found in {what} number {}",
+                    crate::field::go_quote(p)
+                ));
+            }
+            if p.len() > 1 && p.starts_with('0') {
+                return Err(format!(
+                    "{} number must not contain leading zeroes {}",
+                    capitalize(what),
+                    crate::field::go_quote(p)
+                ));
+            }
+            p.parse().map_err(|e| format!("{e}"))
+        };
+        let major = num(parts[0], "major")?;
+        let minor = num(parts[1], "minor")?;
+        let tail = parts[2];
+        let end = tail.find(['-', '+']).unwrap_or(tail.len());
+        let patch = num(&tail[..end], "patch")?;
+        let mut pre = Vec::new();
+        let rest = &tail[end..];
+        let (pre_str, build) = match rest.strip_prefix('-') {
+            Some(r) => match r.split_once('+') {
+                Some((p, b)) => (Some(p), Some(b)),
+                None => (Some(r), None),
+            },
+            None => (None, rest.strip_prefix('+')),
+        };
+        if let Some(p) = pre_str {
+            for id in p.split('.') {
+                if id.is_empty() || !id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-') {
+                    return Err(format!(
+                        "Invalid character(s) found in prerelease {}",
+                        crate::field::go_quote(id)
+                    ));
+                }
+                if id.bytes().all(|b| b.is_ascii_digit()) && id.len() > 1 && id.starts_with('0') {
+                    return Err(format!(
+                        "Version contains leading zero in numeric prerelease {}",
+                        crate::field::go_quote(id)
+                    ));
+                }
+                pre.push(id.to_string());
+            }
+        }
+        if let Some(b) = build {
+            for id in b.split('.') {
+                if id.is_empty() || !id.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'-') {
+                    return Err(format!(
+                        "Invalid character(s) found in build meta data {}",
+                        crate::field::go_quote(id)
+                    ));
+                }
+            }
+        }
+        Ok(Semver {
+            major,
+            minor,
+            patch,
+            pre,
+        })
+    }
+
+    /// kube's `normalizeAndParse`: `v` prefix, missing minor/patch, leading zeros.
+    pub fn parse_normalized(s: &str) -> Result<Semver, String> {
+        let s = s.strip_prefix('v').unwrap_or(s);
+        let mut parts: Vec<String> = s.splitn(3, '.').map(String::from).collect();
+        for p in parts.iter_mut() {
+            if p.len() > 1 {
+                let t = p.trim_start_matches('0');
+                *p = if t.is_empty() || !t.starts_with(|c: char| c.is_ascii_digit()) {
+                    format!("0{t}")
+                } else {
+                    t.to_string()
+                };
+            }
+        }
+        if parts.len() < 3 {
+            if parts.last().is_some_and(|l| l.contains(['+', '-'])) {
+                return Err("short version cannot contain PreRelease/Build meta data".into());
+            }
+            while parts.len() < 3 {
+                parts.push("0".into());
+            }
+        }
+        Semver::parse(&parts.join("."))
+    }
+
+    fn compare(&self, o: &Semver) -> Ordering {
+        let base = (self.major, self.minor, self.patch).cmp(&(o.major, o.minor, o.patch));
+        if base != Ordering::Equal {
+            return base;
+        }
+        match (self.pre.is_empty(), o.pre.is_empty()) {
+            (true, true) => return Ordering::Equal,
+            (true, false) => return Ordering::Greater,
+            (false, true) => return Ordering::Less,
+            _ => {}
+        }
+        for (a, b) in self.pre.iter().zip(&o.pre) {
+            let ord = match (a.parse::<u64>(), b.parse::<u64>()) {
+                (Ok(x), Ok(y)) => x.cmp(&y),
+                (Ok(_), Err(_)) => Ordering::Less,
+                (Err(_), Ok(_)) => Ordering::Greater,
+                _ => a.cmp(b),
+            };
+            if ord != Ordering::Equal {
+                return ord;
+            }
+        }
+        self.pre.len().cmp(&o.pre.len())
+    }
+}
+
+fn capitalize(s: &str) -> String {
+    let mut c = s.chars();
+    match c.next() {
+        Some(f) => f.to_uppercase().chain(c).collect(),
+        None => String::new(),
+    }
+}
+
+fn semver_method<'a>(v: &Semver, name: &str, rest: &[Val<'a>]) -> Option<EvalResult<'a>> {
+    let other = |x: &Val<'a>| -> Option<Semver> {
+        match x {
+            Val::Ext(e) => match &**e {
+                Ext::Semver(s) => Some(s.clone()),
+                _ => None,
+            },
+            _ => None,
+        }
+    };
+    Some(Ok(match (name, rest) {
+        ("major", []) => Val::Int(v.major as i64),
+        ("minor", []) => Val::Int(v.minor as i64),
+        ("patch", []) => Val::Int(v.patch as i64),
+        ("isLessThan", [o]) => Val::Bool(v.compare(&other(o)?) == Ordering::Less),
+        ("isGreaterThan", [o]) => Val::Bool(v.compare(&other(o)?) == Ordering::Greater),
+        ("compareTo", [o]) => Val::Int(match v.compare(&other(o)?) {
+            Ordering::Less => -1,
+            Ordering::Equal => 0,
+            Ordering::Greater => 1,
+        }),
+        _ => return None,
+    }))
+}
+
+// ---------------------------------------------------------------------------------------
+// Named formats
+
+fn format_max_regex_size(f: &str) -> u64 {
+    match f {
+        "dns1123Label" | "dns1035Label" | "dns1123LabelPrefix" | "dns1035LabelPrefix" => 30,
+        "dns1123Subdomain" | "qualifiedName" | "dns1123SubdomainPrefix" => 60,
+        "labelValue" => 40,
+        "uri" => 2083,
+        "uuid" => 99,
+        "byte" => 153,
+        _ => 132,
+    }
+}
+
+fn mask_trailing_dash(name: &str) -> String {
+    if name.len() > 1 && name.ends_with('-') {
+        format!("{}a", &name[..name.len() - 2])
+    } else {
+        name.to_string()
+    }
+}
+
+fn validate_format(f: &str, s: &str) -> Vec<String> {
+    match f {
+        "dns1123Label" => objectmeta::validate_dns1123_label(s),
+        "dns1123LabelPrefix" => objectmeta::validate_dns1123_label(&mask_trailing_dash(s)),
+        "dns1123Subdomain" => objectmeta::is_dns1123_subdomain(s),
+        "dns1123SubdomainPrefix" => objectmeta::is_dns1123_subdomain(&mask_trailing_dash(s)),
+        "dns1035Label" => objectmeta::is_dns1035_label(s),
+        "dns1035LabelPrefix" => objectmeta::is_dns1035_label(&mask_trailing_dash(s)),
+        "qualifiedName" => objectmeta::is_qualified_name(s),
+        "labelValue" => objectmeta::is_label_value(s),
+        "uri" => match Url::parse(s) {
+            Ok(_) => Vec::new(),
+            Err(e) => vec![e],
+        },
+        "uuid" => {
+            if crate::schema::formats::check_format("uuid", s) {
+                Vec::new()
+            } else {
+                vec!["does not match the UUID format".into()]
+            }
+        }
+        "byte" => {
+            if crate::schema::formats::check_format("byte", s) {
+                Vec::new()
+            } else {
+                vec!["invalid base64".into()]
+            }
+        }
+        "date" => {
+            if crate::schema::formats::check_format("date", s) {
+                Vec::new()
+            } else {
+                vec!["invalid date".into()]
+            }
+        }
+        _ => {
+            if crate::schema::formats::check_format("datetime", s) {
+                Vec::new()
+            } else {
+                vec!["invalid datetime".into()]
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quantities_compare_exactly() {
+        let q = |s: &str| Quantity::parse(s).expect(s);
+        assert_eq!(q("1").cmp(&q("1000m")), Ordering::Equal);
+        assert_eq!(q("1Ki").cmp(&q("1024")), Ordering::Equal);
+        assert_eq!(q("1.5G").cmp(&q("1500M")), Ordering::Equal);
+        assert_eq!(q("100m").cmp(&q("0.2")), Ordering::Less);
+        assert_eq!(q("1e3").as_int64(), Some(1000));
+        assert_eq!(q("1500m").as_int64(), None);
+        assert!(Quantity::parse("1x").is_err());
+        assert_eq!(Quantity::parse("abc").unwrap_err(), QUANTITY_FORMAT_ERR);
+    }
+
+    #[test]
+    fn urls_parse_like_parse_request_uri() {
+        let u = Url::parse("https://user@example.com:8443/a/b?x=1&x=2&y").expect("url");
+        assert_eq!(u.scheme, "https");
+        assert_eq!(u.host, "example.com:8443");
+        assert_eq!(u.hostname(), "example.com");
+        assert_eq!(u.port(), "8443");
+        assert_eq!(u.path, "/a/b");
+        assert!(Url::parse("/relative/path").is_ok());
+        assert!(Url::parse("relative").is_err());
+        let v6 = Url::parse("http://[::1]:80/").expect("url");
+        assert_eq!(v6.hostname(), "::1");
+        assert_eq!(v6.port(), "80");
+    }
+
+    #[test]
+    fn ips_and_cidrs() {
+        assert!(parse_ip("10.0.0.1").is_ok());
+        assert!(parse_ip("::ffff:1.2.3.4").is_err());
+        assert!(parse_ip("fe80::1%eth0").is_err());
+        let (net, len) = parse_cidr("10.0.0.0/8").expect("cidr");
+        assert!(contains(net, len, "10.1.2.3".parse().expect("ip")));
+        assert!(!contains(net, len, "11.1.2.3".parse().expect("ip")));
+        assert!(parse_cidr("10.0.0.0/33").is_err());
+    }
+
+    #[test]
+    fn semvers_order_by_precedence() {
+        let v = |s: &str| Semver::parse(s).expect(s);
+        assert_eq!(v("1.2.3").compare(&v("1.10.0")), Ordering::Less);
+        assert_eq!(v("1.0.0-alpha").compare(&v("1.0.0")), Ordering::Less);
+        assert_eq!(
+            v("1.0.0-alpha.1").compare(&v("1.0.0-alpha.beta")),
+            Ordering::Less
+        );
+        assert!(Semver::parse("01.2.3").is_err());
+        assert_eq!(
+            Semver::parse_normalized("v1.2").expect("normalized"),
+            v("1.2.0")
+        );
+    }
+}
