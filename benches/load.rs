@@ -1,2 +1,515 @@
-//! placeholder while the bench is written
-fn main() {}
+//! Startup and load benchmark of the real `crd-apiserver` binary, over loopback only.
+//!
+//! Run: `cargo bench --bench load`
+//!
+//! Environment (all optional):
+//! * `LOAD_SECONDS` — how long the load phase runs (default 10).
+//! * `LOAD_CLIENTS` — concurrent clients, one thread each (default 8).
+//! * `STARTUP_RUNS` — how many cold starts are timed (default 20).
+//!
+//! It builds nothing itself: cargo builds the release binary for benches and hands its
+//! path over in `CARGO_BIN_EXE_crd-apiserver`. Phases:
+//! 1. startup: process spawn → `/readyz` answers 200, min/median/p95 over the runs;
+//! 2. load: one server, a CRD, then every client runs a fixed mix of create / get /
+//!    list / merge-patch on custom resources in its own namespace until the time is
+//!    up (or it reaches [`MAX_REQUESTS_PER_CLIENT`]); prints requests/s and latency
+//!    percentiles per verb. Any failed request makes the command exit non-zero.
+
+use serde_json::json;
+use std::net::TcpListener;
+use std::process::{Child, Command, ExitCode, Stdio};
+use std::thread;
+use std::time::{Duration, Instant};
+
+/// The server binary cargo built for this bench (release profile).
+const SERVER_BINARY: &str = env!("CARGO_BIN_EXE_crd-apiserver");
+
+/// How long one start may take before the run counts as failed.
+const READY_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// Pause between `/readyz` polls while a server starts (the timing resolution).
+const READY_POLL: Duration = Duration::from_millis(1);
+
+/// Upper bound on any single request.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Hard cap per client, so a run is bounded in count as well as in time.
+const MAX_REQUESTS_PER_CLIENT: usize = 500_000;
+
+/// Page size of the list requests (kube's `limit`), so lists stay cheap as objects pile up.
+const LIST_LIMIT: usize = 50;
+
+/// API group, version and plural of the benchmark's custom resource.
+const GROUP: &str = "load.bench.example.com";
+const VERSION: &str = "v1";
+const PLURAL: &str = "loadtests";
+
+/// One request kind of the mix.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Verb {
+    Create,
+    Get,
+    List,
+    Patch,
+}
+
+impl Verb {
+    const ALL: [Verb; 4] = [Verb::Create, Verb::Get, Verb::List, Verb::Patch];
+
+    fn name(self) -> &'static str {
+        match self {
+            Verb::Create => "create",
+            Verb::Get => "get",
+            Verb::List => "list",
+            Verb::Patch => "merge-patch",
+        }
+    }
+
+    fn index(self) -> usize {
+        match self {
+            Verb::Create => 0,
+            Verb::Get => 1,
+            Verb::List => 2,
+            Verb::Patch => 3,
+        }
+    }
+}
+
+/// The request mix each client cycles through: 20% create, 50% get, 10% list,
+/// 20% merge-patch. It starts with a create so gets and patches have a target.
+const MIX: [Verb; 10] = [
+    Verb::Create,
+    Verb::Get,
+    Verb::Patch,
+    Verb::Get,
+    Verb::List,
+    Verb::Create,
+    Verb::Get,
+    Verb::Patch,
+    Verb::Get,
+    Verb::Get,
+];
+
+/// A started server process, killed when dropped so no run leaves one behind.
+struct ServerProcess {
+    child: Child,
+    base: String,
+}
+
+impl ServerProcess {
+    /// Spawns the binary on a free loopback port; returns it with the spawn instant.
+    fn spawn() -> Result<(ServerProcess, Instant), String> {
+        let port = free_port()?;
+        let started = Instant::now();
+        let child = Command::new(SERVER_BINARY)
+            .args(["--bind-address", "127.0.0.1", "--port", &port.to_string()])
+            .env("CRD_APISERVER_LOG", "warn")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .map_err(|e| format!("starting {SERVER_BINARY}: {e}"))?;
+        let server = ServerProcess {
+            child,
+            base: format!("http://127.0.0.1:{port}"),
+        };
+        Ok((server, started))
+    }
+
+    /// Polls `/readyz` until it answers 200; returns the time since `started`.
+    fn wait_ready(&mut self, started: Instant) -> Result<Duration, String> {
+        let agent = agent(Duration::from_millis(500));
+        let url = format!("{}/readyz", self.base);
+        loop {
+            if let Ok(resp) = agent.get(&url).call() {
+                if resp.status().as_u16() == 200 {
+                    return Ok(started.elapsed());
+                }
+            }
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return Err(format!("the server exited before it was ready: {status}"));
+            }
+            if started.elapsed() > READY_TIMEOUT {
+                return Err(format!(
+                    "/readyz did not answer 200 within {READY_TIMEOUT:?}"
+                ));
+            }
+            thread::sleep(READY_POLL);
+        }
+    }
+}
+
+impl Drop for ServerProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A loopback port nobody listens on right now (the server binds it just after).
+fn free_port() -> Result<u16, String> {
+    let listener =
+        TcpListener::bind("127.0.0.1:0").map_err(|e| format!("finding a free port: {e}"))?;
+    listener
+        .local_addr()
+        .map(|a| a.port())
+        .map_err(|e| format!("finding a free port: {e}"))
+}
+
+/// An HTTP client that hands back non-2xx answers instead of turning them into errors.
+fn agent(timeout: Duration) -> ureq::Agent {
+    ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .timeout_global(Some(timeout))
+        .build()
+        .new_agent()
+}
+
+/// The value at `q` (0..=1) of sorted `samples`.
+fn percentile(sorted: &[Duration], q: f64) -> Duration {
+    if sorted.is_empty() {
+        return Duration::ZERO;
+    }
+    let rank = ((sorted.len() - 1) as f64 * q).round() as usize;
+    sorted[rank.min(sorted.len() - 1)]
+}
+
+fn ms(d: Duration) -> String {
+    format!("{:.2} ms", d.as_secs_f64() * 1e3)
+}
+
+fn env_number(name: &str, default: u64) -> Result<u64, String> {
+    match std::env::var(name) {
+        Ok(v) => v
+            .parse()
+            .map_err(|_| format!("{name}={v:?} is not a whole number")),
+        Err(_) => Ok(default),
+    }
+}
+
+/// Phase 1: time `runs` cold starts.
+fn startup(runs: u64) -> Result<(), String> {
+    let mut times = Vec::new();
+    for _ in 0..runs {
+        let (mut server, started) = ServerProcess::spawn()?;
+        times.push(server.wait_ready(started)?);
+    }
+    times.sort();
+    println!(
+        "startup (spawn → /readyz 200), {runs} runs: min {}, median {}, p95 {}",
+        ms(times.first().copied().unwrap_or_default()),
+        ms(percentile(&times, 0.5)),
+        ms(percentile(&times, 0.95)),
+    );
+    Ok(())
+}
+
+/// The benchmark CRD: a namespaced kind with defaults, patterns, a list-type map and a map.
+fn load_crd() -> serde_json::Value {
+    json!({
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": format!("{PLURAL}.{GROUP}")},
+        "spec": {
+            "group": GROUP,
+            "scope": "Namespaced",
+            "names": {"plural": PLURAL, "singular": "loadtest", "kind": "LoadTest"},
+            "versions": [{
+                "name": VERSION, "served": true, "storage": true,
+                "schema": {"openAPIV3Schema": {
+                    "type": "object",
+                    "properties": {"spec": {
+                        "type": "object",
+                        "required": ["image"],
+                        "properties": {
+                            "image": {"type": "string", "pattern": "^[a-z0-9./-]+(:[a-zA-Z0-9._-]+)?$"},
+                            "replicas": {"type": "integer", "minimum": 0, "default": 1},
+                            "mode": {"type": "string", "enum": ["fast", "safe"], "default": "safe"},
+                            "owner": {"type": "string", "format": "email"},
+                            "ports": {
+                                "type": "array",
+                                "x-kubernetes-list-type": "map",
+                                "x-kubernetes-list-map-keys": ["name"],
+                                "items": {"type": "object", "required": ["name"], "properties": {
+                                    "name": {"type": "string"},
+                                    "port": {"type": "integer", "minimum": 1, "maximum": 65535},
+                                    "protocol": {"type": "string", "default": "TCP"}
+                                }}
+                            },
+                            "env": {"type": "object", "additionalProperties": {"type": "string"}}
+                        }
+                    }}
+                }}
+            }]
+        }
+    })
+}
+
+/// The custom resource a client creates.
+fn load_object(namespace: &str, name: &str, n: usize) -> serde_json::Value {
+    json!({
+        "apiVersion": format!("{GROUP}/{VERSION}"),
+        "kind": "LoadTest",
+        "metadata": {"name": name, "namespace": namespace, "labels": {"client": namespace}},
+        "spec": {
+            "image": format!("registry.example.com/app:v{n}"),
+            "owner": "team@example.com",
+            "ports": [{"name": "http", "port": 8080}, {"name": "metrics", "port": 9090}],
+            "env": {"LOG_LEVEL": "info", "INDEX": n.to_string()}
+        }
+    })
+}
+
+/// Sends `body` as JSON; returns the status code and the body text.
+fn send_json(
+    agent: &ureq::Agent,
+    method: &str,
+    url: &str,
+    content_type: &str,
+    body: &serde_json::Value,
+) -> Result<(u16, String), String> {
+    let bytes = serde_json::to_vec(body).map_err(|e| format!("encoding: {e}"))?;
+    let request = match method {
+        "POST" => agent.post(url),
+        "PATCH" => agent.patch(url),
+        other => return Err(format!("unsupported method {other}")),
+    };
+    let mut resp = request
+        .content_type(content_type)
+        .send(&bytes[..])
+        .map_err(|e| format!("{method} {url}: {e}"))?;
+    let status = resp.status().as_u16();
+    let text = resp
+        .body_mut()
+        .read_to_string()
+        .map_err(|e| format!("{method} {url}: reading the answer: {e}"))?;
+    Ok((status, text))
+}
+
+/// GETs `url`; returns the status code and the body length.
+fn get(agent: &ureq::Agent, url: &str) -> Result<(u16, usize), String> {
+    let mut resp = agent
+        .get(url)
+        .call()
+        .map_err(|e| format!("GET {url}: {e}"))?;
+    let status = resp.status().as_u16();
+    let body = resp
+        .body_mut()
+        .read_to_vec()
+        .map_err(|e| format!("GET {url}: reading the answer: {e}"))?;
+    Ok((status, body.len()))
+}
+
+/// Creates the CRD and one namespace per client, and waits until the kind is served.
+fn prepare(base: &str, clients: usize) -> Result<(), String> {
+    let agent = agent(REQUEST_TIMEOUT);
+    let crd_url = format!("{base}/apis/apiextensions.k8s.io/v1/customresourcedefinitions");
+    let (status, text) = send_json(&agent, "POST", &crd_url, "application/json", &load_crd())?;
+    if status != 201 {
+        return Err(format!("creating the CRD: {status} {text}"));
+    }
+    for i in 0..clients {
+        let ns = json!({"apiVersion": "v1", "kind": "Namespace",
+                        "metadata": {"name": format!("load-{i}")}});
+        let url = format!("{base}/api/v1/namespaces");
+        let (status, text) = send_json(&agent, "POST", &url, "application/json", &ns)?;
+        if status != 201 {
+            return Err(format!("creating namespace load-{i}: {status} {text}"));
+        }
+    }
+    let probe = format!("{base}/apis/{GROUP}/{VERSION}/namespaces/load-0/{PLURAL}");
+    let deadline = Instant::now() + READY_TIMEOUT;
+    loop {
+        if get(&agent, &probe)?.0 == 200 {
+            return Ok(());
+        }
+        if Instant::now() > deadline {
+            return Err(format!("{probe} was not served within {READY_TIMEOUT:?}"));
+        }
+        thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// What one client measured.
+#[derive(Default)]
+struct ClientReport {
+    /// Latencies per verb, indexed by [`Verb::index`].
+    latencies: [Vec<Duration>; 4],
+    errors: usize,
+    /// The first few failures, for the printout.
+    error_samples: Vec<String>,
+}
+
+impl ClientReport {
+    fn fail(&mut self, what: String) {
+        self.errors += 1;
+        if self.error_samples.len() < 3 {
+            self.error_samples.push(what);
+        }
+    }
+}
+
+/// One client: cycles through [`MIX`] in namespace `load-<id>` until `deadline`.
+fn run_client(base: &str, id: usize, deadline: Instant) -> ClientReport {
+    let agent = agent(REQUEST_TIMEOUT);
+    let ns = format!("load-{id}");
+    let collection = format!("{base}/apis/{GROUP}/{VERSION}/namespaces/{ns}/{PLURAL}");
+    let list_url = format!("{collection}?limit={LIST_LIMIT}");
+    let mut report = ClientReport::default();
+    let mut created: Vec<String> = Vec::new();
+    for n in 0..MAX_REQUESTS_PER_CLIENT {
+        if Instant::now() >= deadline {
+            break;
+        }
+        let mut verb = MIX[n % MIX.len()];
+        if created.is_empty() {
+            verb = Verb::Create;
+        }
+        // Spread gets and patches over everything this client created so far.
+        let target = created
+            .get((n * 7919) % created.len().max(1))
+            .cloned()
+            .unwrap_or_default();
+        let started = Instant::now();
+        let outcome = match verb {
+            Verb::Create => {
+                let name = format!("obj-{n}");
+                let body = load_object(&ns, &name, n);
+                send_json(&agent, "POST", &collection, "application/json", &body).map(
+                    |(status, text)| {
+                        if status == 201 {
+                            created.push(name);
+                        }
+                        (status, 201, text)
+                    },
+                )
+            }
+            Verb::Get => get(&agent, &format!("{collection}/{target}"))
+                .map(|(status, _)| (status, 200, String::new())),
+            Verb::List => get(&agent, &list_url).map(|(status, _)| (status, 200, String::new())),
+            Verb::Patch => {
+                let patch = json!({"spec": {"replicas": n % 7, "env": {"PATCHED": n.to_string()}}});
+                send_json(
+                    &agent,
+                    "PATCH",
+                    &format!("{collection}/{target}"),
+                    "application/merge-patch+json",
+                    &patch,
+                )
+                .map(|(status, text)| (status, 200, text))
+            }
+        };
+        let elapsed = started.elapsed();
+        match outcome {
+            Ok((status, want, _)) if status == want => {
+                report.latencies[verb.index()].push(elapsed);
+            }
+            Ok((status, want, text)) => report.fail(format!(
+                "{}: got {status}, want {want}: {text}",
+                verb.name()
+            )),
+            Err(e) => report.fail(format!("{}: {e}", verb.name())),
+        }
+    }
+    report
+}
+
+/// Phase 2: load one server with `clients` clients for `seconds`; returns the error count.
+fn load(seconds: u64, clients: usize) -> Result<usize, String> {
+    let (mut server, started) = ServerProcess::spawn()?;
+    server.wait_ready(started)?;
+    prepare(&server.base, clients)?;
+    let duration = Duration::from_secs(seconds);
+    let begin = Instant::now();
+    let deadline = begin + duration;
+    let reports: Vec<ClientReport> = thread::scope(|scope| {
+        let handles: Vec<_> = (0..clients)
+            .map(|id| {
+                let base = server.base.as_str();
+                scope.spawn(move || run_client(base, id, deadline))
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join().unwrap_or_else(|_| {
+                    let mut r = ClientReport::default();
+                    r.fail("a client thread panicked".into());
+                    r
+                })
+            })
+            .collect()
+    });
+    let wall = begin.elapsed().as_secs_f64();
+    if let Ok(Some(status)) = server.child.try_wait() {
+        return Err(format!("the server exited during the load phase: {status}"));
+    }
+
+    println!(
+        "load: {clients} clients, {wall:.1} s, loopback, mix 20% create / 50% get / \
+         10% list (limit={LIST_LIMIT}) / 20% merge-patch"
+    );
+    println!(
+        "{:<12} {:>9} {:>10} {:>10} {:>10} {:>10} {:>10}",
+        "verb", "requests", "req/s", "p50", "p90", "p99", "max"
+    );
+    let mut total = 0;
+    for verb in Verb::ALL {
+        let mut all: Vec<Duration> = reports
+            .iter()
+            .flat_map(|r| r.latencies[verb.index()].iter().copied())
+            .collect();
+        all.sort();
+        total += all.len();
+        println!(
+            "{:<12} {:>9} {:>10.0} {:>10} {:>10} {:>10} {:>10}",
+            verb.name(),
+            all.len(),
+            all.len() as f64 / wall,
+            ms(percentile(&all, 0.5)),
+            ms(percentile(&all, 0.9)),
+            ms(percentile(&all, 0.99)),
+            ms(all.last().copied().unwrap_or_default()),
+        );
+    }
+    println!("{:<12} {:>9} {:>10.0}", "total", total, total as f64 / wall);
+    let errors: usize = reports.iter().map(|r| r.errors).sum();
+    println!("errors: {errors}");
+    for sample in reports.iter().flat_map(|r| r.error_samples.iter()).take(5) {
+        println!("  {sample}");
+    }
+    Ok(errors)
+}
+
+fn main() -> ExitCode {
+    // cargo passes `--bench` (and any filter) to every bench target; none apply here.
+    let settings = (|| -> Result<(u64, u64, u64), String> {
+        Ok((
+            env_number("STARTUP_RUNS", 20)?,
+            env_number("LOAD_SECONDS", 10)?,
+            env_number("LOAD_CLIENTS", 8)?,
+        ))
+    })();
+    let (runs, seconds, clients) = match settings {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("load bench: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    if let Err(e) = startup(runs) {
+        eprintln!("load bench: startup: {e}");
+        return ExitCode::FAILURE;
+    }
+    match load(seconds, clients.max(1) as usize) {
+        Ok(0) => ExitCode::SUCCESS,
+        Ok(errors) => {
+            eprintln!("load bench: {errors} request(s) failed");
+            ExitCode::FAILURE
+        }
+        Err(e) => {
+            eprintln!("load bench: load: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -118,19 +118,16 @@ fn validation() {
 }
 
 #[test]
-#[ignore = "issue 5: CEL validation rules (x-kubernetes-validations) not implemented yet"]
 fn cel_transition_blog() {
     run_case_file("cel-transition-blog");
 }
 
 #[test]
-#[ignore = "issue 6: server-side apply not implemented yet"]
 fn ssa() {
     run_case_file("ssa");
 }
 
 #[test]
-#[ignore = "issue 4: x-kubernetes-immutable / immutable-keys not implemented yet"]
 fn immutable_kep() {
     run_case_file("immutable-kep");
 }

@@ -4,6 +4,8 @@
 //! See `ARCHITECTURE.md` for the map of modules.
 
 pub mod apiserver;
+pub mod apply;
+pub mod cel;
 pub mod cleanup;
 pub mod codec;
 pub mod field;

@@ -144,7 +144,7 @@ async fn delete_namespace(
 ) -> Result<Response<Body>, Status> {
     let name = req.info.name.as_str();
     let d = kind.descriptor();
-    if SYSTEM_NAMESPACES.contains(&name) && name != "kube-public" {
+    if SYSTEM_NAMESPACES.contains(&name) {
         return Err(Status::forbidden(
             &d.gr,
             name,

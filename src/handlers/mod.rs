@@ -12,6 +12,7 @@ pub mod update;
 pub mod watch;
 
 use crate::apiserver::{ApiServer, Resolved};
+use crate::apply;
 use crate::codec;
 use crate::field::{Error as FieldError, Path};
 use crate::http::negotiate::{body_type, BodyType, Output};
@@ -73,7 +74,8 @@ async fn resource(api: &Arc<ApiServer>, req: &ApiRequest) -> Result<Response<Bod
         ("get", "scale") if scale_ok => scale::get(api, req, &resolved).await,
         ("update", "scale") if scale_ok => scale::update(api, req, &resolved).await,
         ("patch", "scale") if scale_ok => scale::patch(api, req, &resolved).await,
-        (_, "") | (_, "status") if status_ok || sub.is_empty() => Err(method_not_allowed()),
+        (_, "") => Err(method_not_allowed()),
+        (_, "status") if status_ok => Err(method_not_allowed()),
         (_, "scale") if scale_ok => Err(method_not_allowed()),
         _ => Err(Status::not_found_message(
             "the server could not find the requested resource",
@@ -96,13 +98,27 @@ pub fn write_options(
             return Err(Status::invalid(options_kind, "meta.k8s.io", "", &[err]));
         }
     };
+    let field_manager = req.param("fieldManager").unwrap_or("");
+    let is_apply = options_kind == "PatchOptions"
+        && body_type(req.header("content-type")) == BodyType::ApplyPatch;
+    if options_kind == "PatchOptions" {
+        let force = req.param("force").map(|f| f == "true");
+        apply::validate_patch_options(field_manager, force, is_apply)?;
+    } else {
+        let errs = apply::validate_field_manager(field_manager);
+        if !errs.is_empty() {
+            return Err(Status::invalid(options_kind, "meta.k8s.io", "", &errs));
+        }
+    }
     Ok(WriteOptions {
         field_validation: FieldValidation::parse(req.param("fieldValidation"))?,
         dry_run,
         subresource: req.info.subresource.clone(),
         trace: api.options.log_pipeline || req.header("x-pipeline-trace") == Some("true"),
         duplicate_fields: Vec::new(),
-        is_patch: false,
+        is_patch: options_kind == "PatchOptions",
+        is_apply,
+        field_manager: apply::manager_name(field_manager, req.header("user-agent").unwrap_or("")),
     })
 }
 
@@ -140,7 +156,19 @@ pub fn decode_object(
             &req.body,
         )));
     }
-    if body_type(ct) == BodyType::Json && opts.field_validation != FieldValidation::Ignore {
+    let json_body = body_type(ct) == BodyType::Json;
+    // `/scale` bodies are autoscaling/v1 Scales, checked by the scale handler.
+    if !is_builtin(kind) && req.info.subresource != "scale" {
+        let d = kind.descriptor();
+        crate::pipeline::decode::check_body_type_meta(
+            &obj,
+            (&d.gr.group, &d.version, &d.kind),
+            &req.body,
+            json_body,
+            opts.field_validation != FieldValidation::Ignore,
+        )?;
+    }
+    if json_body && opts.field_validation != FieldValidation::Ignore {
         opts.duplicate_fields = codec::find_duplicate_fields(&req.body);
     }
     Ok(obj)
@@ -166,6 +194,11 @@ pub fn finish_write(
     reply.warnings = w.warnings;
     reply.trace = w.trace;
     object_reply(req, kind, reply)
+}
+
+/// Whether `kind` is built in (namespaces, CRDs) rather than a custom resource.
+pub fn is_builtin(kind: &dyn ResourceKind) -> bool {
+    kind.allow_unconditional_update() || kind.descriptor().gr.group == "apiextensions.k8s.io"
 }
 
 /// Encode a single-object reply in the representation the client asked for.

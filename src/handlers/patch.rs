@@ -2,12 +2,14 @@
 //! object, then the same pipeline as an update. Strategic merge patch is not defined
 //! for custom resources (415, as kube).
 
-use super::{finish_write, write_options};
+use super::{finish_write, is_builtin, write_options};
 use crate::apiserver::ApiServer;
+use crate::apply;
 use crate::http::negotiate::{body_type, BodyType};
 use crate::http::response::Body;
 use crate::http::ApiRequest;
-use crate::rest::ResourceKind;
+use crate::rest::object;
+use crate::rest::{FieldValidation, ResourceKind};
 use crate::status::Status;
 use http::Response;
 use serde_json::Value;
@@ -93,23 +95,114 @@ fn parse_merge(body: &[u8]) -> Result<Value, Status> {
     Ok(v)
 }
 
+/// Server-side apply: merge the applied configuration into the live object by the
+/// schema, owning fields per manager; creates the object when it does not exist.
+async fn server_side_apply(
+    api: &Arc<ApiServer>,
+    req: &ApiRequest,
+    kind: &dyn ResourceKind,
+) -> Result<Response<Body>, Status> {
+    let config = crate::codec::decode_body(&req.body, "application/apply-patch+yaml")
+        .map_err(|e| Status::bad_request(format!("error decoding YAML: {e}")))?;
+    if !config.is_object() {
+        return Err(Status::bad_request(
+            "error decoding YAML: the applied configuration must be an object",
+        ));
+    }
+    let opts = write_options(api, req, "PatchOptions")?;
+    let force = req.param("force") == Some("true");
+    let d = kind.descriptor();
+    let (now, api_version) = (object::now(), d.api_version());
+    let scope = apply::Scope {
+        schema: kind.merge_schema(),
+        api_version: &api_version,
+        kind: &d.kind,
+        subresource: &opts.subresource,
+        status_subresource: d.status_subresource,
+        versions: &[],
+        now: &now,
+    };
+    let merge = |live: Option<&Value>| {
+        apply::apply(live, &config, &opts.field_manager, force, &scope).map_err(|e| e.to_status())
+    };
+    let (ns, name) = (&req.info.namespace, &req.info.name);
+    for _ in 0..2 {
+        match api
+            .store
+            .update(kind, ns, name, &opts, false, |cur| merge(Some(cur)))
+            .await
+        {
+            Ok(w) => {
+                return Ok(finish_write(
+                    api,
+                    req,
+                    kind,
+                    w,
+                    opts.dry_run,
+                    http::StatusCode::OK,
+                ))
+            }
+            Err(s) if s.code == 404 && s.reason == "NotFound" && opts.subresource.is_empty() => {}
+            Err(s) => return Err(s),
+        }
+        // Create on apply.
+        let mut obj = merge(None)?;
+        if object::name(&obj).is_empty() {
+            object::meta_mut(&mut obj).insert("name".into(), Value::String(name.clone()));
+        } else if object::name(&obj) != name.as_str() {
+            return Err(Status::bad_request(format!(
+                "the name of the object ({}) does not match the name on the URL ({name})",
+                object::name(&obj)
+            )));
+        }
+        object::ensure_namespace(&mut obj, ns, d.namespaced)?;
+        if d.namespaced {
+            api.check_namespace(ns, &d.gr, name).await?;
+        }
+        match api.store.create(kind, obj, &opts).await {
+            Ok(w) => {
+                return Ok(finish_write(
+                    api,
+                    req,
+                    kind,
+                    w,
+                    opts.dry_run,
+                    http::StatusCode::CREATED,
+                ))
+            }
+            // Someone created it meanwhile: apply to theirs.
+            Err(s) if s.reason == "AlreadyExists" => continue,
+            Err(s) => return Err(s),
+        }
+    }
+    Err(Status::stale(&d.gr, name))
+}
+
 /// Patch an object (or its `/status`).
 pub async fn patch(
     api: &Arc<ApiServer>,
     req: &ApiRequest,
     kind: &dyn ResourceKind,
 ) -> Result<Response<Body>, Status> {
-    let builtin =
-        kind.allow_unconditional_update() || kind.descriptor().gr.group == "apiextensions.k8s.io";
+    let builtin = is_builtin(kind);
     let ty = body_type(req.header("content-type"));
     if ty == BodyType::ApplyPatch {
-        return Err(Status::unsupported_media_type(
-            "server-side apply is not supported yet - accepted media types include: application/json-patch+json, application/merge-patch+json",
-        ));
+        return server_side_apply(api, req, kind).await;
+    }
+    let mut opts = write_options(api, req, "PatchOptions")?;
+    let strict_decoding = opts.field_validation != FieldValidation::Ignore;
+    // kube's strict decoder reads JSON patches into its own operation type first.
+    if ty == BodyType::JsonPatch && strict_decoding {
+        if let Some(e) = crate::codec::go_json_error(&req.body, "[]handlers.jsonPatchOp") {
+            return Err(Status::bad_request(format!("error decoding patch: {e}")));
+        }
     }
     let patch = Patch::parse(ty, &req.body, builtin)?;
-    let mut opts = write_options(api, req, "PatchOptions")?;
     opts.is_patch = true;
+    // Duplicate fields of a merge patch are reported like those of a create body.
+    if ty == BodyType::MergePatch && strict_decoding {
+        opts.duplicate_fields = crate::codec::find_duplicate_fields(&req.body);
+    }
     let w = api
         .store
         .update(

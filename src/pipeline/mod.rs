@@ -5,7 +5,7 @@
 //! ```text
 //! decode → prune → default → [mutating admission] → prune + default again
 //!        → prepare (system metadata, status/spec separation, generation)
-//!        → [immutability check, updates] → schema validation → [CEL]
+//!        → immutability check (updates) → schema validation → CEL rules
 //!        → [validating admission] → storage
 //! ```
 //! Reads from storage: decode → prune → default.
@@ -17,10 +17,11 @@
 pub mod decode;
 pub mod trace;
 
+use crate::apply;
 use crate::field;
 use crate::rest::{object, Admitted, FieldValidation, WriteOptions};
-use crate::schema::objectmeta;
 use crate::schema::{default, prune, structural::Structural, validate::Validator};
+use crate::schema::{immutable, objectmeta};
 use crate::status::Status;
 use serde_json::Value;
 use trace::Trace;
@@ -46,6 +47,10 @@ pub struct VersionSchema {
     pub status_subresource: bool,
     /// The scale subresource, if on.
     pub scale: Option<crate::registry::crd::ScaleSpec>,
+    /// Immutability rules; `None` when the schema marks nothing immutable.
+    pub immutability: Option<immutable::ImmutabilityPlan>,
+    /// Compiled `x-kubernetes-validations`; `None` when the schema has no rules.
+    pub cel: Option<std::sync::Arc<crate::cel::CompiledRules>>,
 }
 
 impl VersionSchema {
@@ -60,8 +65,9 @@ pub fn create(mut obj: Value, s: &VersionSchema, opts: &WriteOptions) -> Result<
     let mut t = Trace::new(opts.trace);
     // decode → prune → default
     let unknown = prune_stage(&mut obj, s, &mut t);
-    let warnings = decode::unknown_field_policy(&obj, s, opts, unknown, None)?;
+    let mut warnings = decode::unknown_field_policy(&obj, s, opts, unknown, None)?;
     default_stage(&mut obj, s, &mut t);
+    managed_fields_stage(None, &mut obj, s, opts);
     // [mutating admission: admission issue], then prune + default again
     prune_stage(&mut obj, s, &mut t);
     default_stage(&mut obj, s, &mut t);
@@ -73,8 +79,9 @@ pub fn create(mut obj: Value, s: &VersionSchema, opts: &WriteOptions) -> Result<
     t.note("prepare", "system metadata set");
     // validate
     let errs = validate_stage(&obj, None, s, &mut t);
+    let errs = cel_stage(&obj, None, s, errs, &mut warnings, &mut t);
     reject_invalid(&obj, errs)?;
-    // [CEL, validating admission: later issues]
+    // [validating admission: later issue]
     Ok(Admitted {
         object: obj,
         warnings,
@@ -96,8 +103,9 @@ pub fn update(
     let patched =
         (opts.is_patch && is_strict(opts)).then(|| serde_json::to_string(&new).unwrap_or_default());
     let unknown = prune_stage(&mut new, s, &mut t);
-    let warnings = decode::unknown_field_policy(&new, s, opts, unknown, patched.as_deref())?;
+    let mut warnings = decode::unknown_field_policy(&new, s, opts, unknown, patched.as_deref())?;
     default_stage(&mut new, s, &mut t);
+    managed_fields_stage(Some(old), &mut new, s, opts);
     // [mutating admission], then prune + default again
     prune_stage(&mut new, s, &mut t);
     default_stage(&mut new, s, &mut t);
@@ -112,15 +120,52 @@ pub fn update(
     if !status_write {
         object::bump_generation_if_changed(&mut new, old, s.status_subresource);
     }
+    // A write that changes nothing must not move managedFields timestamps either.
+    apply::revert_time_only_change(&mut new, old);
     t.note("prepare", "system metadata carried over");
-    // [immutability check: immutability issue]
+    immutability_stage(&new, old, s, &mut t)?;
     let errs = validate_stage(&new, Some(old), s, &mut t);
+    let errs = cel_stage(&new, Some(old), s, errs, &mut warnings, &mut t);
     reject_invalid(&new, errs)?;
     Ok(Admitted {
         object: new,
         warnings,
         trace: t.into_lines(),
     })
+}
+
+/// What the managedFields of a write describe (server-side apply needs the same).
+pub fn apply_scope<'a>(
+    s: &'a VersionSchema,
+    subresource: &'a str,
+    api_version: &'a str,
+    now: &'a str,
+) -> apply::Scope<'a> {
+    apply::Scope {
+        schema: &s.structural,
+        api_version,
+        kind: &s.kind,
+        subresource,
+        status_subresource: s.status_subresource,
+        versions: &[],
+        now,
+    }
+}
+
+/// managedFields: every non-apply write records an `Update` entry for its manager
+/// (an apply already merged its own).
+fn managed_fields_stage(
+    old: Option<&Value>,
+    obj: &mut Value,
+    s: &VersionSchema,
+    opts: &WriteOptions,
+) {
+    if opts.is_apply || decode::is_foreign_kind(obj, s) {
+        return;
+    }
+    let (now, api_version) = (object::now(), s.api_version());
+    let scope = apply_scope(s, &opts.subresource, &api_version, &now);
+    apply::record_update(old, obj, &opts.field_manager, &scope);
 }
 
 /// Read from storage: prune and default, so schema changes show on old objects.
@@ -132,6 +177,10 @@ pub fn read(obj: &mut Value, s: &VersionSchema) {
 
 /// Prune unknown fields; returns their paths (for unknown-field warnings/errors).
 fn prune_stage(obj: &mut Value, s: &VersionSchema, t: &mut Trace) -> Vec<String> {
+    // kube's decoder leaves an object of another group or kind alone; validation rejects it.
+    if decode::is_foreign_kind(obj, s) {
+        return Vec::new();
+    }
     let report = prune::prune(obj, &s.structural, true, &prune::PruneOptions::default());
     for p in &report.unknown_fields {
         t.note("prune", &format!("removed {p}"));
@@ -141,11 +190,38 @@ fn prune_stage(obj: &mut Value, s: &VersionSchema, t: &mut Trace) -> Vec<String>
 
 /// Apply defaults (after dropping non-nullable nulls, as kube).
 fn default_stage(obj: &mut Value, s: &VersionSchema, t: &mut Trace) {
+    if decode::is_foreign_kind(obj, s) {
+        return;
+    }
     default::prune_nulls(obj, &s.structural);
     let report = default::apply_defaults(obj, &s.structural);
     for p in &report.defaulted {
         t.note("default", &format!("set {p}"));
     }
+}
+
+/// Immutability (updates only): 400 naming every immutable field the update changes.
+fn immutability_stage(
+    new: &Value,
+    old: &Value,
+    s: &VersionSchema,
+    t: &mut Trace,
+) -> Result<(), Status> {
+    let Some(plan) = &s.immutability else {
+        return Ok(());
+    };
+    let errs = plan.check(old, new);
+    t.note("immutable", &format!("{} violation(s)", errs.len()));
+    if errs.is_empty() {
+        return Ok(());
+    }
+    let (kind, group) = decode::body_group_kind(new);
+    Err(immutable::rejection(
+        &kind,
+        &group,
+        object::name(new),
+        &errs,
+    ))
 }
 
 /// Schema and metadata validation (`old` for updates).
@@ -155,21 +231,26 @@ fn validate_stage(
     s: &VersionSchema,
     t: &mut Trace,
 ) -> field::ErrorList {
-    // A wrong apiVersion/kind is reported alone, as kube's ValidateTypeMeta.
     let type_errs = decode::type_meta_errors(obj, s);
-    if !type_errs.is_empty() {
-        return type_errs;
-    }
     let meta_path = field::Path::new("metadata");
     let meta = obj.get("metadata").cloned().unwrap_or(Value::Null);
     let mut errs = match old {
+        // A wrong apiVersion/kind is reported alone, as kube's ValidateTypeMeta.
+        None if !type_errs.is_empty() => return type_errs,
         None => objectmeta::validate_object_meta(&meta, s.namespaced, &meta_path),
         Some(old) => {
+            // kube's generic registry validates the metadata of an update (create- and
+            // update-style) before the strategy, which validates it again: kube lists
+            // such errors three times in `details.causes` (once in the message).
             let old_meta = old.get("metadata").cloned().unwrap_or(Value::Null);
+            let update_errs = objectmeta::validate_object_meta_update(&meta, &old_meta, &meta_path);
             let mut e = objectmeta::validate_object_meta(&meta, s.namespaced, &meta_path);
-            e.extend(objectmeta::validate_object_meta_update(
-                &meta, &old_meta, &meta_path,
-            ));
+            e.extend(update_errs.iter().cloned());
+            if !type_errs.is_empty() {
+                e.extend(type_errs);
+                return e;
+            }
+            e.extend(update_errs);
             e
         }
     };
@@ -178,6 +259,31 @@ fn validate_stage(
         errs.extend(decode::validate_scale(obj, scale));
     }
     t.note("validate", &format!("{} error(s)", errs.len()));
+    errs
+}
+
+/// `x-kubernetes-validations` rules, after schema validation: their errors join the
+/// same 422; ratcheted ones become warnings. Blocking schema errors skip them (kube).
+fn cel_stage(
+    obj: &Value,
+    old: Option<&Value>,
+    s: &VersionSchema,
+    mut errs: field::ErrorList,
+    warnings: &mut Vec<String>,
+    t: &mut Trace,
+) -> field::ErrorList {
+    let Some(rules) = &s.cel else {
+        return errs;
+    };
+    if let Some(blocked) = crate::cel::blocking_error(&errs) {
+        errs.push(blocked);
+        t.note("cel", "skipped: blocking schema errors");
+        return errs;
+    }
+    let report = crate::cel::validate(rules, obj, old);
+    t.note("cel", &format!("{} error(s)", report.errors.len()));
+    errs.extend(report.errors);
+    warnings.extend(report.warnings);
     errs
 }
 

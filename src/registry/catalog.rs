@@ -4,6 +4,7 @@
 
 use super::crd::CrdInfo;
 use crate::pipeline::VersionSchema;
+use crate::schema::immutable::ImmutabilityPlan;
 use crate::schema::props::JSONSchemaProps;
 use crate::schema::structural::Structural;
 use crate::schema::validate::Validator;
@@ -75,6 +76,8 @@ impl CompiledCrd {
                 namespaced: info.namespaced,
                 validator: Validator::new(&props),
                 status_validator,
+                immutability: ImmutabilityPlan::compile(&structural),
+                cel: crate::cel::CompiledRules::compile(&structural).map(std::sync::Arc::new),
                 structural,
                 status_subresource: v.status_subresource,
                 scale: v.scale.clone(),

@@ -22,6 +22,7 @@
 
 use crate::field::{BadValue, Error, ErrorList, Path};
 use crate::schema::default::DefaultChecks;
+use crate::schema::immutable;
 use crate::schema::objectmeta;
 use crate::schema::property_names;
 use crate::schema::props::JSONSchemaProps;
@@ -420,6 +421,9 @@ struct SchemaContext<'c, 'a> {
     require_openapi_schema: bool,
     options: SchemaCheckOptions,
     checks: &'c DefaultChecks<'a>,
+    /// The old CRD's schemas (updates): an unchanged schema keeps rules over the per-rule
+    /// cost budget (kube suppresses that error for unchanged schemas).
+    old_schemas: &'c [JSONSchemaProps],
 }
 
 /// Validate a new CRD (kube's `ValidateCustomResourceDefinition`), after [`default_crd`]
@@ -436,6 +440,7 @@ pub fn validate_crd_with(crd: &Value, checks: &DefaultChecks<'_>) -> ErrorList {
         require_openapi_schema: true,
         options: SchemaCheckOptions::default(),
         checks,
+        old_schemas: &[],
     };
     validate_spec(crd.get("spec").unwrap_or(&Value::Null), &ctx, &mut errs);
     validate_status_names(crd, &mut errs);
@@ -468,6 +473,7 @@ pub fn validate_crd_update_with(new: &Value, old: &Value, checks: &DefaultChecks
         require_openapi_schema: all_versions_have_schema(old_spec),
         options: SchemaCheckOptions::for_update(&old_schema_refs),
         checks,
+        old_schemas: &old_schemas,
     };
     validate_spec(spec, &ctx, &mut errs);
     let spec_path = Path::new("spec");
@@ -1167,7 +1173,7 @@ fn spec_has_defaults(layout: &Layout<'_>) -> bool {
 
 /// Kube's `validateCustomResourceDefinitionValidation` for one `{openAPIV3Schema: …}`:
 /// the schema checks are `schema::structural`'s, the map-key schema checks
-/// `schema::property_names`'.
+/// `schema::property_names`', the immutability rules `schema::immutable`'.
 fn validate_validation(
     validation: Option<&Value>,
     status_enabled: bool,
@@ -1202,6 +1208,16 @@ fn validate_validation(
         &props,
         &schema_path,
     ));
+    errs.extend(immutable::validate_immutability_schema(
+        &props,
+        &schema_path,
+    ));
+    // x-kubernetes-validations: rule fields, then (in a structural schema) compiling.
+    let compile_rules = opts.require_structural_schema && structural::is_structural(&props);
+    let unchanged = ctx.old_schemas.contains(&props);
+    let rule_errs =
+        crate::cel::validate_crd_rules(&props, &schema_path, errs, compile_rules, unchanged);
+    errs.extend(rule_errs);
 }
 
 fn validate_subresources(sub: Option<&Value>, fld: &Path, errs: &mut ErrorList) {

@@ -80,6 +80,10 @@ impl ResourceKind for CustomResourceKind {
         pipeline::update(new, old, self.schema(), opts)
     }
 
+    fn merge_schema(&self) -> &crate::schema::structural::Structural {
+        &self.schema().structural
+    }
+
     fn to_storage(&self, obj: &mut Value) {
         self.crd.to_storage_version(obj);
     }

@@ -64,6 +64,11 @@ pub struct WriteOptions {
     pub duplicate_fields: Vec<String>,
     /// The write is a patch (kube words strict-decoding failures of patches differently).
     pub is_patch: bool,
+    /// The write is a server-side apply (managedFields come from the merge, not from
+    /// recording an Update).
+    pub is_apply: bool,
+    /// The field manager: `?fieldManager=`, else kube's prefix of the user agent.
+    pub field_manager: String,
 }
 
 /// The outcome of admitting a write: the object to store, plus what the client is told.
@@ -154,6 +159,18 @@ pub trait ResourceKind: Send + Sync {
     /// Decorate an object read from storage (prune + default for custom resources).
     fn on_read(&self, obj: &mut Value) {
         let _ = obj;
+    }
+
+    /// The schema server-side apply merges by. Built-in kinds here carry no typed
+    /// schema: their fields merge as kube merges unknown fields (maps granular, lists atomic).
+    fn merge_schema(&self) -> &crate::schema::structural::Structural {
+        static SCHEMALESS: std::sync::OnceLock<crate::schema::structural::Structural> =
+            std::sync::OnceLock::new();
+        SCHEMALESS.get_or_init(|| crate::schema::structural::Structural {
+            type_: "object".into(),
+            x_preserve_unknown_fields: true,
+            ..Default::default()
+        })
     }
 
     /// Whether a PUT without `metadata.resourceVersion` is allowed (not for custom

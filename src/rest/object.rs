@@ -271,9 +271,14 @@ pub fn status_only(new: &Value, old: &Value) -> Value {
                 obj.remove("status");
             }
         }
-        // managedFields are maintained per request (server-side apply issue).
-        if let Some(mf) = meta(new).get("managedFields") {
-            meta_mut(&mut out).insert("managedFields".into(), mf.clone());
+        // managedFields are the request's: the status write recorded its own entry.
+        match meta(new).get("managedFields") {
+            Some(mf) => {
+                meta_mut(&mut out).insert("managedFields".into(), mf.clone());
+            }
+            None => {
+                meta_mut(&mut out).remove("managedFields");
+            }
         }
     }
     out

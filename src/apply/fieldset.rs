@@ -1,0 +1,704 @@
+//! The fields an object sets and how two objects differ, walked by the schema (kube's
+//! structured-merge-diff `typed` package: `ToFieldSet`, `Compare`, validation of an
+//! applied configuration).
+//!
+//! What becomes a path: scalars and atomic lists/maps are leaves; items of sets and
+//! list-maps are members (so `k:{...}` entries carry `"."`); a declared field holding a
+//! non-empty map is not a member itself (only its fields are), while an undeclared key
+//! (an `additionalProperties` or deduced entry), a `null` and an empty map are.
+
+use super::fieldpath::{values_equal, FieldSet, PathElement};
+use super::schema::{ListKind, ListType, ScalarKind, Shape, TypeRef};
+use crate::goformat::go_float_v;
+use serde_json::Value;
+use std::collections::{BTreeMap, BTreeSet};
+
+/// The path element identifying a list item: its keys (list-map) or value (set).
+pub fn list_item_element(lt: &ListType, item: &Value) -> Result<PathElement, String> {
+    match lt.kind {
+        ListKind::Atomic => Err("invalid indexing of non-associative list".to_string()),
+        ListKind::Set => match item {
+            Value::Object(_) => {
+                Err("associative list without keys has an element that's a map type".into())
+            }
+            Value::Array(_) => Err("not supported: associative list with lists as elements".into()),
+            Value::Null => {
+                Err("associative list without keys has an element that's an explicit null".into())
+            }
+            v => Ok(PathElement::Value(v.clone())),
+        },
+        ListKind::Map(_) | ListKind::MapByUid => {
+            let m = match item {
+                Value::Null => {
+                    return Err("associative list with keys may not have a null element".into())
+                }
+                Value::Object(m) => m,
+                _ => return Err("associative list with keys may not have non-map elements".into()),
+            };
+            let keys = lt.kind.keys();
+            let mut fields: Vec<(String, Value)> = Vec::new();
+            for k in &keys {
+                if let Some(v) = m.get(*k) {
+                    fields.push((k.to_string(), v.clone()));
+                } else {
+                    let Some(elem) = lt.elem.atom().map else {
+                        return Err(format!(
+                            "couldn't find default value for {k}: associative list may not have non-map types"
+                        ));
+                    };
+                    if let Some(d) = elem.field_default(k) {
+                        fields.push((k.to_string(), d));
+                    }
+                }
+            }
+            if !keys.is_empty() && fields.is_empty() {
+                let quoted: Vec<String> = keys.iter().map(|k| crate::field::go_quote(k)).collect();
+                return Err(format!(
+                    "associative list with keys has an element that omits all key fields [{}] (and doesn't have default values for any key fields)",
+                    quoted.join(" ")
+                ));
+            }
+            fields.sort_by(|a, b| a.0.cmp(&b.0));
+            Ok(PathElement::Key(fields))
+        }
+    }
+}
+
+/// The set of every field the object sets (kube's `TypedValue.ToFieldSet`).
+pub fn to_field_set(v: &Value, t: TypeRef) -> FieldSet {
+    let mut w = SetWalker {
+        path: Vec::new(),
+        set: FieldSet::new(),
+    };
+    w.walk(t, v);
+    w.set
+}
+
+struct SetWalker {
+    path: Vec<PathElement>,
+    set: FieldSet,
+}
+
+impl SetWalker {
+    fn walk(&mut self, t: TypeRef, v: &Value) {
+        match t.shape_for(Some(v)) {
+            Shape::Scalar(_) => self.set.insert(&self.path),
+            Shape::List(lt) => {
+                if !lt.kind.is_associative() {
+                    self.set.insert(&self.path);
+                    return;
+                }
+                let Some(items) = v.as_array() else { return };
+                let pes: Vec<Option<PathElement>> = items
+                    .iter()
+                    .map(|i| list_item_element(&lt, i).ok())
+                    .collect();
+                // Duplicated items are owned as a whole, never field by field.
+                let mut seen = BTreeSet::new();
+                let mut duplicates = BTreeSet::new();
+                for pe in pes.iter().flatten() {
+                    if !seen.insert(pe.clone()) && duplicates.insert(pe.clone()) {
+                        self.path.push(pe.clone());
+                        self.set.insert(&self.path);
+                        self.path.pop();
+                    }
+                }
+                for (item, pe) in items.iter().zip(pes) {
+                    let Some(pe) = pe else { continue };
+                    if duplicates.contains(&pe) {
+                        continue;
+                    }
+                    self.path.push(pe);
+                    self.walk(lt.elem, item);
+                    self.set.insert(&self.path);
+                    self.path.pop();
+                }
+            }
+            Shape::Map(mt) => {
+                if mt.atomic {
+                    self.set.insert(&self.path);
+                    return;
+                }
+                let Some(m) = v.as_object() else { return };
+                for (k, val) in m {
+                    self.path.push(PathElement::Field(k.clone()));
+                    self.walk(mt.value_type(k), val);
+                    let empty = val.is_null() || val.as_object().is_some_and(|o| o.is_empty());
+                    if empty || mt.field(k).is_none() {
+                        self.set.insert(&self.path);
+                    }
+                    self.path.pop();
+                }
+            }
+            Shape::Invalid => {}
+        }
+    }
+}
+
+/// How `rhs` differs from `lhs` (kube's `Comparison`); a path is in at most one set.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Comparison {
+    /// Fields `rhs` no longer has.
+    pub removed: FieldSet,
+    /// Fields both have, with different values.
+    pub modified: FieldSet,
+    /// Fields only `rhs` has.
+    pub added: FieldSet,
+}
+
+impl Comparison {
+    /// Drop the ignored fields (and everything below them) from all three sets.
+    pub fn filter(self, ignored: &FieldSet) -> Comparison {
+        Comparison {
+            removed: self.removed.recursive_difference(ignored),
+            modified: self.modified.recursive_difference(ignored),
+            added: self.added.recursive_difference(ignored),
+        }
+    }
+}
+
+/// Compare two objects of type `t` (kube's `TypedValue.Compare`).
+pub fn compare(lhs: &Value, rhs: &Value, t: TypeRef) -> Comparison {
+    let mut w = CompareWalker {
+        path: Vec::new(),
+        cmp: Comparison::default(),
+    };
+    w.compare(t, Some(lhs), Some(rhs));
+    w.cmp
+}
+
+struct CompareWalker {
+    path: Vec<PathElement>,
+    cmp: Comparison,
+}
+
+impl CompareWalker {
+    fn compare(&mut self, t: TypeRef, lhs: Option<&Value>, rhs: Option<&Value>) {
+        let atom = t.atom();
+        let (al, ar) = (atom.deduce(lhs), atom.deduce(rhs));
+        let in_leaf = if rhs.is_none() {
+            self.handle(al.shape(), lhs, rhs)
+        } else if lhs.is_none() || al.signature() == ar.signature() {
+            self.handle(ar.shape(), lhs, rhs)
+        } else {
+            // Different shapes on each side: kube walks both, the right side decides.
+            self.handle(al.shape(), lhs, rhs);
+            self.handle(ar.shape(), lhs, rhs)
+        };
+        if !in_leaf {
+            if lhs.is_none() {
+                self.cmp.added.insert(&self.path);
+            } else if rhs.is_none() {
+                self.cmp.removed.insert(&self.path);
+            }
+        }
+    }
+
+    fn leaf(&mut self, lhs: Option<&Value>, rhs: Option<&Value>) -> bool {
+        match (lhs, rhs) {
+            (None, _) => self.cmp.added.insert(&self.path),
+            (_, None) => self.cmp.removed.insert(&self.path),
+            (Some(l), Some(r)) => {
+                if !values_equal(l, r) {
+                    self.cmp.modified.insert(&self.path);
+                }
+            }
+        }
+        true
+    }
+
+    /// Walk one shape; returns whether the node was a leaf.
+    fn handle(&mut self, shape: Shape, lhs: Option<&Value>, rhs: Option<&Value>) -> bool {
+        match shape {
+            Shape::Scalar(_) => self.leaf(lhs, rhs),
+            Shape::List(lt) => {
+                let l = lhs.and_then(Value::as_array);
+                let r = rhs.and_then(Value::as_array);
+                // Empty and null on both sides stay leaves: that keeps [] apart from null.
+                let empty = l.is_none_or(|x| x.is_empty()) && r.is_none_or(|x| x.is_empty());
+                if !lt.kind.is_associative() || empty {
+                    return self.leaf(lhs, rhs);
+                }
+                self.visit_list(&lt, l.map(Vec::as_slice), r.map(Vec::as_slice));
+                false
+            }
+            Shape::Map(mt) => {
+                let l = lhs.and_then(Value::as_object);
+                let r = rhs.and_then(Value::as_object);
+                let empty = l.is_none_or(|x| x.is_empty()) && r.is_none_or(|x| x.is_empty());
+                if mt.atomic || empty {
+                    return self.leaf(lhs, rhs);
+                }
+                let mut keys: BTreeSet<&String> = BTreeSet::new();
+                keys.extend(l.iter().flat_map(|m| m.keys()));
+                keys.extend(r.iter().flat_map(|m| m.keys()));
+                for k in keys {
+                    self.path.push(PathElement::Field(k.clone()));
+                    self.compare(
+                        mt.value_type(k),
+                        l.and_then(|m| m.get(k)),
+                        r.and_then(|m| m.get(k)),
+                    );
+                    self.path.pop();
+                }
+                false
+            }
+            Shape::Invalid => false,
+        }
+    }
+
+    fn visit_list(&mut self, lt: &ListType, l: Option<&[Value]>, r: Option<&[Value]>) {
+        let mut order: Vec<PathElement> = Vec::new();
+        let mut lvals: BTreeMap<PathElement, Vec<&Value>> = BTreeMap::new();
+        let mut rvals: BTreeMap<PathElement, Vec<&Value>> = BTreeMap::new();
+        for item in l.unwrap_or_default() {
+            let Ok(pe) = list_item_element(lt, item) else {
+                continue;
+            };
+            let e = lvals.entry(pe.clone()).or_default();
+            if e.is_empty() {
+                order.push(pe);
+            }
+            e.push(item);
+        }
+        for item in r.unwrap_or_default() {
+            let Ok(pe) = list_item_element(lt, item) else {
+                continue;
+            };
+            let e = rvals.entry(pe.clone()).or_default();
+            if e.is_empty() && !lvals.contains_key(&pe) {
+                order.push(pe.clone());
+            }
+            e.push(item);
+        }
+        for pe in order {
+            let ll = lvals.get(&pe).cloned().unwrap_or_default();
+            let rl = rvals.get(&pe).cloned().unwrap_or_default();
+            self.path.push(pe);
+            match (ll.len(), rl.len()) {
+                (0..=1, 0..=1) => {
+                    self.compare(lt.elem, ll.first().copied(), rl.first().copied());
+                }
+                // Duplicates on both sides compare as one atomic value.
+                (2.., 2..) => {
+                    let same = ll.len() == rl.len()
+                        && ll.iter().zip(rl.iter()).all(|(a, b)| values_equal(a, b));
+                    if !same {
+                        self.cmp.modified.insert(&self.path);
+                    }
+                }
+                (2.., _) => {
+                    if let Some(first) = rl.first() {
+                        self.compare(lt.elem, None, Some(first));
+                    }
+                    self.cmp.removed.insert(&self.path);
+                }
+                (_, _) => {
+                    if let Some(first) = ll.first() {
+                        self.compare(lt.elem, Some(first), None);
+                    }
+                    self.cmp.added.insert(&self.path);
+                }
+            }
+            self.path.pop();
+        }
+    }
+}
+
+/// Also make every declared field that has children a member (kube's
+/// `EnsureNamedFieldsAreMembers`), so removing by the set removes whole structs.
+pub fn ensure_named_fields_are_members(set: &FieldSet, t: TypeRef) -> FieldSet {
+    let atom = t.atom();
+    let mut members: BTreeSet<PathElement> = set.members().cloned().collect();
+    let mut children = BTreeMap::new();
+    for (pe, child) in set.children() {
+        let child_type = match (pe, atom.map, atom.list) {
+            (PathElement::Field(name), Some(m), _) => {
+                if m.field(name).is_some() {
+                    members.insert(pe.clone());
+                }
+                m.value_type(name)
+            }
+            (PathElement::Key(_), _, Some(l)) => l.elem,
+            _ => TypeRef::Undeclared,
+        };
+        children.insert(
+            pe.clone(),
+            ensure_named_fields_are_members(child, child_type),
+        );
+    }
+    FieldSet::from_parts(members, children)
+}
+
+/// kube's validation of a typed value: `path: message` texts (empty when valid).
+/// `allow_duplicates` is used for stored objects; an applied configuration has none.
+pub fn validate(v: &Value, t: TypeRef, allow_duplicates: bool) -> Vec<String> {
+    let mut errs = Vec::new();
+    validate_into(v, t, allow_duplicates, "", &mut errs);
+    errs
+}
+
+fn push_err(errs: &mut Vec<String>, path: &str, msg: String) {
+    if path.is_empty() {
+        errs.push(msg);
+    } else {
+        errs.push(format!("{path}: {msg}"));
+    }
+}
+
+fn validate_into(v: &Value, t: TypeRef, dups: bool, path: &str, errs: &mut Vec<String>) {
+    match t.shape_for(Some(v)) {
+        Shape::Scalar(kind) => {
+            if let Some(msg) = scalar_error(kind, v) {
+                push_err(errs, path, msg);
+            }
+        }
+        Shape::List(lt) => {
+            let items = match v {
+                Value::Array(a) => a,
+                Value::Null => return,
+                other => {
+                    push_err(
+                        errs,
+                        path,
+                        format!("expected list, got {}", go_value_ptr(other)),
+                    );
+                    return;
+                }
+            };
+            let mut seen = BTreeSet::new();
+            for (i, item) in items.iter().enumerate() {
+                let pe = if lt.kind.is_associative() {
+                    match list_item_element(&lt, item) {
+                        Ok(pe) => pe,
+                        Err(e) => {
+                            // kube gives up on the rest of the list.
+                            push_err(errs, path, format!("element {i}: {e}"));
+                            return;
+                        }
+                    }
+                } else {
+                    PathElement::Index(i as i64)
+                };
+                if lt.kind.is_associative() && !seen.insert(pe.clone()) && !dups {
+                    push_err(errs, path, format!("duplicate entries for key {pe}"));
+                }
+                validate_into(item, lt.elem, dups, &format!("{path}{pe}"), errs);
+            }
+        }
+        Shape::Map(mt) => {
+            let m = match v {
+                Value::Object(m) => m,
+                Value::Null => return,
+                other => {
+                    push_err(
+                        errs,
+                        path,
+                        format!("expected map, got {}", go_value_ptr(other)),
+                    );
+                    return;
+                }
+            };
+            for (k, val) in m {
+                let child = format!("{path}.{k}");
+                match mt.value_type(k) {
+                    TypeRef::Undeclared => {
+                        // kube stops at the first undeclared field of a map.
+                        errs.push(format!("{child}: field not declared in schema"));
+                        return;
+                    }
+                    ct => validate_into(val, ct, dups, &child, errs),
+                }
+            }
+        }
+        Shape::Invalid => push_err(errs, path, "schema error: invalid atom: inlined".into()),
+    }
+}
+
+/// kube's texts for a value of the wrong kind for a scalar (null is always fine).
+fn scalar_error(kind: ScalarKind, v: &Value) -> Option<String> {
+    let is_scalar = matches!(v, Value::Number(_) | Value::String(_) | Value::Bool(_));
+    match (kind, v) {
+        (_, Value::Null) => None,
+        (ScalarKind::Numeric, Value::Number(_)) => None,
+        (ScalarKind::Numeric, other) => Some(format!(
+            "expected numeric (int or float), got {}",
+            go_type_name(other)
+        )),
+        (ScalarKind::String, Value::String(_)) => None,
+        (ScalarKind::String, other) => Some(format!(
+            "expected string, got &value.valueUnstructured{{Value:{}}}",
+            go_sharp_v(other)
+        )),
+        (ScalarKind::Boolean, Value::Bool(_)) => None,
+        (ScalarKind::Boolean, other) => {
+            Some(format!("expected boolean, got {}", go_value_ptr(other)))
+        }
+        (ScalarKind::Untyped, other) if !is_scalar => {
+            Some(format!("expected any scalar, got {}", go_value_ptr(other)))
+        }
+        _ => None,
+    }
+}
+
+fn go_type_name(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "<nil>",
+        Value::Bool(_) => "bool",
+        Value::Number(n) if n.is_f64() => "float64",
+        Value::Number(_) => "int64",
+        Value::String(_) => "string",
+        Value::Array(_) => "[]interface {}",
+        Value::Object(_) => "map[string]interface {}",
+    }
+}
+
+fn go_number(n: &serde_json::Number) -> String {
+    match (n.as_i64(), n.as_u64()) {
+        (Some(i), _) => i.to_string(),
+        (None, Some(u)) => u.to_string(),
+        _ => go_float_v(n.as_f64().unwrap_or(0.0)),
+    }
+}
+
+/// Go's `%v` of a kube `value.Value` (a pointer to a struct holding the value): `&{...}`.
+fn go_value_ptr(v: &Value) -> String {
+    format!("&{{{}}}", go_v(v))
+}
+
+/// Go's `%v` of a decoded JSON value.
+fn go_v(v: &Value) -> String {
+    match v {
+        Value::Null => "<nil>".into(),
+        Value::Bool(b) => b.to_string(),
+        Value::Number(n) => go_number(n),
+        Value::String(s) => s.clone(),
+        Value::Array(a) => format!("[{}]", a.iter().map(go_v).collect::<Vec<_>>().join(" ")),
+        Value::Object(m) => format!(
+            "map[{}]",
+            m.iter()
+                .map(|(k, v)| format!("{k}:{}", go_v(v)))
+                .collect::<Vec<_>>()
+                .join(" ")
+        ),
+    }
+}
+
+/// Go's `%#v` of a decoded JSON value inside an `interface{}`.
+fn go_sharp_v(v: &Value) -> String {
+    match v {
+        Value::Null => "interface {}(nil)".into(),
+        Value::Bool(b) => b.to_string(),
+        Value::Number(n) => go_number(n),
+        Value::String(s) => crate::field::go_quote(s),
+        Value::Array(a) => format!(
+            "[]interface {{}}{{{}}}",
+            a.iter().map(go_sharp_v).collect::<Vec<_>>().join(", ")
+        ),
+        Value::Object(m) => format!(
+            "map[string]interface {{}}{{{}}}",
+            m.iter()
+                .map(|(k, v)| format!("{}:{}", crate::field::go_quote(k), go_sharp_v(v)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::schema::props::JSONSchemaProps;
+    use crate::schema::structural::Structural;
+    use serde_json::json;
+
+    fn structural(v: Value) -> Structural {
+        let props: JSONSchemaProps = serde_json::from_value(v).unwrap();
+        Structural::from_props(&props)
+    }
+
+    /// The recorded ssa case's CRD schema.
+    fn app_schema() -> Structural {
+        structural(
+            json!({"type": "object", "properties": {"spec": {"type": "object", "properties": {
+            "replicas": {"type": "integer"},
+            "image": {"type": "string"},
+            "ports": {"type": "array", "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"],
+                      "items": {"type": "object", "required": ["name"], "properties": {
+                          "name": {"type": "string"}, "port": {"type": "integer"}}}},
+            "tags": {"type": "array", "x-kubernetes-list-type": "set", "items": {"type": "string"}},
+            "args": {"type": "array", "items": {"type": "string"}},
+            "env": {"type": "object", "additionalProperties": {"type": "string"}}}}}}),
+        )
+    }
+
+    #[test]
+    fn ssa_apply_create_field_set_is_recorded_set() {
+        let s = app_schema();
+        let config = json!({"apiVersion": "ssa.example.com/v1", "kind": "App", "metadata": {"name": "a1"},
+            "spec": {"replicas": 1, "image": "nginx", "ports": [{"name": "http", "port": 80}], "tags": ["a"], "args": ["x"], "env": {"A": "1"}}});
+        let set = to_field_set(&config, TypeRef::root(&s));
+        assert_eq!(
+            set.to_fields_v1(),
+            json!({"f:apiVersion": {}, "f:kind": {}, "f:metadata": {"f:name": {}},
+                "f:spec": {"f:args": {}, "f:env": {"f:A": {}}, "f:image": {},
+                "f:ports": {"k:{\"name\":\"http\"}": {".": {}, "f:name": {}, "f:port": {}}},
+                "f:replicas": {}, "f:tags": {"v:\"a\"": {}}}})
+        );
+    }
+
+    #[test]
+    fn crud_create_update_set_has_dot_for_added_maps() {
+        // An Update owns what changed from the empty object: added maps carry ".".
+        let s = structural(
+            json!({"type": "object", "properties": {"spec": {"type": "object",
+            "properties": {"size": {"type": "integer"}}}}}),
+        );
+        let cmp = compare(
+            &json!({}),
+            &json!({"metadata": {"labels": {"tier": "a"}}, "spec": {"size": 1}}),
+            TypeRef::root(&s),
+        );
+        assert_eq!(
+            cmp.added.to_fields_v1(),
+            json!({"f:metadata": {".": {}, "f:labels": {".": {}, "f:tier": {}}}, "f:spec": {".": {}, "f:size": {}}})
+        );
+        assert!(cmp.modified.is_empty() && cmp.removed.is_empty());
+    }
+
+    #[test]
+    fn compare_list_map_set_and_atomic() {
+        let s = app_schema();
+        let t = TypeRef::root(&s);
+        let old = json!({"spec": {"ports": [{"name": "a", "port": 1}, {"name": "b", "port": 2}],
+            "tags": ["x", "y"], "args": ["1", "2"]}});
+        let new = json!({"spec": {"ports": [{"name": "b", "port": 3}, {"name": "c", "port": 4}],
+            "tags": ["y", "z"], "args": ["1"]}});
+        let cmp = compare(&old, &new, t);
+        assert_eq!(
+            cmp.modified.to_fields_v1(),
+            json!({"f:spec": {"f:args": {}, "f:ports": {"k:{\"name\":\"b\"}": {"f:port": {}}}}})
+        );
+        assert_eq!(
+            cmp.added.to_fields_v1(),
+            json!({"f:spec": {"f:ports": {"k:{\"name\":\"c\"}": {".": {}, "f:name": {}, "f:port": {}}},
+                "f:tags": {"v:\"z\"": {}}}})
+        );
+        assert_eq!(
+            cmp.removed.to_fields_v1(),
+            json!({"f:spec": {"f:ports": {"k:{\"name\":\"a\"}": {".": {}, "f:name": {}, "f:port": {}}},
+                "f:tags": {"v:\"x\"": {}}}})
+        );
+    }
+
+    #[test]
+    fn atomic_map_and_preserve_unknown_subtrees() {
+        let s = structural(json!({"type": "object", "properties": {
+            "sel": {"type": "object", "x-kubernetes-map-type": "atomic", "additionalProperties": {"type": "string"}},
+            "json": {"x-kubernetes-preserve-unknown-fields": true}}}));
+        let t = TypeRef::root(&s);
+        let v = json!({"sel": {"a": "1"}, "json": {"bar": {"inner": 43}, "list": [1, 2]}});
+        assert_eq!(
+            to_field_set(&v, t).to_fields_v1(),
+            json!({"f:sel": {}, "f:json": {"f:bar": {".": {}, "f:inner": {}}, "f:list": {}}})
+        );
+        let cmp = compare(
+            &v,
+            &json!({"sel": {"a": "2"}, "json": {"bar": {"inner": 44}, "list": [1, 2]}}),
+            t,
+        );
+        assert_eq!(
+            cmp.modified.to_fields_v1(),
+            json!({"f:json": {"f:bar": {"f:inner": {}}}, "f:sel": {}})
+        );
+    }
+
+    #[test]
+    fn pruning_kep_embedded_metadata_is_object_meta() {
+        // From the recorded pruning-kep create: embedded metadata is owned field by field.
+        let s = structural(
+            json!({"type": "object", "properties": {"ex10": {"type": "object", "properties": {
+            "object": {"type": "object", "nullable": true, "x-kubernetes-embedded-resource": true,
+                       "x-kubernetes-preserve-unknown-fields": true}}}}}),
+        );
+        let v = json!({"ex10": {"object": {"apiVersion": "v1", "kind": "ConfigMap", "bar": 43, "abc": 44, "metadata": {"name": "example"}}}});
+        let cmp = compare(&json!({}), &v, TypeRef::root(&s));
+        assert_eq!(
+            cmp.added.to_fields_v1(),
+            json!({"f:ex10": {".": {}, "f:object": {".": {}, "f:abc": {}, "f:apiVersion": {}, "f:bar": {},
+                "f:kind": {}, "f:metadata": {".": {}, "f:name": {}}}}})
+        );
+    }
+
+    #[test]
+    fn ensure_named_fields_makes_structs_members() {
+        let s = app_schema();
+        let set = FieldSet::from_fields_v1(&json!({"f:spec": {"f:env": {"f:A": {}},
+            "f:ports": {"k:{\"name\":\"http\"}": {".": {}, "f:port": {}}}}}))
+        .unwrap();
+        let e = ensure_named_fields_are_members(&set, TypeRef::root(&s));
+        assert_eq!(
+            e.to_fields_v1(),
+            json!({"f:spec": {".": {}, "f:env": {".": {}, "f:A": {}},
+                "f:ports": {".": {}, "k:{\"name\":\"http\"}": {".": {}, "f:port": {}}}}})
+        );
+    }
+
+    #[test]
+    fn validate_reports_kube_texts() {
+        let s = app_schema();
+        let t = TypeRef::root(&s);
+        assert_eq!(
+            validate(&json!({"spec": {"bogus": 1}}), t, false),
+            vec![".spec.bogus: field not declared in schema"]
+        );
+        assert_eq!(
+            validate(&json!({"metadata": {"garbage": 1}}), t, false),
+            vec![".metadata.garbage: field not declared in schema"]
+        );
+        assert_eq!(
+            validate(
+                &json!({"spec": {"ports": [{"name": "a"}, {"name": "a"}]}}),
+                t,
+                false
+            ),
+            vec![".spec.ports: duplicate entries for key [name=\"a\"]"]
+        );
+        assert!(validate(
+            &json!({"spec": {"ports": [{"name": "a"}, {"name": "a"}]}}),
+            t,
+            true
+        )
+        .is_empty());
+        assert_eq!(
+            validate(&json!({"spec": {"ports": [{"port": 1}]}}), t, false),
+            vec![".spec.ports: element 0: associative list with keys has an element that omits all key fields [\"name\"] (and doesn't have default values for any key fields)"]
+        );
+        assert_eq!(
+            validate(&json!({"spec": {"replicas": "x"}}), t, false),
+            vec![".spec.replicas: expected numeric (int or float), got string"]
+        );
+        assert_eq!(
+            validate(&json!({"spec": {"image": 1}}), t, false),
+            vec![".spec.image: expected string, got &value.valueUnstructured{Value:1}"]
+        );
+    }
+
+    #[test]
+    fn list_map_key_default_fills_missing_key() {
+        let s = structural(
+            json!({"type": "object", "properties": {"ports": {"type": "array",
+            "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name", "protocol"],
+            "items": {"type": "object", "properties": {"name": {"type": "string"},
+                "protocol": {"type": "string", "default": "TCP"}}}}}}),
+        );
+        let set = to_field_set(&json!({"ports": [{"name": "a"}]}), TypeRef::root(&s));
+        assert!(set.has(&[
+            PathElement::field("ports"),
+            PathElement::Key(vec![
+                ("name".into(), json!("a")),
+                ("protocol".into(), json!("TCP"))
+            ])
+        ]));
+    }
+}
