@@ -8,6 +8,7 @@
 
 #[doc(hidden)] // test support: the storage contract every backend is checked against
 pub mod contract;
+pub mod etcd;
 pub mod memory;
 
 use async_trait::async_trait;

@@ -1,0 +1,537 @@
+//! The etcd backend against a real etcd: the storage contract, compaction, and faults
+//! (etcd down at start-up, stopped and restarted, hung). Each test starts its own etcd
+//! on loopback ports with a fresh data directory; the binary is `ETCD_BIN` or
+//! `/usr/bin/etcd` (Debian's `etcd-server`), and a missing binary fails the test.
+
+use std::net::TcpListener;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use crd_apiserver::storage::etcd::{EtcdConfig, EtcdStorage, EtcdTls};
+use crd_apiserver::storage::{contract, Storage, StorageError, WatchItem};
+use futures::StreamExt;
+use tokio::time::Instant;
+
+/// The per-call deadline the fault tests use, short to keep them quick.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// One etcd member on loopback, killed and its data removed on drop.
+struct Etcd {
+    binary: PathBuf,
+    dir: PathBuf,
+    client_port: u16,
+    peer_port: u16,
+    /// Serve clients over TLS, requiring client certificates signed by this CA.
+    tls: Option<TlsFiles>,
+    child: Option<Child>,
+}
+
+/// PEM files of a test CA, etcd's serving certificate and a client certificate.
+struct TlsFiles {
+    ca: PathBuf,
+    server_cert: PathBuf,
+    server_key: PathBuf,
+    client_cert: PathBuf,
+    client_key: PathBuf,
+}
+
+impl TlsFiles {
+    /// Writes a fresh CA, a server certificate for 127.0.0.1 and a client certificate.
+    fn generate(dir: &std::path::Path) -> TlsFiles {
+        use rcgen::{
+            BasicConstraints, CertificateParams, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
+        };
+        let ca_key = KeyPair::generate().expect("CA key");
+        let mut ca_params = CertificateParams::new(Vec::<String>::new()).expect("CA params");
+        ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        let ca_cert = ca_params.self_signed(&ca_key).expect("CA certificate");
+        let ca = Issuer::new(ca_params, ca_key);
+        let leaf = |names: Vec<String>, usage: Vec<ExtendedKeyUsagePurpose>| {
+            let key = KeyPair::generate().expect("leaf key");
+            let mut params = CertificateParams::new(names).expect("leaf params");
+            params.extended_key_usages = usage;
+            let cert = params.signed_by(&key, &ca).expect("leaf certificate");
+            (cert.pem(), key.serialize_pem())
+        };
+        let (server_cert, server_key) = leaf(
+            vec!["127.0.0.1".to_owned(), "localhost".to_owned()],
+            vec![
+                ExtendedKeyUsagePurpose::ServerAuth,
+                ExtendedKeyUsagePurpose::ClientAuth,
+            ],
+        );
+        let (client_cert, client_key) = leaf(Vec::new(), vec![ExtendedKeyUsagePurpose::ClientAuth]);
+        let write = |name: &str, pem: &str| {
+            let path = dir.join(name);
+            std::fs::write(&path, pem).expect("write a PEM file");
+            path
+        };
+        TlsFiles {
+            ca: write("ca.crt", &ca_cert.pem()),
+            server_cert: write("server.crt", &server_cert),
+            server_key: write("server.key", &server_key),
+            client_cert: write("client.crt", &client_cert),
+            client_key: write("client.key", &client_key),
+        }
+    }
+}
+
+impl Etcd {
+    /// Starts etcd on free ports.
+    fn start() -> Etcd {
+        let mut etcd = Etcd::stopped();
+        etcd.restart();
+        etcd
+    }
+
+    /// Prepares an etcd on free ports without starting it.
+    fn stopped() -> Etcd {
+        let binary =
+            PathBuf::from(std::env::var("ETCD_BIN").unwrap_or_else(|_| "/usr/bin/etcd".into()));
+        assert!(
+            binary.is_file(),
+            "the etcd backend tests need etcd at {} (install Debian's etcd-server, or set ETCD_BIN)",
+            binary.display()
+        );
+        let client_port = free_port();
+        let peer_port = free_port();
+        let dir = std::env::temp_dir().join(format!(
+            "crd-apiserver-etcd-{}-{client_port}",
+            std::process::id()
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("create the etcd directory");
+        Etcd {
+            binary,
+            dir,
+            client_port,
+            peer_port,
+            tls: None,
+            child: None,
+        }
+    }
+
+    /// Starts etcd serving clients over TLS with client-certificate authentication.
+    fn start_tls() -> Etcd {
+        let mut etcd = Etcd::stopped();
+        etcd.tls = Some(TlsFiles::generate(&etcd.dir));
+        etcd.restart();
+        etcd
+    }
+
+    fn url(&self) -> String {
+        let scheme = if self.tls.is_some() { "https" } else { "http" };
+        format!("{scheme}://127.0.0.1:{}", self.client_port)
+    }
+
+    /// Starts (again) on the same ports and data.
+    fn restart(&mut self) {
+        assert!(self.child.is_none(), "etcd is already running");
+        let client = self.url();
+        let peer = format!("http://127.0.0.1:{}", self.peer_port);
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.dir.join("etcd.log"))
+            .expect("open the etcd log");
+        let mut command = Command::new(&self.binary);
+        if let Some(tls) = &self.tls {
+            command
+                .arg("--cert-file")
+                .arg(&tls.server_cert)
+                .arg("--key-file")
+                .arg(&tls.server_key)
+                .arg("--trusted-ca-file")
+                .arg(&tls.ca)
+                .arg("--client-cert-auth");
+        }
+        let child = command
+            .args(["--name", "test"])
+            .arg("--data-dir")
+            .arg(self.dir.join("data"))
+            .args(["--listen-client-urls", &client])
+            .args(["--advertise-client-urls", &client])
+            .args(["--listen-peer-urls", &peer])
+            .args(["--initial-advertise-peer-urls", &peer])
+            .args(["--initial-cluster", &format!("test={peer}")])
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().expect("clone the log handle"))
+            .stderr(log)
+            .spawn()
+            .unwrap_or_else(|e| panic!("starting {}: {e}", self.binary.display()));
+        self.child = Some(child);
+    }
+
+    /// Kills etcd (like a crash) and waits for it to exit.
+    fn stop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Freezes (SIGSTOP) or thaws (SIGCONT) etcd: connections stay open, nothing answers.
+    fn signal(&self, signal: &str) {
+        let child = self.child.as_ref().expect("etcd is running");
+        let status = Command::new("kill")
+            .arg(format!("-{signal}"))
+            .arg(child.id().to_string())
+            .status()
+            .expect("run kill");
+        assert!(status.success(), "kill -{signal} failed");
+    }
+
+    fn config(&self) -> EtcdConfig {
+        EtcdConfig {
+            request_timeout: REQUEST_TIMEOUT,
+            progress_interval: Duration::from_millis(100),
+            ..EtcdConfig::new(vec![self.url()])
+        }
+    }
+}
+
+impl Drop for Etcd {
+    fn drop(&mut self) {
+        if let Some(child) = &self.child {
+            // A frozen etcd must be thawed to die cleanly.
+            let _ = Command::new("kill")
+                .arg("-CONT")
+                .arg(child.id().to_string())
+                .status();
+        }
+        self.stop();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|listener| listener.local_addr())
+        .map(|addr| addr.port())
+        .expect("a free loopback port")
+}
+
+/// Waits until the store answers, failing after 30 s.
+async fn wait_ready(store: &EtcdStorage) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        match store.ready().await {
+            Ok(()) => return,
+            Err(err) if Instant::now() > deadline => panic!("etcd not ready after 30 s: {err}"),
+            Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
+        }
+    }
+}
+
+async fn started() -> (Etcd, EtcdStorage) {
+    let etcd = Etcd::start();
+    let store = EtcdStorage::connect(etcd.config()).await.expect("connect");
+    wait_ready(&store).await;
+    (etcd, store)
+}
+
+fn is_outage<T>(result: &Result<T, StorageError>) -> bool {
+    matches!(
+        result,
+        Err(StorageError::Unavailable(_)) | Err(StorageError::Timeout(_))
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn contract_run_all_against_etcd() {
+    let (_etcd, store) = started().await;
+    contract::run_all(&store).await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn contract_compaction_against_etcd() {
+    let (_etcd, store) = started().await;
+    let compactor = store.clone();
+    contract::compaction(&store, &contract::unique_prefix(), |revision| async move {
+        compactor.compact(revision).await
+    })
+    .await
+    .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn revisions_follow_etcd() {
+    let (_etcd, store) = started().await;
+    // A fresh etcd is at revision 1; the first write gets revision 2.
+    assert_eq!(store.current_revision().await.unwrap(), 1);
+    let a = store.create("/k/a", b"1".to_vec()).await.unwrap();
+    assert_eq!((a.create_revision, a.mod_revision), (2, 2));
+    let deleted = store.delete("/k/a", None).await.unwrap();
+    assert_eq!((deleted.create_revision, deleted.mod_revision), (2, 3));
+    // Failed writes do not consume a revision.
+    assert!(store.update("/k/a", b"3".to_vec(), 2).await.is_err());
+    assert_eq!(store.current_revision().await.unwrap(), 3);
+    assert_eq!(
+        store.watch("/k/", 4).await.err(),
+        Some(StorageError::FutureRevision(4))
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn etcd_down_at_start_up_then_up() {
+    let mut etcd = Etcd::stopped();
+    let store = EtcdStorage::connect(etcd.config())
+        .await
+        .expect("connecting never waits for etcd");
+    let started = Instant::now();
+    let result = store.ready().await;
+    assert!(is_outage(&result), "ready with etcd down gave {result:?}");
+    let result = store.get("/k/a").await;
+    assert!(is_outage(&result), "get with etcd down gave {result:?}");
+    assert!(started.elapsed() <= REQUEST_TIMEOUT * 2 + Duration::from_secs(1));
+    etcd.restart();
+    wait_ready(&store).await;
+    store.create("/k/a", b"1".to_vec()).await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn etcd_down_then_up() {
+    let (mut etcd, store) = started().await;
+    let kept = store.create("/k/kept", b"v".to_vec()).await.unwrap();
+    let mut watch = store.watch("/k/", kept.mod_revision).await.unwrap();
+
+    etcd.stop();
+    for _ in 0..3 {
+        let started = Instant::now();
+        let result = store.get(&kept.key).await;
+        assert!(is_outage(&result), "get with etcd down gave {result:?}");
+        assert!(
+            started.elapsed() <= REQUEST_TIMEOUT + Duration::from_secs(1),
+            "took {:?}",
+            started.elapsed()
+        );
+    }
+    let result = store.create("/k/new", b"v".to_vec()).await;
+    assert!(is_outage(&result), "create with etcd down gave {result:?}");
+    let result = store.ready().await;
+    assert!(is_outage(&result), "ready with etcd down gave {result:?}");
+    let result = store.watch("/k/", 0).await.map(|_| ());
+    assert!(is_outage(&result), "watch with etcd down gave {result:?}");
+
+    // The open watch reports the lost connection once, then ends.
+    let rest = tokio::time::timeout(Duration::from_secs(10), async {
+        let mut items = Vec::new();
+        while let Some(item) = watch.next().await {
+            items.push(item);
+        }
+        items
+    })
+    .await
+    .expect("the watch ends when etcd is gone");
+    let errors: Vec<_> = rest.iter().filter(|item| item.is_err()).collect();
+    assert_eq!(errors.len(), 1, "items after the outage: {rest:?}");
+    assert!(is_outage(&Err::<(), _>(errors[0].clone().unwrap_err())));
+    assert!(rest
+        .iter()
+        .all(|item| matches!(item, Ok(WatchItem::Progress(_)) | Err(_))));
+
+    etcd.restart();
+    wait_ready(&store).await;
+    assert_eq!(store.get(&kept.key).await.unwrap(), Some(kept.clone()));
+    let mut watch = store.watch("/k/", kept.mod_revision).await.unwrap();
+    let created = store.create("/k/new", b"v".to_vec()).await.unwrap();
+    assert_eq!(contract::next_event(&mut watch).await.unwrap().kv, created);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hung_etcd_times_out_then_recovers() {
+    let (etcd, store) = started().await;
+    let kept = store.create("/k/kept", b"v".to_vec()).await.unwrap();
+    let mut watch = store.watch("/k/", 0).await.unwrap();
+    assert!(matches!(
+        contract::next_progress(&mut watch).await,
+        Ok(revision) if revision >= kept.mod_revision
+    ));
+
+    etcd.signal("STOP");
+    let started = Instant::now();
+    let result = store.get(&kept.key).await;
+    assert!(
+        matches!(result, Err(StorageError::Timeout(_))),
+        "get from a hung etcd gave {result:?}"
+    );
+    assert!(started.elapsed() <= REQUEST_TIMEOUT + Duration::from_secs(1));
+    // The silent watch gives up too instead of hanging.
+    let ended = tokio::time::timeout(REQUEST_TIMEOUT * 3, async {
+        loop {
+            match watch.next().await {
+                Some(Ok(_)) => continue,
+                other => return other,
+            }
+        }
+    })
+    .await
+    .expect("a silent watch ends");
+    assert!(
+        matches!(ended, Some(Err(StorageError::Timeout(_)))),
+        "got {ended:?}"
+    );
+
+    etcd.signal("CONT");
+    wait_ready(&store).await;
+    assert_eq!(store.get(&kept.key).await.unwrap(), Some(kept));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tls_with_client_certificate() {
+    let etcd = Etcd::start_tls();
+    let files = etcd.tls.as_ref().expect("TLS files");
+    let config = |cert: bool| EtcdConfig {
+        tls: Some(EtcdTls {
+            ca_file: Some(files.ca.clone()),
+            cert_file: cert.then(|| files.client_cert.clone()),
+            key_file: cert.then(|| files.client_key.clone()),
+        }),
+        ..etcd.config()
+    };
+    let store = EtcdStorage::connect(config(true)).await.expect("connect");
+    wait_ready(&store).await;
+    let prefix = contract::unique_prefix();
+    contract::create_and_get(&store, &format!("{prefix}create/"))
+        .await
+        .unwrap();
+    contract::watch_live_from_now(&store, &format!("{prefix}live/"))
+        .await
+        .unwrap();
+
+    // etcd refuses a client without a certificate: an error, not a hang.
+    let anonymous = EtcdStorage::connect(config(false)).await.expect("connect");
+    let result = anonymous.get("/k/a").await;
+    assert!(
+        is_outage(&result),
+        "get without a client certificate gave {result:?}"
+    );
+
+    // A missing half of the client identity is a configuration error.
+    let half = EtcdConfig {
+        tls: Some(EtcdTls {
+            key_file: None,
+            ..config(true).tls.expect("TLS config")
+        }),
+        ..etcd.config()
+    };
+    assert!(matches!(
+        EtcdStorage::connect(half).await,
+        Err(StorageError::Internal(_))
+    ));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reads_move_on_to_a_live_endpoint() {
+    let (etcd, _) = started().await;
+    let dead = format!("http://127.0.0.1:{}", free_port());
+    let store = EtcdStorage::connect(EtcdConfig {
+        endpoints: vec![dead, etcd.url()],
+        ..etcd.config()
+    })
+    .await
+    .expect("connect");
+    // The first endpoint refuses connections: the read goes on to the second one,
+    // and later calls, writes included, stay there.
+    assert_eq!(store.get("/k/a").await, Ok(None));
+    store.create("/k/a", b"1".to_vec()).await.unwrap();
+    contract::run_all(&store).await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn list_larger_than_grpc_default_message_size() {
+    let (_etcd, store) = started().await;
+    // Six values of 1 MiB (etcd takes up to 1.5 MiB a request) make a 6 MiB answer,
+    // above tonic's default 4 MiB limit.
+    let value = vec![b'x'; 1 << 20];
+    for i in 0..6 {
+        store
+            .create(&format!("/big/{i}"), value.clone())
+            .await
+            .unwrap();
+    }
+    let list = store
+        .list("/big/", &crd_apiserver::storage::ListOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(list.items.len(), 6);
+    assert!(list.items.iter().all(|kv| kv.value == value));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn list_edges_of_the_key_range() {
+    let (_etcd, store) = started().await;
+    let a = store.create("/k/a", b"a".to_vec()).await.unwrap();
+    store.create("/z", b"z".to_vec()).await.unwrap();
+    let after = |key: &str| crd_apiserver::storage::ListOptions {
+        start_after: Some(key.to_owned()),
+        ..Default::default()
+    };
+    // A start past the prefix's range finds nothing; one before it starts at the prefix.
+    let past = store.list("/k/", &after("/y")).await.unwrap();
+    assert_eq!((past.items.len(), past.remaining), (0, 0));
+    let before = store.list("/k/", &after("/a")).await.unwrap();
+    assert_eq!(before.items, vec![a.clone()]);
+    // The empty prefix covers every key.
+    let all = store.list("", &Default::default()).await.unwrap();
+    assert_eq!(all.items.len(), 2);
+    let limited = store
+        .list(
+            "",
+            &crd_apiserver::storage::ListOptions {
+                limit: 1,
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!((limited.items, limited.remaining), (vec![a], 1));
+    // So does the empty prefix watch every key.
+    let mut everything = store.watch("", 0).await.unwrap();
+    let b = store.create("/b", b"b".to_vec()).await.unwrap();
+    assert_eq!(contract::next_event(&mut everything).await.unwrap().kv, b);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn compactor_keeps_one_interval_of_history() {
+    let (_etcd, store) = started().await;
+    let first = store.create("/k/a", b"1".to_vec()).await.unwrap();
+    let second = store
+        .update("/k/a", b"2".to_vec(), first.mod_revision)
+        .await
+        .unwrap();
+    let compactor = tokio::spawn(store.clone().run_compactor(Duration::from_millis(200)));
+    let at_first = crd_apiserver::storage::ListOptions {
+        revision: first.mod_revision,
+        ..Default::default()
+    };
+    // The first tick notes the revision, the second compacts to it.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        match store.list("/k/", &at_first).await {
+            Err(StorageError::Compacted {
+                requested,
+                compacted,
+            }) => {
+                assert_eq!(requested, first.mod_revision);
+                assert_eq!(compacted, second.mod_revision);
+                break;
+            }
+            Ok(_) if Instant::now() < deadline => {
+                tokio::time::sleep(Duration::from_millis(50)).await
+            }
+            other => panic!("history was not compacted: {other:?}"),
+        }
+    }
+    compactor.abort();
+    // The latest revision stays readable.
+    let latest = crd_apiserver::storage::ListOptions {
+        revision: second.mod_revision,
+        ..Default::default()
+    };
+    assert_eq!(
+        store.list("/k/", &latest).await.unwrap().items,
+        vec![second]
+    );
+}

@@ -1,0 +1,988 @@
+//! The etcd backend: the `Storage` contract over etcd's v3 gRPC API, as kube-apiserver
+//! uses it. Keys and values are stored as given (the layers above build kube's key
+//! layout and JSON values); `mod_revision` is the `resourceVersion`.
+//!
+//! Writes are single transactions comparing `mod_revision` (creates compare
+//! `create_revision` with 0), so no update is lost. Every call has a deadline: when etcd
+//! is down calls fail fast with `Unavailable` (or `Timeout` when it does not answer),
+//! and the lazily connected channels reconnect on their own once etcd is back. A watch
+//! is one gRPC stream; when the connection drops it yields one error and ends, and the
+//! caller re-watches from its last revision. Idle watches ask etcd for progress
+//! (`WatchProgressRequest`) every `progress_interval`.
+//!
+//! The client is generated at build time from `proto/etcd/*.proto` (see `build.rs`).
+
+use std::collections::VecDeque;
+use std::future::Future;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use futures::StreamExt;
+use tokio::sync::mpsc;
+use tokio::time::{Instant, Interval, MissedTickBehavior};
+use tokio_stream::wrappers::ReceiverStream;
+use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint, Identity};
+
+use super::{
+    Event, EventKind, KeyValue, ListOptions, ListResult, Revision, Storage, StorageError,
+    WatchItem, WatchStream,
+};
+
+/// The client generated from etcd's API subset in `proto/etcd/`.
+#[allow(clippy::all, clippy::pedantic, missing_docs, unreachable_pub)]
+mod pb {
+    pub mod mvccpb {
+        tonic::include_proto!("mvccpb");
+    }
+    pub mod etcdserverpb {
+        tonic::include_proto!("etcdserverpb");
+    }
+}
+
+use pb::etcdserverpb::{
+    compare::{CompareResult, CompareTarget, TargetUnion},
+    kv_client::KvClient,
+    maintenance_client::MaintenanceClient,
+    request_op, response_op,
+    watch_client::WatchClient,
+    watch_request::RequestUnion,
+    CompactionRequest, Compare, DeleteRangeRequest, PutRequest, RangeRequest, RequestOp,
+    StatusRequest, TxnRequest, TxnResponse, WatchCreateRequest, WatchProgressRequest, WatchRequest,
+    WatchResponse,
+};
+use pb::mvccpb::event::EventType;
+
+/// Deadline of each etcd call by default.
+pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
+/// How often an idle watch asks etcd for progress by default.
+pub const DEFAULT_PROGRESS_INTERVAL: Duration = Duration::from_secs(1);
+
+/// How to reach etcd.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EtcdConfig {
+    /// Client URLs (kube's `--etcd-servers`), e.g. `http://127.0.0.1:2379`; `https://`
+    /// ones use TLS; a bare `host:port` means `http://host:port`.
+    pub endpoints: Vec<String>,
+    /// TLS files for `https://` endpoints.
+    pub tls: Option<EtcdTls>,
+    /// Deadline of each call, connecting included.
+    pub request_timeout: Duration,
+    /// How often an idle watch asks etcd for progress (`WatchItem::Progress`).
+    pub progress_interval: Duration,
+}
+
+impl EtcdConfig {
+    /// A config for these endpoints with the default timeouts and no TLS files.
+    pub fn new(endpoints: Vec<String>) -> Self {
+        EtcdConfig {
+            endpoints,
+            tls: None,
+            request_timeout: DEFAULT_REQUEST_TIMEOUT,
+            progress_interval: DEFAULT_PROGRESS_INTERVAL,
+        }
+    }
+}
+
+/// TLS files, as kube-apiserver's `--etcd-cafile`, `--etcd-certfile`, `--etcd-keyfile`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct EtcdTls {
+    /// PEM CA bundle that signed etcd's serving certificate; the system roots when unset.
+    pub ca_file: Option<PathBuf>,
+    /// PEM client certificate (with `key_file`) for etcd's client-cert authentication.
+    pub cert_file: Option<PathBuf>,
+    /// PEM private key of `cert_file`.
+    pub key_file: Option<PathBuf>,
+}
+
+/// The etcd backend; clones share the connections.
+#[derive(Clone)]
+pub struct EtcdStorage {
+    shared: Arc<Shared>,
+}
+
+struct Shared {
+    endpoints: Vec<String>,
+    /// One lazily connected channel per endpoint.
+    channels: Vec<Channel>,
+    /// The endpoint calls go to; moves on when one is unavailable.
+    current: AtomicUsize,
+    request_timeout: Duration,
+    progress_interval: Duration,
+}
+
+impl std::fmt::Debug for EtcdStorage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EtcdStorage")
+            .field("endpoints", &self.shared.endpoints)
+            .field("request_timeout", &self.shared.request_timeout)
+            .finish()
+    }
+}
+
+impl EtcdStorage {
+    /// Prepares connections to etcd without waiting for it: an etcd that is down now
+    /// makes calls fail with `Unavailable` until it is up. Fails only on a bad config
+    /// (no or malformed endpoints, unreadable TLS files) with `StorageError::Internal`.
+    pub async fn connect(config: EtcdConfig) -> Result<Self, StorageError> {
+        if config.endpoints.is_empty() {
+            return Err(config_error("no etcd endpoints given".to_owned()));
+        }
+        let tls = match &config.tls {
+            Some(files) => Some(tls_config(files)?),
+            None => None,
+        };
+        let request_timeout = config.request_timeout.max(Duration::from_millis(1));
+        let mut endpoints = Vec::new();
+        let mut channels = Vec::new();
+        for raw in &config.endpoints {
+            let url = if raw.contains("://") {
+                raw.clone()
+            } else {
+                format!("http://{raw}")
+            };
+            let mut endpoint = Endpoint::from_shared(url.clone())
+                .map_err(|e| config_error(format!("invalid etcd endpoint {raw:?}: {e}")))?
+                .connect_timeout(request_timeout)
+                .tcp_nodelay(true)
+                // Pings find a dead connection under an idle watch; a closed socket is
+                // noticed at once anyway.
+                .http2_keep_alive_interval(Duration::from_secs(10))
+                .keep_alive_timeout(request_timeout)
+                .keep_alive_while_idle(true);
+            if url.starts_with("https://") {
+                let tls = tls
+                    .clone()
+                    .unwrap_or_else(|| ClientTlsConfig::new().with_native_roots());
+                endpoint = endpoint
+                    .tls_config(tls)
+                    .map_err(|e| config_error(format!("etcd TLS for {raw:?}: {e}")))?;
+            }
+            channels.push(endpoint.connect_lazy());
+            endpoints.push(url);
+        }
+        let storage = EtcdStorage {
+            shared: Arc::new(Shared {
+                endpoints,
+                channels,
+                current: AtomicUsize::new(0),
+                request_timeout,
+                progress_interval: config.progress_interval.max(Duration::from_millis(10)),
+            }),
+        };
+        tokio::spawn(warn_about_old_etcd(storage.clone()));
+        Ok(storage)
+    }
+
+    /// Compacts etcd's history up to `revision` (etcd's compact, as kube-apiserver's
+    /// compactor does): older revisions become unreadable. Compacting at or below the
+    /// current compact revision does nothing.
+    pub async fn compact(&self, revision: Revision) -> Result<(), StorageError> {
+        // Logical compaction, as kube's compactor: older revisions are unreadable at once,
+        // and etcd frees the space in the background.
+        let request = CompactionRequest {
+            revision,
+            physical: false,
+        };
+        let result = self
+            .call("compact", false, |channel| async move {
+                kv_client(channel).compact(with_leader(request)).await
+            })
+            .await;
+        match result {
+            Ok(_) | Err(StorageError::Compacted { .. }) => Ok(()),
+            Err(StorageError::FutureRevision(_)) => Err(StorageError::FutureRevision(revision)),
+            Err(err) => Err(err),
+        }
+    }
+
+    /// Compacts every `interval` up to the revision that was current one interval
+    /// before (kube-apiserver's `--etcd-compaction-interval`, 5 min there), so etcd's
+    /// history stays bounded while watches and paginated lists keep at least `interval`
+    /// of it. Runs until the future is dropped; failures are logged and retried.
+    pub async fn run_compactor(self, interval: Duration) {
+        let mut ticker = tokio::time::interval(interval.max(Duration::from_millis(10)));
+        ticker.set_missed_tick_behavior(MissedTickBehavior::Delay);
+        let mut previous: Option<Revision> = None;
+        loop {
+            ticker.tick().await;
+            if let Some(revision) = previous {
+                if let Err(err) = self.compact(revision).await {
+                    tracing::warn!("etcd compaction to revision {revision} failed: {err}");
+                }
+            }
+            match self.current_revision().await {
+                Ok(revision) => previous = Some(revision),
+                Err(err) => tracing::warn!("etcd compaction: reading the revision failed: {err}"),
+            }
+        }
+    }
+
+    /// The version etcd reports (`Maintenance.Status`), e.g. `3.5.17`.
+    pub async fn server_version(&self) -> Result<String, StorageError> {
+        let status = self
+            .call("status", true, |channel| async move {
+                MaintenanceClient::new(channel)
+                    .status(with_leader(StatusRequest {}))
+                    .await
+            })
+            .await?;
+        Ok(status.version)
+    }
+
+    /// Runs one unary call under the request deadline. Calls marked `retry` (reads) try
+    /// the other endpoints while one is unavailable; writes are never re-sent, since
+    /// etcd may have applied them.
+    async fn call<T, F, Fut>(&self, what: &str, retry: bool, call: F) -> Result<T, StorageError>
+    where
+        F: Fn(Channel) -> Fut,
+        Fut: Future<Output = Result<tonic::Response<T>, tonic::Status>>,
+    {
+        let deadline = Instant::now() + self.shared.request_timeout;
+        let attempts = if retry { self.shared.channels.len() } else { 1 };
+        let mut last = None;
+        for _ in 0..attempts {
+            let (index, channel) = self.channel();
+            let error = match tokio::time::timeout_at(deadline, call(channel)).await {
+                Ok(Ok(response)) => return Ok(response.into_inner()),
+                Ok(Err(status)) => self.failure(index, &status),
+                Err(_) => return Err(self.timeout(index, what)),
+            };
+            if !matches!(error, StorageError::Unavailable(_)) {
+                return Err(error);
+            }
+            last = Some(error);
+        }
+        Err(last.unwrap_or_else(|| StorageError::Unavailable("no etcd endpoint".to_owned())))
+    }
+
+    /// The storage error of a failed call to endpoint `index`; an unavailable endpoint
+    /// sends later calls to the next one.
+    fn failure(&self, index: usize, status: &tonic::Status) -> StorageError {
+        match status_error(status) {
+            StorageError::Unavailable(message) => {
+                self.move_on_from(index);
+                StorageError::Unavailable(format!(
+                    "etcd {}: {message}",
+                    self.shared.endpoints[index]
+                ))
+            }
+            other => other,
+        }
+    }
+
+    fn timeout(&self, index: usize, what: &str) -> StorageError {
+        StorageError::Timeout(format!(
+            "etcd {} did not answer {what} within {:?}",
+            self.shared.endpoints[index], self.shared.request_timeout
+        ))
+    }
+
+    /// Sends later calls to the next endpoint, unless another call already moved on.
+    fn move_on_from(&self, index: usize) {
+        let next = (index + 1) % self.shared.channels.len();
+        let _ =
+            self.shared
+                .current
+                .compare_exchange(index, next, Ordering::Relaxed, Ordering::Relaxed);
+    }
+
+    fn channel(&self) -> (usize, Channel) {
+        let index = self.shared.current.load(Ordering::Relaxed) % self.shared.channels.len();
+        (index, self.shared.channels[index].clone())
+    }
+
+    async fn range(
+        &self,
+        request: RangeRequest,
+    ) -> Result<pb::etcdserverpb::RangeResponse, StorageError> {
+        self.call("range", true, |channel| {
+            let request = request.clone();
+            async move { kv_client(channel).range(with_leader(request)).await }
+        })
+        .await
+    }
+
+    async fn txn(&self, request: TxnRequest) -> Result<TxnResponse, StorageError> {
+        self.call("txn", false, |channel| {
+            let request = request.clone();
+            async move { kv_client(channel).txn(with_leader(request)).await }
+        })
+        .await
+    }
+
+    /// Runs `write` on the existing `key` in one transaction if every compare holds;
+    /// returns the new store revision and the write's response, or the error of the
+    /// failed compare (judged from the key's current value, read in the same transaction).
+    async fn write_if(
+        &self,
+        key: &str,
+        compares: Vec<Compare>,
+        write: RequestOp,
+    ) -> Result<(Revision, Option<response_op::Response>), StorageError> {
+        let response = self
+            .txn(TxnRequest {
+                compare: compares,
+                success: vec![write],
+                failure: vec![get(key)],
+            })
+            .await?;
+        if !response.succeeded {
+            return Err(failed_compare(key, response));
+        }
+        let revision = header_revision(response.header.as_ref())?;
+        Ok((revision, first_response(response)))
+    }
+
+    /// The oldest revision etcd still keeps, learnt from the compact revision etcd
+    /// reports to a watch started at `requested` (its range errors do not carry it).
+    async fn compacted_after(&self, requested: Revision) -> Revision {
+        let fallback = requested + 1;
+        let Ok((mut watch, _)) = self.open_watch("/", None, requested).await else {
+            return fallback;
+        };
+        let deadline = Instant::now() + self.shared.request_timeout;
+        loop {
+            match tokio::time::timeout_at(deadline, watch.responses.message()).await {
+                Ok(Ok(Some(response))) if response.compact_revision > 0 => {
+                    return response.compact_revision
+                }
+                Ok(Ok(Some(response))) if response.canceled || !response.events.is_empty() => {
+                    return fallback
+                }
+                Ok(Ok(Some(_))) => continue,
+                _ => return fallback,
+            }
+        }
+    }
+
+    /// Opens one watch stream from `start` (inclusive, 0 = now), trying the other
+    /// endpoints while one is unavailable; returns it with the store revision at creation.
+    async fn open_watch(
+        &self,
+        key: &str,
+        range_end: Option<Vec<u8>>,
+        start: Revision,
+    ) -> Result<(OpenWatch, Revision), StorageError> {
+        let create = WatchCreateRequest {
+            // etcd has no empty key; `\0` is the smallest one.
+            key: if key.is_empty() {
+                vec![0]
+            } else {
+                key.as_bytes().to_vec()
+            },
+            range_end: range_end.unwrap_or_default(),
+            start_revision: start,
+            progress_notify: true,
+            prev_kv: true,
+            ..WatchCreateRequest::default()
+        };
+        let deadline = Instant::now() + self.shared.request_timeout;
+        let mut last = None;
+        for _ in 0..self.shared.channels.len() {
+            let (index, channel) = self.channel();
+            let error = match tokio::time::timeout_at(deadline, open_watch(channel, create.clone()))
+                .await
+            {
+                Ok(Ok(opened)) => return Ok(opened),
+                Ok(Err(status)) => self.failure(index, &status),
+                Err(_) => return Err(self.timeout(index, "a watch")),
+            };
+            if !matches!(error, StorageError::Unavailable(_)) {
+                return Err(error);
+            }
+            last = Some(error);
+        }
+        Err(last.unwrap_or_else(|| StorageError::Unavailable("no etcd endpoint".to_owned())))
+    }
+}
+
+/// Opens one watch stream on `channel` and waits for etcd to confirm it.
+async fn open_watch(
+    channel: Channel,
+    create: WatchCreateRequest,
+) -> Result<(OpenWatch, Revision), tonic::Status> {
+    let (requests, receiver) = mpsc::channel(4);
+    let create = WatchRequest {
+        request_union: Some(RequestUnion::CreateRequest(create)),
+    };
+    // The queue is empty and its receiver alive, so this cannot fail.
+    let _ = requests.try_send(create);
+    let mut responses = watch_client(channel)
+        .watch(with_leader(ReceiverStream::new(receiver)))
+        .await?
+        .into_inner();
+    loop {
+        match responses.message().await? {
+            Some(response) if response.created => {
+                let revision = response.header.as_ref().map_or(0, |h| h.revision);
+                return Ok((
+                    OpenWatch {
+                        responses,
+                        requests,
+                    },
+                    revision,
+                ));
+            }
+            Some(_) => continue,
+            None => return Err(tonic::Status::unavailable("etcd closed the watch stream")),
+        }
+    }
+}
+
+/// etcd answers up to its own limits (a list can be far larger than tonic's default
+/// 4 MiB), like etcd's Go client, which accepts any size.
+fn kv_client(channel: Channel) -> KvClient<Channel> {
+    KvClient::new(channel).max_decoding_message_size(usize::MAX)
+}
+
+fn watch_client(channel: Channel) -> WatchClient<Channel> {
+    WatchClient::new(channel).max_decoding_message_size(usize::MAX)
+}
+
+/// A watch stream etcd confirmed: its responses and the sender of further requests.
+struct OpenWatch {
+    responses: tonic::Streaming<WatchResponse>,
+    requests: mpsc::Sender<WatchRequest>,
+}
+
+#[async_trait]
+impl Storage for EtcdStorage {
+    async fn get(&self, key: &str) -> Result<Option<KeyValue>, StorageError> {
+        let response = self
+            .range(RangeRequest {
+                key: key.as_bytes().to_vec(),
+                ..RangeRequest::default()
+            })
+            .await?;
+        Ok(response.kvs.into_iter().next().map(key_value))
+    }
+
+    async fn list(&self, prefix: &str, opts: &ListOptions) -> Result<ListResult, StorageError> {
+        let start = match &opts.start_after {
+            // The smallest key after `after` is `after` followed by a zero byte.
+            Some(after) if after.as_str() >= prefix => {
+                let mut key = after.as_bytes().to_vec();
+                key.push(0);
+                key
+            }
+            // etcd has no empty key and refuses it as a range start.
+            _ if prefix.is_empty() => vec![0],
+            _ => prefix.as_bytes().to_vec(),
+        };
+        let request = RangeRequest {
+            key: start,
+            range_end: prefix_end(prefix),
+            limit: opts.limit.max(0),
+            revision: opts.revision.max(0),
+            ..RangeRequest::default()
+        };
+        let response = match self.range(request).await {
+            Ok(response) => response,
+            Err(StorageError::Compacted { .. }) => {
+                let requested = opts.revision;
+                return Err(StorageError::Compacted {
+                    requested,
+                    compacted: self.compacted_after(requested).await,
+                });
+            }
+            Err(StorageError::FutureRevision(_)) => {
+                return Err(StorageError::FutureRevision(opts.revision))
+            }
+            Err(err) => return Err(err),
+        };
+        let revision = if opts.revision > 0 {
+            opts.revision
+        } else {
+            header_revision(response.header.as_ref())?
+        };
+        let returned = i64::try_from(response.kvs.len()).unwrap_or(i64::MAX);
+        Ok(ListResult {
+            items: response.kvs.into_iter().map(key_value).collect(),
+            revision,
+            remaining: (response.count - returned).max(0),
+        })
+    }
+
+    async fn create(&self, key: &str, value: Vec<u8>) -> Result<KeyValue, StorageError> {
+        let response = self
+            .txn(TxnRequest {
+                compare: vec![compare(
+                    key,
+                    CompareTarget::Create,
+                    CompareResult::Equal,
+                    TargetUnion::CreateRevision(0),
+                )],
+                success: vec![put(key, value.clone())],
+                failure: Vec::new(),
+            })
+            .await?;
+        if !response.succeeded {
+            return Err(StorageError::AlreadyExists(key.to_owned()));
+        }
+        let revision = header_revision(response.header.as_ref())?;
+        Ok(KeyValue {
+            key: key.to_owned(),
+            value,
+            create_revision: revision,
+            mod_revision: revision,
+        })
+    }
+
+    async fn update(
+        &self,
+        key: &str,
+        value: Vec<u8>,
+        expected: Revision,
+    ) -> Result<KeyValue, StorageError> {
+        let compares = vec![exists(key), mod_revision_is(key, expected)];
+        let (revision, response) = self
+            .write_if(key, compares, put(key, value.clone()))
+            .await?;
+        let previous = match response {
+            Some(response_op::Response::ResponsePut(put)) => put.prev_kv,
+            _ => None,
+        };
+        let previous = previous.ok_or_else(|| missing_previous(key))?;
+        Ok(KeyValue {
+            key: key.to_owned(),
+            value,
+            create_revision: previous.create_revision,
+            mod_revision: revision,
+        })
+    }
+
+    async fn delete(
+        &self,
+        key: &str,
+        expected: Option<Revision>,
+    ) -> Result<KeyValue, StorageError> {
+        let mut compares = vec![exists(key)];
+        compares.extend(expected.map(|expected| mod_revision_is(key, expected)));
+        let delete = RequestOp {
+            request: Some(request_op::Request::RequestDeleteRange(
+                DeleteRangeRequest {
+                    key: key.as_bytes().to_vec(),
+                    prev_kv: true,
+                    ..DeleteRangeRequest::default()
+                },
+            )),
+        };
+        let (revision, response) = self.write_if(key, compares, delete).await?;
+        let previous = match response {
+            Some(response_op::Response::ResponseDeleteRange(deleted)) => {
+                deleted.prev_kvs.into_iter().next()
+            }
+            _ => None,
+        };
+        let previous = previous.ok_or_else(|| missing_previous(key))?;
+        Ok(KeyValue {
+            mod_revision: revision,
+            ..key_value(previous)
+        })
+    }
+
+    async fn watch(&self, prefix: &str, after: Revision) -> Result<WatchStream, StorageError> {
+        let after = after.max(0);
+        // etcd's start revision is inclusive; 0 means from now.
+        let start = if after == 0 { 0 } else { after + 1 };
+        let (open, current) = self
+            .open_watch(prefix, Some(prefix_end(prefix)), start)
+            .await?;
+        if after > current {
+            return Err(StorageError::FutureRevision(after));
+        }
+        let mut ticker = tokio::time::interval_at(
+            Instant::now() + self.shared.progress_interval,
+            self.shared.progress_interval,
+        );
+        ticker.set_missed_tick_behavior(MissedTickBehavior::Delay);
+        let watcher = Watcher {
+            open,
+            seen: if after == 0 { current } else { after },
+            pending: VecDeque::new(),
+            ticker,
+            unanswered_since: None,
+            timeout: self.shared.request_timeout,
+            ended: false,
+        };
+        let stream = futures::stream::unfold(watcher, |mut watcher| async move {
+            let item = watcher.next_item().await?;
+            Some((item, watcher))
+        });
+        Ok(stream.boxed())
+    }
+
+    async fn current_revision(&self) -> Result<Revision, StorageError> {
+        let response = self
+            .range(RangeRequest {
+                key: b"/".to_vec(),
+                count_only: true,
+                ..RangeRequest::default()
+            })
+            .await?;
+        header_revision(response.header.as_ref())
+    }
+
+    async fn ready(&self) -> Result<(), StorageError> {
+        // A linearizable read needs a leader and a quorum, like kube's etcd check.
+        self.current_revision().await.map(|_| ())
+    }
+}
+
+/// The state of one watch stream.
+struct Watcher {
+    open: OpenWatch,
+    /// Every change up to this revision under the prefix was sent.
+    seen: Revision,
+    /// Items of a response not handed out yet.
+    pending: VecDeque<WatchItem>,
+    /// When to ask etcd for progress.
+    ticker: Interval,
+    /// Since when a progress request has gone unanswered (nothing received since).
+    unanswered_since: Option<Instant>,
+    timeout: Duration,
+    ended: bool,
+}
+
+impl Watcher {
+    /// The next item; one error then `None` when etcd or the connection ends the watch.
+    async fn next_item(&mut self) -> Option<Result<WatchItem, StorageError>> {
+        loop {
+            if let Some(item) = self.pending.pop_front() {
+                return Some(Ok(item));
+            }
+            if self.ended {
+                return None;
+            }
+            tokio::select! {
+                // Read what etcd already sent before judging it silent.
+                biased;
+                received = self.open.responses.message() => {
+                    self.unanswered_since = None;
+                    let outcome = match received {
+                        Ok(Some(response)) => self.take(response),
+                        Ok(None) => Err(StorageError::Unavailable(
+                            "etcd closed the watch stream".to_owned(),
+                        )),
+                        Err(status) => Err(status_error(&status)),
+                    };
+                    if let Err(err) = outcome {
+                        self.ended = true;
+                        return Some(Err(err));
+                    }
+                }
+                _ = self.ticker.tick() => {
+                    let now = Instant::now();
+                    match self.unanswered_since {
+                        Some(since) if now - since > self.timeout => {
+                            self.ended = true;
+                            return Some(Err(StorageError::Timeout(format!(
+                                "etcd sent nothing on a watch for {:?}",
+                                now - since
+                            ))));
+                        }
+                        Some(_) => {}
+                        None => self.unanswered_since = Some(now),
+                    }
+                    let progress = WatchRequest {
+                        request_union: Some(RequestUnion::ProgressRequest(WatchProgressRequest {})),
+                    };
+                    // A full queue already holds a progress request.
+                    let _ = self.open.requests.try_send(progress);
+                }
+            }
+        }
+    }
+
+    /// Queues the items of one response; an error when etcd cancelled the watch.
+    fn take(&mut self, response: WatchResponse) -> Result<(), StorageError> {
+        if response.canceled {
+            if response.compact_revision > 0 {
+                // Also sent to a watcher that fell behind a compaction.
+                return Err(StorageError::Compacted {
+                    requested: self.seen,
+                    compacted: response.compact_revision,
+                });
+            }
+            return Err(StorageError::Internal(format!(
+                "etcd cancelled the watch: {}",
+                response.cancel_reason
+            )));
+        }
+        if response.created {
+            return Ok(());
+        }
+        if response.events.is_empty() {
+            // A progress notification: no more events at or below this revision.
+            let revision = response.header.as_ref().map_or(0, |h| h.revision);
+            self.seen = self.seen.max(revision);
+            self.pending.push_back(WatchItem::Progress(self.seen));
+            return Ok(());
+        }
+        for event in response.events {
+            let Some(kv) = event.kv else {
+                continue;
+            };
+            self.seen = self.seen.max(kv.mod_revision);
+            let prev = event.prev_kv.map(key_value);
+            let event = if event.r#type == EventType::Delete as i32 {
+                // etcd's delete event carries only the key and the delete revision.
+                let (value, create_revision) = prev
+                    .as_ref()
+                    .map_or((Vec::new(), 0), |p| (p.value.clone(), p.create_revision));
+                Event {
+                    kind: EventKind::Delete,
+                    kv: KeyValue {
+                        key: key_string(kv.key),
+                        value,
+                        create_revision,
+                        mod_revision: kv.mod_revision,
+                    },
+                    prev,
+                }
+            } else {
+                let kind = if kv.create_revision == kv.mod_revision {
+                    EventKind::Create
+                } else {
+                    EventKind::Modify
+                };
+                Event {
+                    kind,
+                    kv: key_value(kv),
+                    prev,
+                }
+            };
+            self.pending.push_back(WatchItem::Event(event));
+        }
+        Ok(())
+    }
+}
+
+/// Logs once when etcd is older than the releases that keep watch progress in order
+/// with events (3.4.25, 3.5.8): older ones may send a BOOKMARK ahead of an event.
+async fn warn_about_old_etcd(storage: EtcdStorage) {
+    let Ok(version) = storage.server_version().await else {
+        return;
+    };
+    let numbers: Vec<u64> = version
+        .split('.')
+        .map(|part| part.parse().unwrap_or(0))
+        .collect();
+    let (major, minor, patch) = match numbers[..] {
+        [major, minor, patch, ..] => (major, minor, patch),
+        _ => return,
+    };
+    let ordered = (major, minor) > (3, 5)
+        || (major, minor) == (3, 5) && patch >= 8
+        || (major, minor) == (3, 4) && patch >= 25;
+    if !ordered {
+        tracing::warn!(
+            "etcd {version} may report watch progress ahead of events; use etcd 3.4.25, 3.5.8 or later"
+        );
+    }
+}
+
+/// Adds etcd's require-leader metadata, so a member cut off from its leader fails the
+/// call (and ends watches) with `Unavailable` instead of serving or waiting.
+fn with_leader<T>(message: T) -> tonic::Request<T> {
+    let mut request = tonic::Request::new(message);
+    request.metadata_mut().insert(
+        "hasleader",
+        tonic::metadata::MetadataValue::from_static("true"),
+    );
+    request
+}
+
+/// Maps a gRPC failure to the storage error the handlers turn into a kube `Status`.
+fn status_error(status: &tonic::Status) -> StorageError {
+    use tonic::Code;
+    let message = status.message();
+    match status.code() {
+        Code::OutOfRange if message.contains("required revision has been compacted") => {
+            // The caller knows the requested revision; etcd's error does not say.
+            StorageError::Compacted {
+                requested: 0,
+                compacted: 0,
+            }
+        }
+        Code::OutOfRange if message.contains("future revision") => StorageError::FutureRevision(0),
+        Code::DeadlineExceeded => StorageError::Timeout(message.to_owned()),
+        Code::Unavailable | Code::Cancelled => StorageError::Unavailable(describe(status)),
+        // Errors raised in this process (connection lost mid-call) carry their cause;
+        // errors etcd sent do not.
+        _ if std::error::Error::source(status).is_some() => {
+            StorageError::Unavailable(describe(status))
+        }
+        _ => StorageError::Internal(format!("etcd: {message}")),
+    }
+}
+
+/// The message of a status with its cause chain, e.g. `tcp connect error: Connection refused`.
+fn describe(status: &tonic::Status) -> String {
+    let mut text = status.message().to_owned();
+    let mut source = std::error::Error::source(status);
+    while let Some(cause) = source {
+        let cause_text = cause.to_string();
+        if !text.contains(&cause_text) {
+            text.push_str(": ");
+            text.push_str(&cause_text);
+        }
+        source = cause.source();
+    }
+    text
+}
+
+fn config_error(message: String) -> StorageError {
+    StorageError::Internal(message)
+}
+
+/// Reads the TLS files into a tonic TLS config.
+fn tls_config(files: &EtcdTls) -> Result<ClientTlsConfig, StorageError> {
+    let read = |path: &PathBuf, what: &str| {
+        std::fs::read(path)
+            .map_err(|e| config_error(format!("reading etcd {what} {}: {e}", path.display())))
+    };
+    let mut tls = ClientTlsConfig::new();
+    tls = match &files.ca_file {
+        Some(path) => tls.ca_certificate(Certificate::from_pem(read(path, "CA file")?)),
+        None => tls.with_native_roots(),
+    };
+    match (&files.cert_file, &files.key_file) {
+        (Some(cert), Some(key)) => {
+            tls = tls.identity(Identity::from_pem(
+                read(cert, "certificate file")?,
+                read(key, "key file")?,
+            ));
+        }
+        (None, None) => {}
+        _ => {
+            return Err(config_error(
+                "an etcd client certificate needs both a certificate file and a key file"
+                    .to_owned(),
+            ))
+        }
+    }
+    Ok(tls)
+}
+
+/// The end of the range of keys starting with `prefix` (etcd's prefix range end);
+/// `\0` (every key) when no such end exists.
+fn prefix_end(prefix: &str) -> Vec<u8> {
+    let mut end = prefix.as_bytes().to_vec();
+    while let Some(last) = end.pop() {
+        if last < 0xff {
+            end.push(last + 1);
+            return end;
+        }
+    }
+    vec![0]
+}
+
+fn header_revision(
+    header: Option<&pb::etcdserverpb::ResponseHeader>,
+) -> Result<Revision, StorageError> {
+    header
+        .map(|h| h.revision)
+        .filter(|&r| r > 0)
+        .ok_or_else(|| StorageError::Internal("etcd response without a revision".to_owned()))
+}
+
+fn key_string(key: Vec<u8>) -> String {
+    String::from_utf8(key).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
+}
+
+fn key_value(kv: pb::mvccpb::KeyValue) -> KeyValue {
+    KeyValue {
+        key: key_string(kv.key),
+        value: kv.value,
+        create_revision: kv.create_revision,
+        mod_revision: kv.mod_revision,
+    }
+}
+
+fn compare(key: &str, target: CompareTarget, result: CompareResult, value: TargetUnion) -> Compare {
+    Compare {
+        result: result as i32,
+        target: target as i32,
+        key: key.as_bytes().to_vec(),
+        target_union: Some(value),
+    }
+}
+
+/// The key exists (a live key has version >= 1).
+fn exists(key: &str) -> Compare {
+    compare(
+        key,
+        CompareTarget::Version,
+        CompareResult::Greater,
+        TargetUnion::Version(0),
+    )
+}
+
+fn mod_revision_is(key: &str, expected: Revision) -> Compare {
+    compare(
+        key,
+        CompareTarget::Mod,
+        CompareResult::Equal,
+        TargetUnion::ModRevision(expected),
+    )
+}
+
+fn missing_previous(key: &str) -> StorageError {
+    StorageError::Internal(format!("etcd returned no previous value of {key}"))
+}
+
+fn put(key: &str, value: Vec<u8>) -> RequestOp {
+    RequestOp {
+        request: Some(request_op::Request::RequestPut(PutRequest {
+            key: key.as_bytes().to_vec(),
+            value,
+            prev_kv: true,
+            ..PutRequest::default()
+        })),
+    }
+}
+
+fn get(key: &str) -> RequestOp {
+    RequestOp {
+        request: Some(request_op::Request::RequestRange(RangeRequest {
+            key: key.as_bytes().to_vec(),
+            ..RangeRequest::default()
+        })),
+    }
+}
+
+fn first_response(response: TxnResponse) -> Option<response_op::Response> {
+    response.responses.into_iter().next()?.response
+}
+
+/// The error of a write whose compare failed: the key is gone, or it changed (with
+/// its current value, read in the same transaction).
+fn failed_compare(key: &str, response: TxnResponse) -> StorageError {
+    let current = match first_response(response) {
+        Some(response_op::Response::ResponseRange(range)) => range.kvs.into_iter().next(),
+        _ => None,
+    };
+    match current {
+        None => StorageError::NotFound(key.to_owned()),
+        Some(kv) => StorageError::Conflict {
+            key: key.to_owned(),
+            current: Some(Box::new(key_value(kv))),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prefix_end_increments_the_last_byte_below_ff() {
+        assert_eq!(prefix_end("/registry/"), b"/registry0".to_vec());
+        assert_eq!(prefix_end("a\u{7f}"), b"a\x80".to_vec());
+        assert_eq!(prefix_end(""), vec![0]);
+    }
+}
