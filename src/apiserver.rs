@@ -36,6 +36,8 @@ pub struct ApiServer {
     pub namespaces: Arc<NamespaceKind>,
     /// Settings.
     pub options: ApiOptions,
+    /// CRDs loaded and system namespaces ensured (storage may be down at start-up).
+    bootstrapped: std::sync::atomic::AtomicBool,
 }
 
 /// What a resource request resolved to.
@@ -70,12 +72,37 @@ impl ApiServer {
             namespaces: Arc::new(NamespaceKind::new(&options.prefix)),
             catalog,
             options,
+            bootstrapped: std::sync::atomic::AtomicBool::new(false),
         });
-        let revision = api.load_crds().await?;
-        api.ensure_system_namespaces().await?;
-        tokio::spawn(follow_crds(Arc::downgrade(&api), revision));
-        api.resume_cleanups().await;
+        match api.bootstrap().await {
+            Ok(revision) => api.bootstrapped(revision),
+            // Storage down at start-up: serve anyway (503s, /readyz failing) and keep trying.
+            Err(s) if s.code == 503 || s.code == 504 => {
+                tracing::warn!(error = %s.message, "storage unavailable at start-up; retrying");
+                tokio::spawn(bootstrap_until_done(Arc::downgrade(&api)));
+            }
+            Err(s) => return Err(s),
+        }
         Ok(api)
+    }
+
+    async fn bootstrap(&self) -> Result<i64, Status> {
+        let revision = self.load_crds().await?;
+        self.ensure_system_namespaces().await?;
+        Ok(revision)
+    }
+
+    fn bootstrapped(self: &Arc<Self>, revision: i64) {
+        tokio::spawn(follow_crds(Arc::downgrade(self), revision));
+        let api = self.clone();
+        tokio::spawn(async move { api.resume_cleanups().await });
+        self.bootstrapped
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// Whether start-up work against storage has completed (part of `/readyz`).
+    pub fn is_bootstrapped(&self) -> bool {
+        self.bootstrapped.load(std::sync::atomic::Ordering::SeqCst)
     }
 
     fn crd_prefix(&self) -> String {
@@ -226,6 +253,19 @@ impl ApiServer {
                     }
                 }
             }
+        }
+    }
+}
+
+/// Retry the start-up work until storage answers.
+async fn bootstrap_until_done(api: std::sync::Weak<ApiServer>) {
+    loop {
+        tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+        let Some(api) = api.upgrade() else { return };
+        if let Ok(revision) = api.bootstrap().await {
+            tracing::info!("storage reachable; start-up completed");
+            api.bootstrapped(revision);
+            return;
         }
     }
 }

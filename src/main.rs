@@ -31,6 +31,22 @@ struct Flags {
     /// Log what each pipeline stage changed on every write.
     #[arg(long = "log-pipeline")]
     log_pipeline: bool,
+    /// SSL Certificate Authority file used to secure etcd communication.
+    #[arg(long = "etcd-cafile", value_name = "PATH")]
+    etcd_cafile: Option<PathBuf>,
+    /// SSL certification file used to secure etcd communication.
+    #[arg(long = "etcd-certfile", value_name = "PATH")]
+    etcd_certfile: Option<PathBuf>,
+    /// SSL key file used to secure etcd communication.
+    #[arg(long = "etcd-keyfile", value_name = "PATH")]
+    etcd_keyfile: Option<PathBuf>,
+    /// Interval of compaction requests to etcd, in seconds (0 disables compaction).
+    #[arg(
+        long = "etcd-compaction-interval",
+        value_name = "SECONDS",
+        default_value_t = 300
+    )]
+    etcd_compaction_interval: u64,
 }
 
 #[tokio::main]
@@ -56,6 +72,10 @@ async fn main() {
             .collect(),
         etcd_prefix: flags.etcd_prefix,
         log_pipeline: flags.log_pipeline,
+        etcd_cafile: flags.etcd_cafile,
+        etcd_certfile: flags.etcd_certfile,
+        etcd_keyfile: flags.etcd_keyfile,
+        etcd_compaction_interval: std::time::Duration::from_secs(flags.etcd_compaction_interval),
     };
     let server = match Server::start(config).await {
         Ok(s) => s,

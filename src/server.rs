@@ -5,6 +5,7 @@ use crate::codec;
 use crate::http::response::{self, Body};
 use crate::rest::{object, WriteOptions};
 use crate::status::Status;
+use crate::storage::etcd::{EtcdConfig, EtcdStorage, EtcdTls};
 use crate::storage::{memory::MemoryStorage, Storage};
 use futures::FutureExt;
 use hyper_util::rt::{TokioExecutor, TokioIo};
@@ -36,6 +37,14 @@ pub struct Config {
     pub etcd_prefix: String,
     /// Log every write's pipeline trace.
     pub log_pipeline: bool,
+    /// etcd TLS: CA bundle (kube's `--etcd-cafile`).
+    pub etcd_cafile: Option<PathBuf>,
+    /// etcd TLS: client certificate (`--etcd-certfile`).
+    pub etcd_certfile: Option<PathBuf>,
+    /// etcd TLS: client key (`--etcd-keyfile`).
+    pub etcd_keyfile: Option<PathBuf>,
+    /// How often old etcd revisions are compacted (`--etcd-compaction-interval`; 0 = never).
+    pub etcd_compaction_interval: std::time::Duration,
 }
 
 impl Default for Config {
@@ -48,6 +57,10 @@ impl Default for Config {
             etcd_servers: Vec::new(),
             etcd_prefix: "/registry".into(),
             log_pipeline: false,
+            etcd_cafile: None,
+            etcd_certfile: None,
+            etcd_keyfile: None,
+            etcd_compaction_interval: std::time::Duration::from_secs(300),
         }
     }
 }
@@ -98,10 +111,24 @@ impl Server {
         let storage: Arc<dyn Storage> = if config.etcd_servers.is_empty() {
             Arc::new(MemoryStorage::new())
         } else {
-            return Err(StartError::Storage(
-                "the etcd backend is not built into this version; run without --etcd-servers"
-                    .into(),
-            ));
+            let mut etcd_config = EtcdConfig::new(config.etcd_servers.clone());
+            if config.etcd_cafile.is_some()
+                || config.etcd_certfile.is_some()
+                || config.etcd_keyfile.is_some()
+            {
+                etcd_config.tls = Some(EtcdTls {
+                    ca_file: config.etcd_cafile.clone(),
+                    cert_file: config.etcd_certfile.clone(),
+                    key_file: config.etcd_keyfile.clone(),
+                });
+            }
+            let etcd = EtcdStorage::connect(etcd_config)
+                .await
+                .map_err(|e| StartError::Storage(e.to_string()))?;
+            if !config.etcd_compaction_interval.is_zero() {
+                tokio::spawn(etcd.clone().run_compactor(config.etcd_compaction_interval));
+            }
+            Arc::new(etcd)
         };
         Self::start_with_storage(config, storage).await
     }
