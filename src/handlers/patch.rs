@@ -25,6 +25,9 @@ pub enum Patch {
     Json(json_patch::Patch),
     /// RFC 7386 merge document.
     Merge(Value),
+    /// Strategic merge patch (built-in kinds): keyed lists merge by key
+    /// (`rest::strategic`), everything else as a merge patch.
+    Strategic(Value),
 }
 
 impl Patch {
@@ -54,7 +57,7 @@ impl Patch {
             BodyType::MergePatch => Ok(Patch::Merge(parse_merge(body)?)),
             // Built-in kinds accept strategic merge patches; for the map fields they
             // carry here (labels, annotations, spec) it merges like a merge patch.
-            BodyType::StrategicMergePatch if builtin => Ok(Patch::Merge(parse_merge(body)?)),
+            BodyType::StrategicMergePatch if builtin => Ok(Patch::Strategic(parse_merge(body)?)),
             _ => Err(Status::unsupported_media_type(if builtin {
                 "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/strategic-merge-patch+json, application/apply-patch+yaml"
             } else {
@@ -75,6 +78,11 @@ impl Patch {
                 })?;
             }
             Patch::Merge(m) => json_patch::merge(&mut out, m),
+            Patch::Strategic(m) => {
+                if !crate::rest::strategic::apply(&mut out, m) {
+                    json_patch::merge(&mut out, m);
+                }
+            }
         }
         Ok(out)
     }
@@ -102,15 +110,24 @@ async fn server_side_apply(
     req: &ApiRequest,
     kind: &dyn ResourceKind,
 ) -> Result<Response<Body>, Status> {
-    let config = crate::codec::decode_body(&req.body, "application/apply-patch+yaml")
-        .map_err(|e| Status::bad_request(format!("error decoding YAML: {e}")))?;
-    if !config.is_object() {
-        return Err(Status::bad_request(
-            "error decoding YAML: the applied configuration must be an object",
-        ));
-    }
+    // kube validates the options before it reads the body.
     let opts = write_options(api, req, "PatchOptions")?;
-    let force = req.param("force") == Some("true");
+    let config = decode_apply_config(&req.body)?;
+    // kube decodes the configuration leniently and then, unless told to ignore them,
+    // reports repeated keys: a 400 when strict, else a warning.
+    let duplicate_keys = match opts.field_validation {
+        FieldValidation::Ignore => None,
+        _ => crate::codec::yaml_duplicate_key_error(&req.body)
+            .map(|e| format!("error converting YAML to JSON: {e}")),
+    };
+    let strict_error = match (&duplicate_keys, opts.field_validation) {
+        (Some(e), FieldValidation::Strict) => Some(format!("error strict decoding YAML: {e}")),
+        _ => None,
+    };
+    // kube's query booleans: only "0" and "false" (any case) are false once present.
+    let force = req
+        .param("force")
+        .is_some_and(|f| f != "0" && !f.eq_ignore_ascii_case("false"));
     let d = kind.descriptor();
     let (now, api_version) = (object::now(), d.api_version());
     let scope = apply::Scope {
@@ -122,8 +139,20 @@ async fn server_side_apply(
         versions: &[],
         now: &now,
     };
+    // Conflicts and typing errors come first, as kube checks strictness after merging.
     let merge = |live: Option<&Value>| {
-        apply::apply(live, &config, &opts.field_manager, force, &scope).map_err(|e| e.to_status())
+        let merged = apply::apply(live, &config, &opts.field_manager, force, &scope)
+            .map_err(|e| e.to_status())?;
+        match &strict_error {
+            Some(e) => Err(Status::bad_request(e.clone())),
+            None => Ok(merged),
+        }
+    };
+    let warn = |mut w: crate::rest::store::Written| {
+        if let Some(d) = &duplicate_keys {
+            w.warnings.insert(0, d.clone());
+        }
+        w
     };
     let (ns, name) = (&req.info.namespace, &req.info.name);
     for _ in 0..2 {
@@ -137,7 +166,7 @@ async fn server_side_apply(
                     api,
                     req,
                     kind,
-                    w,
+                    warn(w),
                     opts.dry_run,
                     http::StatusCode::OK,
                 ))
@@ -145,17 +174,30 @@ async fn server_side_apply(
             Err(s) if s.code == 404 && s.reason == "NotFound" && opts.subresource.is_empty() => {}
             Err(s) => return Err(s),
         }
-        // Create on apply.
+        // Create on apply: the object is the configuration merged into nothing, checked
+        // as kube's patcher checks it (uid, then namespace, then name: the URL's name
+        // is not filled in).
         let mut obj = merge(None)?;
-        if object::name(&obj).is_empty() {
-            object::meta_mut(&mut obj).insert("name".into(), Value::String(name.clone()));
-        } else if object::name(&obj) != name.as_str() {
+        let uid = object::meta(&obj)
+            .get("uid")
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        if !uid.is_empty() {
+            return Err(Status::conflict(
+                &d.gr,
+                name,
+                &format!(
+                    "uid mismatch: the provided object specified uid {uid}, and no existing object was found"
+                ),
+            ));
+        }
+        object::ensure_namespace(&mut obj, ns, d.namespaced)?;
+        if object::name(&obj) != name.as_str() {
             return Err(Status::bad_request(format!(
                 "the name of the object ({}) does not match the name on the URL ({name})",
                 object::name(&obj)
             )));
         }
-        object::ensure_namespace(&mut obj, ns, d.namespaced)?;
         if d.namespaced {
             api.check_namespace(ns, &d.gr, name).await?;
         }
@@ -165,7 +207,7 @@ async fn server_side_apply(
                     api,
                     req,
                     kind,
-                    w,
+                    warn(w),
                     opts.dry_run,
                     http::StatusCode::CREATED,
                 ))
@@ -176,6 +218,24 @@ async fn server_side_apply(
         }
     }
     Err(Status::stale(&d.gr, name))
+}
+
+/// The applied configuration, decoded as kube's `yaml.Unmarshal` into a map: `null`
+/// (or an empty body) is an empty configuration, anything but a map a 400.
+fn decode_apply_config(body: &[u8]) -> Result<Value, Status> {
+    let config = crate::codec::decode_yaml(body).map_err(|e| {
+        Status::bad_request(format!(
+            "error decoding YAML: error converting YAML to JSON: {e}"
+        ))
+    })?;
+    match config {
+        Value::Object(_) => Ok(config),
+        Value::Null => Ok(Value::Object(serde_json::Map::new())),
+        other => Err(Status::bad_request(format!(
+            "error decoding YAML: error unmarshaling JSON: while decoding JSON: json: cannot unmarshal {} into Go value of type map[string]interface {{}}",
+            crate::goformat::go_json_kind(&other)
+        ))),
+    }
 }
 
 /// Patch an object (or its `/status`).
