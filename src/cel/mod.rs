@@ -48,9 +48,10 @@ pub fn blocking_error(errs: &ErrorList) -> Option<Error> {
             )
         })
         .then(|| {
+            // kube passes a nil value, which current kube prints as bare `null`.
             Error::invalid(
                 &Path::new("<nil>"),
-                Value::String("null".into()),
+                Value::Null,
                 "some validation rules were not checked because the object was invalid; correct the existing errors to complete validation",
             )
         })
