@@ -3,11 +3,13 @@
 //! Start one in-process with [`Server::start`], or run the `crd-apiserver` binary.
 //! See `ARCHITECTURE.md` for the map of modules.
 
+pub mod admission;
 pub mod apiserver;
 pub mod apply;
 pub mod cel;
 pub mod cleanup;
 pub mod codec;
+pub mod conversion;
 pub mod field;
 pub mod goformat;
 pub mod handlers;

@@ -32,9 +32,45 @@ pub async fn dispatch(api: &Arc<ApiServer>, req: ApiRequest) -> Response<Body> {
     } else {
         discovery::non_resource(api, &req).await
     };
-    match result {
+    let mut resp = match result {
         Ok(r) => r,
         Err(s) => response::status(&s, output),
+    };
+    // kube warns on every request to a deprecated version, whatever its outcome.
+    if let Some(w) = deprecation_warning(api, &req) {
+        prepend_warning(&mut resp, &w);
+    }
+    resp
+}
+
+/// The deprecation warning of the served CRD version a resource request addresses.
+fn deprecation_warning(api: &ApiServer, req: &ApiRequest) -> Option<String> {
+    let info = &req.info;
+    if !info.is_resource_request || info.group.is_empty() {
+        return None;
+    }
+    let crd = api.catalog.lookup(&info.group, &info.resource)?;
+    let idx = crd.served_version(&info.version)?;
+    crd.versions[idx].deprecation_warning.clone()
+}
+
+/// Put `text` first among the `Warning` headers (kube records it before the handler
+/// runs), without repeating it.
+fn prepend_warning(resp: &mut Response<Body>, text: &str) {
+    let Ok(value) = http::HeaderValue::from_bytes(response::warning_header(text).as_bytes()) else {
+        return;
+    };
+    let headers = resp.headers_mut();
+    let others: Vec<http::HeaderValue> = headers
+        .get_all("warning")
+        .iter()
+        .filter(|v| **v != value)
+        .cloned()
+        .collect();
+    headers.remove("warning");
+    headers.append("warning", value);
+    for v in others {
+        headers.append("warning", v);
     }
 }
 

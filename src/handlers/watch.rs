@@ -119,8 +119,8 @@ pub async fn watch(
         })?),
         _ => default_timeout(),
     };
-    let bookmarks = req.param("allowWatchBookmarks") == Some("true");
-    let send_initial = req.param("sendInitialEvents") == Some("true");
+    let bookmarks = req.param_bool("allowWatchBookmarks");
+    let send_initial = req.param_bool("sendInitialEvents");
     let rv = req.param("resourceVersion").unwrap_or("").to_string();
     if send_initial && req.param("resourceVersionMatch") != Some("NotOlderThan") {
         let err = crate::field::Error::forbidden(

@@ -3,14 +3,21 @@
 //! Writes (create, update, patch, apply):
 //!
 //! ```text
-//! decode → prune → default → [mutating admission] → prune + default again
+//! decode → prune → default → managedFields                 (`*_mutating_input`)
+//!        → mutating admission (webhooks, in-process hooks)   (async: `rest::store`)
+//!        → prune + default again
 //!        → prepare (system metadata, status/spec separation, generation)
 //!        → immutability check (updates) → schema validation → CEL rules
-//!        → [validating admission] → storage
+//!                                                            (`*_after_admission`)
+//!        → validating admission, all hooks in parallel      (async: `rest::store`)
+//!        → storage (via `crate::conversion::to_storage`: storage version, pruned)
 //! ```
-//! Reads from storage: decode → prune → default.
+//! All of it runs in the version the request addresses. Reads from storage
+//! (`crate::conversion::to_served`): prune → default by the stored version's schema,
+//! convert to the addressed version, prune by its schema.
 //!
-//! Stages in brackets arrive with later issues and slot in where they are named.
+//! Admission is IO (webhooks, in-process hooks: `crate::admission`), so the write
+//! stages are split where it runs: `create`/`update` are the two halves back to back.
 //! Every stage is a pure function over `serde_json::Value` and the compiled schema
 //! of one CRD version (`VersionSchema`); nothing here does IO.
 
@@ -60,15 +67,44 @@ impl VersionSchema {
     }
 }
 
-/// Create: the decoded request body in, the object to store out.
-pub fn create(mut obj: Value, s: &VersionSchema, opts: &WriteOptions) -> Result<Admitted, Status> {
+/// Create: the decoded request body in, the object to store out (both stages, with no
+/// admission hooks in between).
+pub fn create(obj: Value, s: &VersionSchema, opts: &WriteOptions) -> Result<Admitted, Status> {
+    let input = create_mutating_input(obj, s, opts)?;
+    create_after_admission(input, s, opts)
+}
+
+/// Create, up to mutating admission: decode → prune → default → managedFields.
+pub fn create_mutating_input(
+    mut obj: Value,
+    s: &VersionSchema,
+    opts: &WriteOptions,
+) -> Result<Admitted, Status> {
     let mut t = Trace::new(opts.trace);
-    // decode → prune → default
     let unknown = prune_stage(&mut obj, s, &mut t);
-    let mut warnings = decode::unknown_field_policy(&obj, s, opts, unknown, None)?;
+    let warnings = decode::unknown_field_policy(&obj, s, opts, unknown, None)?;
     default_stage(&mut obj, s, &mut t);
     managed_fields_stage(None, &mut obj, s, opts);
-    // [mutating admission: admission issue], then prune + default again
+    Ok(Admitted {
+        object: obj,
+        warnings,
+        trace: t.into_lines(),
+    })
+}
+
+/// Create, after mutating admission: prune + default again → prepare → validation →
+/// CEL. `input` carries the warnings and trace of the earlier stages.
+pub fn create_after_admission(
+    input: Admitted,
+    s: &VersionSchema,
+    opts: &WriteOptions,
+) -> Result<Admitted, Status> {
+    let Admitted {
+        object: mut obj,
+        mut warnings,
+        trace,
+    } = input;
+    let mut t = Trace::resume(opts.trace, trace);
     prune_stage(&mut obj, s, &mut t);
     default_stage(&mut obj, s, &mut t);
     // prepare
@@ -81,7 +117,6 @@ pub fn create(mut obj: Value, s: &VersionSchema, opts: &WriteOptions) -> Result<
     let errs = validate_stage(&obj, None, s, &mut t);
     let errs = cel_stage(&obj, None, s, errs, &mut warnings, &mut t);
     reject_invalid(&obj, errs)?;
-    // [validating admission: later issue]
     Ok(Admitted {
         object: obj,
         warnings,
@@ -91,8 +126,19 @@ pub fn create(mut obj: Value, s: &VersionSchema, opts: &WriteOptions) -> Result<
 
 /// Update of the main resource or a subresource (`opts.subresource`): `new` is the
 /// desired object (PUT body or patched object), `old` the stored one (already read
-/// through `read`).
+/// through `read`). Both stages, with no admission hooks in between.
 pub fn update(
+    new: Value,
+    old: &Value,
+    s: &VersionSchema,
+    opts: &WriteOptions,
+) -> Result<Admitted, Status> {
+    let input = update_mutating_input(new, old, s, opts)?;
+    update_after_admission(input, old, s, opts)
+}
+
+/// Update, up to mutating admission: decode → prune → default → managedFields.
+pub fn update_mutating_input(
     mut new: Value,
     old: &Value,
     s: &VersionSchema,
@@ -103,10 +149,30 @@ pub fn update(
     let patched =
         (opts.is_patch && is_strict(opts)).then(|| serde_json::to_string(&new).unwrap_or_default());
     let unknown = prune_stage(&mut new, s, &mut t);
-    let mut warnings = decode::unknown_field_policy(&new, s, opts, unknown, patched.as_deref())?;
+    let warnings = decode::unknown_field_policy(&new, s, opts, unknown, patched.as_deref())?;
     default_stage(&mut new, s, &mut t);
     managed_fields_stage(Some(old), &mut new, s, opts);
-    // [mutating admission], then prune + default again
+    Ok(Admitted {
+        object: new,
+        warnings,
+        trace: t.into_lines(),
+    })
+}
+
+/// Update, after mutating admission: prune + default again → prepare → immutability →
+/// validation → CEL.
+pub fn update_after_admission(
+    input: Admitted,
+    old: &Value,
+    s: &VersionSchema,
+    opts: &WriteOptions,
+) -> Result<Admitted, Status> {
+    let Admitted {
+        object: mut new,
+        mut warnings,
+        trace,
+    } = input;
+    let mut t = Trace::resume(opts.trace, trace);
     prune_stage(&mut new, s, &mut t);
     default_stage(&mut new, s, &mut t);
     // prepare

@@ -16,6 +16,11 @@ impl Trace {
         }
     }
 
+    /// Continue a trace whose earlier stages ran before admission.
+    pub fn resume(enabled: bool, lines: Vec<String>) -> Self {
+        Trace { enabled, lines }
+    }
+
     /// Record one change of one stage.
     pub fn note(&mut self, stage: &str, what: &str) {
         if self.enabled {

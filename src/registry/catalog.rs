@@ -84,7 +84,12 @@ impl CompiledCrd {
             };
             let deprecation_warning = if v.deprecated {
                 Some(v.deprecation_warning.clone().unwrap_or_else(|| {
-                    format!("{}/{} {} is deprecated", info.group, v.name, info.kind)
+                    crate::conversion::default_deprecation_warning(
+                        &info.group,
+                        &info.kind,
+                        &v.name,
+                        &info.versions,
+                    )
                 }))
             } else {
                 None
@@ -122,18 +127,6 @@ impl CompiledCrd {
         self.versions
             .iter()
             .position(|v| v.served && v.schema.version == version)
-    }
-
-    /// Rewrite `apiVersion` to the storage version (conversion strategy `None`).
-    pub fn to_storage_version(&self, obj: &mut Value) {
-        if let Some(v) = self.versions.iter().find(|v| v.storage) {
-            if let Some(m) = obj.as_object_mut() {
-                m.insert(
-                    "apiVersion".into(),
-                    Value::String(format!("{}/{}", self.info.group, v.schema.version)),
-                );
-            }
-        }
     }
 }
 

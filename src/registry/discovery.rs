@@ -104,6 +104,45 @@ const CUSTOM_RESOURCE_DEFINITIONS: BuiltinResource = BuiltinResource {
     subresources: &[("status", &["get", "patch", "update"])],
 };
 
+/// The group and version of the webhook configurations.
+const ADMISSIONREGISTRATION_GROUP: &str = "admissionregistration.k8s.io";
+const ADMISSIONREGISTRATION_VERSION: &str = "v1";
+
+const WEBHOOK_VERBS: &[&str] = &[
+    "create",
+    "delete",
+    "deletecollection",
+    "get",
+    "list",
+    "patch",
+    "update",
+    "watch",
+];
+
+const MUTATING_WEBHOOK_CONFIGURATIONS: BuiltinResource = BuiltinResource {
+    group: ADMISSIONREGISTRATION_GROUP,
+    version: ADMISSIONREGISTRATION_VERSION,
+    name: "mutatingwebhookconfigurations",
+    singular: "mutatingwebhookconfiguration",
+    kind: "MutatingWebhookConfiguration",
+    verbs: WEBHOOK_VERBS,
+    short_names: &[],
+    categories: &["api-extensions"],
+    subresources: &[],
+};
+
+const VALIDATING_WEBHOOK_CONFIGURATIONS: BuiltinResource = BuiltinResource {
+    group: ADMISSIONREGISTRATION_GROUP,
+    version: ADMISSIONREGISTRATION_VERSION,
+    name: "validatingwebhookconfigurations",
+    singular: "validatingwebhookconfiguration",
+    kind: "ValidatingWebhookConfiguration",
+    verbs: WEBHOOK_VERBS,
+    short_names: &[],
+    categories: &["api-extensions"],
+    subresources: &[],
+};
+
 impl BuiltinResource {
     fn legacy(&self) -> Vec<Value> {
         let mut main = json!({
@@ -206,13 +245,25 @@ fn apiextensions_group() -> Value {
     api_group_json(APIEXTENSIONS_GROUP, &[APIEXTENSIONS_VERSION.to_string()])
 }
 
-/// `GET /apis`: `apiextensions.k8s.io` first, then the CRD groups in the order kube's
+fn admissionregistration_group() -> Value {
+    api_group_json(
+        ADMISSIONREGISTRATION_GROUP,
+        &[ADMISSIONREGISTRATION_VERSION.to_string()],
+    )
+}
+
+/// Groups served by this server itself, in kube's order (no CRD may take them over).
+fn is_builtin_group(group: &str) -> bool {
+    group == APIEXTENSIONS_GROUP || group == ADMISSIONREGISTRATION_GROUP
+}
+
+/// `GET /apis`: `admissionregistration.k8s.io` and `apiextensions.k8s.io` first, then the CRD groups in the order kube's
 /// aggregator lists equal-priority groups (by the name `<version>.<group>` of their
 /// APIServices).
 pub fn api_group_list(crds: &[CrdInfo]) -> Value {
     let mut groups: Vec<(String, Vec<String>)> = crd_groups(crds)
         .into_iter()
-        .filter(|(g, _)| g != APIEXTENSIONS_GROUP)
+        .filter(|(g, _)| !is_builtin_group(g))
         .collect();
     let service_name = |(g, vs): &(String, Vec<String>)| {
         vs.iter()
@@ -221,7 +272,7 @@ pub fn api_group_list(crds: &[CrdInfo]) -> Value {
             .unwrap_or_default()
     };
     groups.sort_by_key(service_name);
-    let mut items = vec![apiextensions_group()];
+    let mut items = vec![admissionregistration_group(), apiextensions_group()];
     items.extend(groups.iter().map(|(g, vs)| api_group_json(g, vs)));
     json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": items})
 }
@@ -230,6 +281,8 @@ pub fn api_group_list(crds: &[CrdInfo]) -> Value {
 pub fn api_group(group: &str, crds: &[CrdInfo]) -> Option<Value> {
     let mut doc = if group == APIEXTENSIONS_GROUP {
         apiextensions_group()
+    } else if group == ADMISSIONREGISTRATION_GROUP {
+        admissionregistration_group()
     } else {
         let groups = crd_groups(crds);
         api_group_json(group, groups.get(group)?)
@@ -267,6 +320,13 @@ pub fn api_resource_list(group: &str, version: &str, crds: &[CrdInfo]) -> Option
             return None;
         }
         CUSTOM_RESOURCE_DEFINITIONS.legacy()
+    } else if group == ADMISSIONREGISTRATION_GROUP {
+        if version != ADMISSIONREGISTRATION_VERSION {
+            return None;
+        }
+        let mut resources = MUTATING_WEBHOOK_CONFIGURATIONS.legacy();
+        resources.extend(VALIDATING_WEBHOOK_CONFIGURATIONS.legacy());
+        resources
     } else {
         let served = served_in(group, version, crds);
         if served.is_empty() {
@@ -357,18 +417,30 @@ pub fn aggregated_core() -> Value {
     )])
 }
 
-/// Aggregated discovery for `GET /apis`: `apiextensions.k8s.io` (the higher group
-/// priority), then the CRD groups alphabetically, versions by kube's version priority.
+/// Aggregated discovery for `GET /apis`: `admissionregistration.k8s.io` and
+/// `apiextensions.k8s.io` (the higher group priorities), then the CRD groups alphabetically, versions by kube's version priority.
 pub fn aggregated_apis(crds: &[CrdInfo]) -> Value {
-    let mut items = vec![group_discovery(
-        APIEXTENSIONS_GROUP,
-        vec![version_discovery(
-            APIEXTENSIONS_VERSION,
-            vec![CUSTOM_RESOURCE_DEFINITIONS.aggregated()],
-        )],
-    )];
+    let mut items = vec![
+        group_discovery(
+            ADMISSIONREGISTRATION_GROUP,
+            vec![version_discovery(
+                ADMISSIONREGISTRATION_VERSION,
+                vec![
+                    MUTATING_WEBHOOK_CONFIGURATIONS.aggregated(),
+                    VALIDATING_WEBHOOK_CONFIGURATIONS.aggregated(),
+                ],
+            )],
+        ),
+        group_discovery(
+            APIEXTENSIONS_GROUP,
+            vec![version_discovery(
+                APIEXTENSIONS_VERSION,
+                vec![CUSTOM_RESOURCE_DEFINITIONS.aggregated()],
+            )],
+        ),
+    ];
     for (group, versions) in crd_groups(crds) {
-        if group == APIEXTENSIONS_GROUP {
+        if is_builtin_group(&group) {
             continue;
         }
         let versions: Vec<Value> = versions
@@ -593,6 +665,7 @@ mod tests {
         assert_eq!(
             names,
             vec![
+                ADMISSIONREGISTRATION_GROUP,
                 APIEXTENSIONS_GROUP,
                 "b.example.com",
                 "crud.example.com",
@@ -601,7 +674,7 @@ mod tests {
         );
         assert_eq!(doc["kind"], "APIGroupList");
         assert_eq!(
-            doc["groups"][0]["preferredVersion"]["groupVersion"],
+            doc["groups"][1]["preferredVersion"]["groupVersion"],
             "apiextensions.k8s.io/v1"
         );
     }
@@ -615,7 +688,7 @@ mod tests {
             &[("v1", false, true)],
         )];
         assert!(api_group("hidden.example.com", &crds).is_none());
-        assert_eq!(api_group_list(&crds)["groups"].as_array().unwrap().len(), 1);
+        assert_eq!(api_group_list(&crds)["groups"].as_array().unwrap().len(), 2);
     }
 
     #[test]
@@ -633,8 +706,12 @@ mod tests {
         assert_eq!(core["items"][0]["versions"][0]["freshness"], "Current");
 
         let apis = aggregated_apis(&[widgets()]);
-        assert_eq!(apis["items"][0]["metadata"]["name"], APIEXTENSIONS_GROUP);
-        let group = &apis["items"][1];
+        assert_eq!(
+            apis["items"][0]["metadata"]["name"],
+            ADMISSIONREGISTRATION_GROUP
+        );
+        assert_eq!(apis["items"][1]["metadata"]["name"], APIEXTENSIONS_GROUP);
+        let group = &apis["items"][2];
         assert_eq!(group["metadata"]["name"], "crud.example.com");
         let widget = &group["versions"][0]["resources"][0];
         assert_eq!(

@@ -174,6 +174,25 @@ impl Resource {
         }
     }
 
+    /// Mutating- or ValidatingWebhookConfigurations (`kind` without the suffix).
+    fn webhook_configurations(kind: &str) -> Resource {
+        let def = format!("io.k8s.api.admissionregistration.v1.{kind}WebhookConfiguration");
+        Resource {
+            group: ADMISSIONREGISTRATION_GROUP.into(),
+            version: "v1".into(),
+            kind: format!("{kind}WebhookConfiguration"),
+            plural: format!("{}webhookconfigurations", kind.to_ascii_lowercase()),
+            namespaced: false,
+            list_def: format!("{def}List"),
+            kind_def: def,
+            status: false,
+            scale: false,
+            deletecollection: true,
+            finalize: false,
+            builtin: true,
+        }
+    }
+
     fn prefix(&self) -> String {
         if self.group.is_empty() {
             format!("/api/{}", self.version)
@@ -1082,6 +1101,9 @@ fn security_definitions() -> Value {
     json!({"BearerToken": {"description": "Bearer Token authentication", "type": "apiKey", "name": "authorization", "in": "header"}})
 }
 
+/// The group of the webhook configurations.
+const ADMISSIONREGISTRATION_GROUP: &str = "admissionregistration.k8s.io";
+
 /// `GET /openapi/v2`: one Swagger 2.0 document with namespaces, CRDs and every served
 /// CR version.
 pub fn openapi_v2(crds: &[CrdInfo]) -> Value {
@@ -1096,6 +1118,7 @@ pub fn openapi_v2(crds: &[CrdInfo]) -> Value {
         &Resource::custom_resource_definitions(),
         Flavor::V2,
     ));
+    add(publish_webhook_configurations(Flavor::V2));
     for (group, version) in custom_group_versions(crds).into_keys() {
         if let Some(p) = publish_custom(&group, &version, crds, Flavor::V2) {
             add(p);
@@ -1142,8 +1165,27 @@ pub fn openapi_v3_path(gv: &str, crds: &[CrdInfo]) -> Option<Value> {
     openapi_v3_group_version(group, version, crds)
 }
 
+/// Both webhook configuration kinds (one group-version).
+fn publish_webhook_configurations(flavor: Flavor) -> Published {
+    let mut p = publish_builtin(&Resource::webhook_configurations("Mutating"), flavor);
+    let v = publish_builtin(&Resource::webhook_configurations("Validating"), flavor);
+    p.paths.extend(v.paths);
+    p.schemas.extend(v.schemas);
+    p
+}
+
 /// `GET /openapi/v3/apis/{group}/{version}`; `None` (404) when nothing is served there.
 pub fn openapi_v3_group_version(group: &str, version: &str, crds: &[CrdInfo]) -> Option<Value> {
+    if group == ADMISSIONREGISTRATION_GROUP {
+        return (version == "v1").then(|| {
+            v3_document(
+                "Kubernetes",
+                KUBE_GIT_VERSION,
+                publish_webhook_configurations(Flavor::V3),
+                true,
+            )
+        });
+    }
     if group == APIEXTENSIONS_GROUP {
         if version != "v1" {
             return None;
@@ -1173,6 +1215,10 @@ pub fn openapi_v3_index(crds: &[CrdInfo]) -> Value {
         }
     };
     add("api/v1".into(), openapi_v3_path("api/v1", crds));
+    add(
+        format!("apis/{ADMISSIONREGISTRATION_GROUP}/v1"),
+        openapi_v3_group_version(ADMISSIONREGISTRATION_GROUP, "v1", crds),
+    );
     add(
         format!("apis/{APIEXTENSIONS_GROUP}/v1"),
         openapi_v3_group_version(APIEXTENSIONS_GROUP, "v1", crds),
@@ -1571,6 +1617,7 @@ mod tests {
             keys,
             vec![
                 "api/v1",
+                "apis/admissionregistration.k8s.io/v1",
                 "apis/apiextensions.k8s.io/v1",
                 "apis/crud.example.com/v1",
                 "apis/crud.example.com/v2"

@@ -46,16 +46,6 @@ impl CustomResourceKind {
     pub fn crd(&self) -> &Arc<CompiledCrd> {
         &self.crd
     }
-
-    /// Rewrite a stored object to the served version (conversion strategy `None`).
-    fn to_served_version(&self, obj: &mut Value) {
-        if let Some(m) = obj.as_object_mut() {
-            m.insert(
-                "apiVersion".into(),
-                Value::String(self.descriptor.api_version()),
-            );
-        }
-    }
 }
 
 impl ResourceKind for CustomResourceKind {
@@ -80,17 +70,46 @@ impl ResourceKind for CustomResourceKind {
         pipeline::update(new, old, self.schema(), opts)
     }
 
+    fn create_mutating_input(&self, obj: Value, opts: &WriteOptions) -> Result<Admitted, Status> {
+        pipeline::create_mutating_input(obj, self.schema(), opts)
+    }
+
+    fn create_after_admission(
+        &self,
+        input: Admitted,
+        opts: &WriteOptions,
+    ) -> Result<Admitted, Status> {
+        pipeline::create_after_admission(input, self.schema(), opts)
+    }
+
+    fn update_mutating_input(
+        &self,
+        new: Value,
+        old: &Value,
+        opts: &WriteOptions,
+    ) -> Result<Admitted, Status> {
+        pipeline::update_mutating_input(new, old, self.schema(), opts)
+    }
+
+    fn update_after_admission(
+        &self,
+        input: Admitted,
+        old: &Value,
+        opts: &WriteOptions,
+    ) -> Result<Admitted, Status> {
+        pipeline::update_after_admission(input, old, self.schema(), opts)
+    }
+
     fn merge_schema(&self) -> &crate::schema::structural::Structural {
         &self.schema().structural
     }
 
     fn to_storage(&self, obj: &mut Value) {
-        self.crd.to_storage_version(obj);
+        crate::conversion::to_storage(&self.crd, obj);
     }
 
     fn on_read(&self, obj: &mut Value) {
-        self.to_served_version(obj);
-        pipeline::read(obj, self.schema());
+        crate::conversion::to_served(&self.crd, self.schema(), obj);
     }
 
     fn printer_columns(&self) -> Vec<crate::table::PrinterColumn> {

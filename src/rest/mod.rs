@@ -9,6 +9,8 @@ pub mod custom_resource;
 pub mod namespace;
 pub mod object;
 pub mod store;
+pub mod strategic;
+pub mod webhook_configuration;
 
 use crate::status::{GroupResource, Status};
 use serde_json::Value;
@@ -150,6 +152,56 @@ pub trait ResourceKind: Send + Sync {
         old: &Value,
         opts: &WriteOptions,
     ) -> Result<Admitted, Status>;
+
+    /// The stages of a create before mutating admission (custom resources: decode →
+    /// prune → default); built-in kinds hand the body to admission as received.
+    fn create_mutating_input(&self, obj: Value, opts: &WriteOptions) -> Result<Admitted, Status> {
+        let _ = opts;
+        Ok(Admitted {
+            object: obj,
+            ..Default::default()
+        })
+    }
+
+    /// The stages of a create after mutating admission; `input` carries the object
+    /// and the warnings and trace so far.
+    fn create_after_admission(
+        &self,
+        input: Admitted,
+        opts: &WriteOptions,
+    ) -> Result<Admitted, Status> {
+        let mut out = self.admit_create(input.object, opts)?;
+        out.warnings.splice(0..0, input.warnings);
+        out.trace.splice(0..0, input.trace);
+        Ok(out)
+    }
+
+    /// The stages of an update before mutating admission.
+    fn update_mutating_input(
+        &self,
+        new: Value,
+        old: &Value,
+        opts: &WriteOptions,
+    ) -> Result<Admitted, Status> {
+        let _ = (old, opts);
+        Ok(Admitted {
+            object: new,
+            ..Default::default()
+        })
+    }
+
+    /// The stages of an update after mutating admission.
+    fn update_after_admission(
+        &self,
+        input: Admitted,
+        old: &Value,
+        opts: &WriteOptions,
+    ) -> Result<Admitted, Status> {
+        let mut out = self.admit_update(input.object, old, opts)?;
+        out.warnings.splice(0..0, input.warnings);
+        out.trace.splice(0..0, input.trace);
+        Ok(out)
+    }
 
     /// Convert an admitted object to the form kept in storage (the storage version).
     fn to_storage(&self, obj: &mut Value) {

@@ -1,7 +1,8 @@
 //! The generic object store (kube's `genericregistry.Store`): get, list, create,
 //! guaranteed update, delete with finalizers, over any `Storage` backend.
 
-use super::{object, Admitted, Descriptor, ResourceKind, WriteOptions};
+use super::{object, Admitted, Descriptor, Operation, ResourceKind, WriteOptions};
+use crate::admission::{Admission, Attributes};
 use crate::selector::{fields::FieldSelector, labels::LabelSelector};
 use crate::status::{self, Details, GroupResource, Status};
 use crate::storage::{
@@ -205,12 +206,69 @@ const CONTINUE_EXPIRED: &str = "The provided continue parameter is too old to di
 pub struct Store {
     /// The backend.
     pub storage: Arc<dyn Storage>,
+    /// Admission hooks run on every create and update.
+    pub admission: Admission,
 }
 
 impl Store {
     /// Wrap a backend.
     pub fn new(storage: Arc<dyn Storage>) -> Self {
-        Store { storage }
+        Store {
+            storage,
+            admission: Admission::default(),
+        }
+    }
+
+    /// A create's stages with admission: mutating hooks between the two halves of
+    /// the pipeline, validating hooks after it (order: `pipeline/mod.rs`).
+    async fn admit_create(
+        &self,
+        kind: &dyn ResourceKind,
+        body: Value,
+        opts: &WriteOptions,
+    ) -> Result<Admitted, Status> {
+        let mut input = kind.create_mutating_input(body, opts)?;
+        let attrs = Attributes {
+            descriptor: kind.descriptor(),
+            operation: Operation::Create,
+            opts,
+        };
+        let obj = std::mem::take(&mut input.object);
+        input.object = self
+            .admission
+            .mutate(&attrs, obj, None, &mut input.warnings)
+            .await?;
+        let mut out = kind.create_after_admission(input, opts)?;
+        self.admission
+            .validate(&attrs, &out.object, None, &mut out.warnings)
+            .await?;
+        Ok(out)
+    }
+
+    /// An update's stages with admission (as `admit_create`).
+    async fn admit_update(
+        &self,
+        kind: &dyn ResourceKind,
+        desired: Value,
+        old: &Value,
+        opts: &WriteOptions,
+    ) -> Result<Admitted, Status> {
+        let mut input = kind.update_mutating_input(desired, old, opts)?;
+        let attrs = Attributes {
+            descriptor: kind.descriptor(),
+            operation: Operation::Update,
+            opts,
+        };
+        let obj = std::mem::take(&mut input.object);
+        input.object = self
+            .admission
+            .mutate(&attrs, obj, Some(old), &mut input.warnings)
+            .await?;
+        let mut out = kind.update_after_admission(input, old, opts)?;
+        self.admission
+            .validate(&attrs, &out.object, Some(old), &mut out.warnings)
+            .await?;
+        Ok(out)
     }
 
     /// Read one object, decorated for reading.
@@ -385,7 +443,7 @@ impl Store {
                 object: obj,
                 warnings,
                 trace,
-            } = kind.admit_create(body.clone(), opts)?;
+            } = self.admit_create(kind, body.clone(), opts).await?;
             let name = object::name(&obj).to_string();
             if opts.dry_run {
                 return Ok(Written {
@@ -472,7 +530,7 @@ impl Store {
                 object: mut obj,
                 warnings,
                 trace,
-            } = kind.admit_update(desired, &old, opts)?;
+            } = self.admit_update(kind, desired, &old, opts).await?;
             object::set_resource_version(&mut obj, kv.mod_revision);
             let remove = object::is_terminating(&obj) && !kind.finalizers_pending(&obj);
             if obj == old && !remove {
