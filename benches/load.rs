@@ -1,22 +1,32 @@
-//! Startup and load benchmark of the real `crd-apiserver` binary, over loopback only.
+//! Startup and load benchmark of the real `crd-apiserver` binary, over loopback only,
+//! on the embedded store and on a real etcd.
 //!
 //! Run: `cargo bench --bench load`
 //!
 //! Environment (all optional):
-//! * `LOAD_SECONDS` — how long the load phase runs (default 10).
+//! * `LOAD_BACKEND` — `memory`, `etcd` or `both` (default `both`). The etcd run starts
+//!   its own single-member etcd (`ETCD_BIN` or `/usr/bin/etcd`) on free loopback ports
+//!   with a data dir under the temp dir, and removes it afterwards.
+//! * `LOAD_SECONDS` — how long each load phase runs (default 10).
 //! * `LOAD_CLIENTS` — concurrent clients, one thread each (default 8).
-//! * `STARTUP_RUNS` — how many cold starts are timed (default 20).
+//! * `STARTUP_RUNS` — how many cold starts are timed per backend (default 20).
 //!
 //! It builds nothing itself: cargo builds the release binary for benches and hands its
-//! path over in `CARGO_BIN_EXE_crd-apiserver`. Phases:
+//! path over in `CARGO_BIN_EXE_crd-apiserver`. Phases, per backend:
 //! 1. startup: process spawn → `/readyz` answers 200, min/median/p95 over the runs;
 //! 2. load: one server, a CRD, then every client runs a fixed mix of create / get /
-//!    list / merge-patch on custom resources in its own namespace until the time is
-//!    up (or it reaches [`MAX_REQUESTS_PER_CLIENT`]); prints requests/s and latency
-//!    percentiles per verb. Any failed request makes the command exit non-zero.
+//!    list / update / merge-patch on custom resources in its own namespace until the
+//!    time is up (or it reaches [`MAX_REQUESTS_PER_CLIENT`]); prints requests/s and
+//!    latency percentiles per verb.
+//!
+//! Last, one line per backend with create / update / get throughput and p99. Any
+//! failed request makes the command exit non-zero.
+
+#[path = "../integration/common/mod.rs"]
+mod common;
 
 use serde_json::json;
-use std::net::TcpListener;
+use std::collections::HashMap;
 use std::process::{Child, Command, ExitCode, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -44,23 +54,61 @@ const GROUP: &str = "load.bench.example.com";
 const VERSION: &str = "v1";
 const PLURAL: &str = "loadtests";
 
+/// Where the benchmarked server keeps its objects.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Backend {
+    /// The embedded store.
+    Memory,
+    /// A single-member etcd this bench starts (`--etcd-servers`).
+    Etcd,
+}
+
+impl Backend {
+    fn name(self) -> &'static str {
+        match self {
+            Backend::Memory => "memory",
+            Backend::Etcd => "etcd",
+        }
+    }
+
+    /// The backends `LOAD_BACKEND` asks for (default both).
+    fn from_env() -> Result<Vec<Backend>, String> {
+        match std::env::var("LOAD_BACKEND").as_deref() {
+            Err(_) | Ok("both") => Ok(vec![Backend::Memory, Backend::Etcd]),
+            Ok("memory") => Ok(vec![Backend::Memory]),
+            Ok("etcd") => Ok(vec![Backend::Etcd]),
+            Ok(other) => Err(format!(
+                "LOAD_BACKEND={other:?}: expected memory, etcd or both"
+            )),
+        }
+    }
+}
+
 /// One request kind of the mix.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Verb {
     Create,
     Get,
     List,
+    Update,
     Patch,
 }
 
 impl Verb {
-    const ALL: [Verb; 4] = [Verb::Create, Verb::Get, Verb::List, Verb::Patch];
+    const ALL: [Verb; 5] = [
+        Verb::Create,
+        Verb::Get,
+        Verb::List,
+        Verb::Update,
+        Verb::Patch,
+    ];
 
     fn name(self) -> &'static str {
         match self {
             Verb::Create => "create",
             Verb::Get => "get",
             Verb::List => "list",
+            Verb::Update => "update",
             Verb::Patch => "merge-patch",
         }
     }
@@ -70,24 +118,26 @@ impl Verb {
             Verb::Create => 0,
             Verb::Get => 1,
             Verb::List => 2,
-            Verb::Patch => 3,
+            Verb::Update => 3,
+            Verb::Patch => 4,
         }
     }
 }
 
-/// The request mix each client cycles through: 20% create, 50% get, 10% list,
-/// 20% merge-patch. It starts with a create so gets and patches have a target.
+/// The request mix each client cycles through: 20% create, 40% get, 10% list,
+/// 20% update (PUT with the resourceVersion last seen), 10% merge-patch. It starts
+/// with a create so gets and writes have a target.
 const MIX: [Verb; 10] = [
     Verb::Create,
     Verb::Get,
-    Verb::Patch,
+    Verb::Update,
     Verb::Get,
     Verb::List,
     Verb::Create,
     Verb::Get,
     Verb::Patch,
     Verb::Get,
-    Verb::Get,
+    Verb::Update,
 ];
 
 /// A started server process, killed when dropped so no run leaves one behind.
@@ -97,12 +147,14 @@ struct ServerProcess {
 }
 
 impl ServerProcess {
-    /// Spawns the binary on a free loopback port; returns it with the spawn instant.
-    fn spawn() -> Result<(ServerProcess, Instant), String> {
-        let port = free_port()?;
+    /// Spawns the binary on a free loopback port with `args` (the backend's flags);
+    /// returns it with the spawn instant.
+    fn spawn(args: &[String]) -> Result<(ServerProcess, Instant), String> {
+        let port = common::free_port();
         let started = Instant::now();
         let child = Command::new(SERVER_BINARY)
             .args(["--bind-address", "127.0.0.1", "--port", &port.to_string()])
+            .args(args)
             .env("CRD_APISERVER_LOG", "warn")
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -146,16 +198,6 @@ impl Drop for ServerProcess {
     }
 }
 
-/// A loopback port nobody listens on right now (the server binds it just after).
-fn free_port() -> Result<u16, String> {
-    let listener =
-        TcpListener::bind("127.0.0.1:0").map_err(|e| format!("finding a free port: {e}"))?;
-    listener
-        .local_addr()
-        .map(|a| a.port())
-        .map_err(|e| format!("finding a free port: {e}"))
-}
-
 /// An HTTP client that hands back non-2xx answers instead of turning them into errors.
 fn agent(timeout: Duration) -> ureq::Agent {
     ureq::Agent::config_builder()
@@ -188,10 +230,10 @@ fn env_number(name: &str, default: u64) -> Result<u64, String> {
 }
 
 /// Phase 1: time `runs` cold starts.
-fn startup(runs: u64) -> Result<(), String> {
+fn startup(runs: u64, args: &[String]) -> Result<(), String> {
     let mut times = Vec::new();
     for _ in 0..runs {
-        let (mut server, started) = ServerProcess::spawn()?;
+        let (mut server, started) = ServerProcess::spawn(args)?;
         times.push(server.wait_ready(started)?);
     }
     times.sort();
@@ -260,7 +302,7 @@ fn load_object(namespace: &str, name: &str, n: usize) -> serde_json::Value {
     })
 }
 
-/// Sends `body` as JSON; returns the status code and the body text.
+/// Sends `body` as JSON (POST, PUT or PATCH); returns the status code and the body text.
 fn send_json(
     agent: &ureq::Agent,
     method: &str,
@@ -271,6 +313,7 @@ fn send_json(
     let bytes = serde_json::to_vec(body).map_err(|e| format!("encoding: {e}"))?;
     let request = match method {
         "POST" => agent.post(url),
+        "PUT" => agent.put(url),
         "PATCH" => agent.patch(url),
         other => return Err(format!("unsupported method {other}")),
     };
@@ -334,7 +377,7 @@ fn prepare(base: &str, clients: usize) -> Result<(), String> {
 #[derive(Default)]
 struct ClientReport {
     /// Latencies per verb, indexed by [`Verb::index`].
-    latencies: [Vec<Duration>; 4],
+    latencies: [Vec<Duration>; 5],
     errors: usize,
     /// The first few failures, for the printout.
     error_samples: Vec<String>,
@@ -357,6 +400,9 @@ fn run_client(base: &str, id: usize, deadline: Instant) -> ClientReport {
     let list_url = format!("{collection}?limit={LIST_LIMIT}");
     let mut report = ClientReport::default();
     let mut created: Vec<String> = Vec::new();
+    // The object as last answered, per name: updates send it back with its
+    // resourceVersion (this client is the only writer in its namespace).
+    let mut latest: HashMap<String, serde_json::Value> = HashMap::new();
     for n in 0..MAX_REQUESTS_PER_CLIENT {
         if Instant::now() >= deadline {
             break;
@@ -378,11 +424,29 @@ fn run_client(base: &str, id: usize, deadline: Instant) -> ClientReport {
                 send_json(&agent, "POST", &collection, "application/json", &body).map(
                     |(status, text)| {
                         if status == 201 {
+                            remember(&mut latest, &name, &text);
                             created.push(name);
                         }
                         (status, 201, text)
                     },
                 )
+            }
+            Verb::Update => {
+                let mut body = latest.get(&target).cloned().unwrap_or_default();
+                body["spec"]["replicas"] = json!(n % 5);
+                send_json(
+                    &agent,
+                    "PUT",
+                    &format!("{collection}/{target}"),
+                    "application/json",
+                    &body,
+                )
+                .map(|(status, text)| {
+                    if status == 200 {
+                        remember(&mut latest, &target, &text);
+                    }
+                    (status, 200, text)
+                })
             }
             Verb::Get => get(&agent, &format!("{collection}/{target}"))
                 .map(|(status, _)| (status, 200, String::new())),
@@ -396,7 +460,12 @@ fn run_client(base: &str, id: usize, deadline: Instant) -> ClientReport {
                     "application/merge-patch+json",
                     &patch,
                 )
-                .map(|(status, text)| (status, 200, text))
+                .map(|(status, text)| {
+                    if status == 200 {
+                        remember(&mut latest, &target, &text);
+                    }
+                    (status, 200, text)
+                })
             }
         };
         let elapsed = started.elapsed();
@@ -414,9 +483,29 @@ fn run_client(base: &str, id: usize, deadline: Instant) -> ClientReport {
     report
 }
 
-/// Phase 2: load one server with `clients` clients for `seconds`; returns the error count.
-fn load(seconds: u64, clients: usize) -> Result<usize, String> {
-    let (mut server, started) = ServerProcess::spawn()?;
+/// Keeps the object a write answered with, for the next update of `name`.
+fn remember(latest: &mut HashMap<String, serde_json::Value>, name: &str, text: &str) {
+    if let Ok(object) = serde_json::from_str(text) {
+        latest.insert(name.to_owned(), object);
+    }
+}
+
+/// Throughput and p99 latency of one verb in one load phase.
+#[derive(Clone, Copy, Default)]
+struct VerbSummary {
+    per_second: f64,
+    p99: Duration,
+}
+
+/// What one load phase measured: the failed requests and a summary per verb.
+struct LoadSummary {
+    errors: usize,
+    verbs: [VerbSummary; 5],
+}
+
+/// Phase 2: load one server (started with `args`) with `clients` clients for `seconds`.
+fn load(seconds: u64, clients: usize, args: &[String]) -> Result<LoadSummary, String> {
+    let (mut server, started) = ServerProcess::spawn(args)?;
     server.wait_ready(started)?;
     prepare(&server.base, clients)?;
     let duration = Duration::from_secs(seconds);
@@ -446,14 +535,15 @@ fn load(seconds: u64, clients: usize) -> Result<usize, String> {
     }
 
     println!(
-        "load: {clients} clients, {wall:.1} s, loopback, mix 20% create / 50% get / \
-         10% list (limit={LIST_LIMIT}) / 20% merge-patch"
+        "load: {clients} clients, {wall:.1} s, loopback, mix 20% create / 40% get / \
+         10% list (limit={LIST_LIMIT}) / 20% update / 10% merge-patch"
     );
     println!(
         "{:<12} {:>9} {:>10} {:>10} {:>10} {:>10} {:>10}",
         "verb", "requests", "req/s", "p50", "p90", "p99", "max"
     );
     let mut total = 0;
+    let mut verbs = [VerbSummary::default(); 5];
     for verb in Verb::ALL {
         let mut all: Vec<Duration> = reports
             .iter()
@@ -461,6 +551,10 @@ fn load(seconds: u64, clients: usize) -> Result<usize, String> {
             .collect();
         all.sort();
         total += all.len();
+        verbs[verb.index()] = VerbSummary {
+            per_second: all.len() as f64 / wall,
+            p99: percentile(&all, 0.99),
+        };
         println!(
             "{:<12} {:>9} {:>10.0} {:>10} {:>10} {:>10} {:>10}",
             verb.name(),
@@ -478,38 +572,85 @@ fn load(seconds: u64, clients: usize) -> Result<usize, String> {
     for sample in reports.iter().flat_map(|r| r.error_samples.iter()).take(5) {
         println!("  {sample}");
     }
-    Ok(errors)
+    Ok(LoadSummary { errors, verbs })
+}
+
+/// Both phases on one backend; an etcd run starts (and removes) its own etcd.
+fn run_backend(
+    backend: Backend,
+    runs: u64,
+    seconds: u64,
+    clients: usize,
+) -> Result<LoadSummary, String> {
+    println!("== backend: {}", backend.name());
+    // Kept until the phases are over; dropping it kills etcd and removes its data.
+    let etcd = match backend {
+        Backend::Memory => None,
+        Backend::Etcd => {
+            let etcd = common::Etcd::start();
+            etcd.wait_ready();
+            Some(etcd)
+        }
+    };
+    let args: Vec<String> = match &etcd {
+        None => Vec::new(),
+        Some(etcd) => vec!["--etcd-servers".to_owned(), etcd.url()],
+    };
+    startup(runs, &args).map_err(|e| format!("startup: {e}"))?;
+    load(seconds, clients, &args).map_err(|e| format!("load: {e}"))
 }
 
 fn main() -> ExitCode {
     // cargo passes `--bench` (and any filter) to every bench target; none apply here.
-    let settings = (|| -> Result<(u64, u64, u64), String> {
+    let settings = (|| -> Result<(Vec<Backend>, u64, u64, u64), String> {
         Ok((
+            Backend::from_env()?,
             env_number("STARTUP_RUNS", 20)?,
             env_number("LOAD_SECONDS", 10)?,
             env_number("LOAD_CLIENTS", 8)?,
         ))
     })();
-    let (runs, seconds, clients) = match settings {
+    let (backends, runs, seconds, clients) = match settings {
         Ok(s) => s,
         Err(e) => {
             eprintln!("load bench: {e}");
             return ExitCode::FAILURE;
         }
     };
-    if let Err(e) = startup(runs) {
-        eprintln!("load bench: startup: {e}");
+    let clients = clients.max(1) as usize;
+    let mut summaries = Vec::new();
+    for backend in backends {
+        match run_backend(backend, runs, seconds, clients) {
+            Ok(summary) => summaries.push((backend, summary)),
+            Err(e) => {
+                eprintln!("load bench: {}: {e}", backend.name());
+                return ExitCode::FAILURE;
+            }
+        }
+        println!();
+    }
+    println!("== summary ({clients} clients, throughput and p99 latency per verb)");
+    println!(
+        "{:<8} {:>22} {:>22} {:>22}",
+        "backend", "create", "update", "get"
+    );
+    for (backend, summary) in &summaries {
+        let cell = |verb: Verb| {
+            let v = summary.verbs[verb.index()];
+            format!("{:.0}/s p99 {}", v.per_second, ms(v.p99))
+        };
+        println!(
+            "{:<8} {:>22} {:>22} {:>22}",
+            backend.name(),
+            cell(Verb::Create),
+            cell(Verb::Update),
+            cell(Verb::Get)
+        );
+    }
+    let errors: usize = summaries.iter().map(|(_, s)| s.errors).sum();
+    if errors > 0 {
+        eprintln!("load bench: {errors} request(s) failed");
         return ExitCode::FAILURE;
     }
-    match load(seconds, clients.max(1) as usize) {
-        Ok(0) => ExitCode::SUCCESS,
-        Ok(errors) => {
-            eprintln!("load bench: {errors} request(s) failed");
-            ExitCode::FAILURE
-        }
-        Err(e) => {
-            eprintln!("load bench: load: {e}");
-            ExitCode::FAILURE
-        }
-    }
+    ExitCode::SUCCESS
 }

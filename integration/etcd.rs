@@ -3,10 +3,11 @@
 //! on loopback ports with a fresh data directory; the binary is `ETCD_BIN` or
 //! `/usr/bin/etcd` (Debian's `etcd-server`), and a missing binary fails the test.
 
-use std::net::TcpListener;
-use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+mod common;
+
 use std::time::Duration;
+
+use common::{free_port, Etcd};
 
 use crd_apiserver::storage::etcd::{EtcdConfig, EtcdStorage, EtcdTls};
 use crd_apiserver::storage::{contract, Storage, StorageError, WatchItem};
@@ -16,200 +17,13 @@ use tokio::time::Instant;
 /// The per-call deadline the fault tests use, short to keep them quick.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(2);
 
-/// One etcd member on loopback, killed and its data removed on drop.
-struct Etcd {
-    binary: PathBuf,
-    dir: PathBuf,
-    client_port: u16,
-    peer_port: u16,
-    /// Serve clients over TLS, requiring client certificates signed by this CA.
-    tls: Option<TlsFiles>,
-    child: Option<Child>,
-}
-
-/// PEM files of a test CA, etcd's serving certificate and a client certificate.
-struct TlsFiles {
-    ca: PathBuf,
-    server_cert: PathBuf,
-    server_key: PathBuf,
-    client_cert: PathBuf,
-    client_key: PathBuf,
-}
-
-impl TlsFiles {
-    /// Writes a fresh CA, a server certificate for 127.0.0.1 and a client certificate.
-    fn generate(dir: &std::path::Path) -> TlsFiles {
-        use rcgen::{
-            BasicConstraints, CertificateParams, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
-        };
-        let ca_key = KeyPair::generate().expect("CA key");
-        let mut ca_params = CertificateParams::new(Vec::<String>::new()).expect("CA params");
-        ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-        let ca_cert = ca_params.self_signed(&ca_key).expect("CA certificate");
-        let ca = Issuer::new(ca_params, ca_key);
-        let leaf = |names: Vec<String>, usage: Vec<ExtendedKeyUsagePurpose>| {
-            let key = KeyPair::generate().expect("leaf key");
-            let mut params = CertificateParams::new(names).expect("leaf params");
-            params.extended_key_usages = usage;
-            let cert = params.signed_by(&key, &ca).expect("leaf certificate");
-            (cert.pem(), key.serialize_pem())
-        };
-        let (server_cert, server_key) = leaf(
-            vec!["127.0.0.1".to_owned(), "localhost".to_owned()],
-            vec![
-                ExtendedKeyUsagePurpose::ServerAuth,
-                ExtendedKeyUsagePurpose::ClientAuth,
-            ],
-        );
-        let (client_cert, client_key) = leaf(Vec::new(), vec![ExtendedKeyUsagePurpose::ClientAuth]);
-        let write = |name: &str, pem: &str| {
-            let path = dir.join(name);
-            std::fs::write(&path, pem).expect("write a PEM file");
-            path
-        };
-        TlsFiles {
-            ca: write("ca.crt", &ca_cert.pem()),
-            server_cert: write("server.crt", &server_cert),
-            server_key: write("server.key", &server_key),
-            client_cert: write("client.crt", &client_cert),
-            client_key: write("client.key", &client_key),
-        }
+/// The backend's config for `etcd`, with the short deadlines the fault tests use.
+fn config(etcd: &Etcd) -> EtcdConfig {
+    EtcdConfig {
+        request_timeout: REQUEST_TIMEOUT,
+        progress_interval: Duration::from_millis(100),
+        ..EtcdConfig::new(vec![etcd.url()])
     }
-}
-
-impl Etcd {
-    /// Starts etcd on free ports.
-    fn start() -> Etcd {
-        let mut etcd = Etcd::stopped();
-        etcd.restart();
-        etcd
-    }
-
-    /// Prepares an etcd on free ports without starting it.
-    fn stopped() -> Etcd {
-        let binary =
-            PathBuf::from(std::env::var("ETCD_BIN").unwrap_or_else(|_| "/usr/bin/etcd".into()));
-        assert!(
-            binary.is_file(),
-            "the etcd backend tests need etcd at {} (install Debian's etcd-server, or set ETCD_BIN)",
-            binary.display()
-        );
-        let client_port = free_port();
-        let peer_port = free_port();
-        let dir = std::env::temp_dir().join(format!(
-            "crd-apiserver-etcd-{}-{client_port}",
-            std::process::id()
-        ));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).expect("create the etcd directory");
-        Etcd {
-            binary,
-            dir,
-            client_port,
-            peer_port,
-            tls: None,
-            child: None,
-        }
-    }
-
-    /// Starts etcd serving clients over TLS with client-certificate authentication.
-    fn start_tls() -> Etcd {
-        let mut etcd = Etcd::stopped();
-        etcd.tls = Some(TlsFiles::generate(&etcd.dir));
-        etcd.restart();
-        etcd
-    }
-
-    fn url(&self) -> String {
-        let scheme = if self.tls.is_some() { "https" } else { "http" };
-        format!("{scheme}://127.0.0.1:{}", self.client_port)
-    }
-
-    /// Starts (again) on the same ports and data.
-    fn restart(&mut self) {
-        assert!(self.child.is_none(), "etcd is already running");
-        let client = self.url();
-        let peer = format!("http://127.0.0.1:{}", self.peer_port);
-        let log = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(self.dir.join("etcd.log"))
-            .expect("open the etcd log");
-        let mut command = Command::new(&self.binary);
-        if let Some(tls) = &self.tls {
-            command
-                .arg("--cert-file")
-                .arg(&tls.server_cert)
-                .arg("--key-file")
-                .arg(&tls.server_key)
-                .arg("--trusted-ca-file")
-                .arg(&tls.ca)
-                .arg("--client-cert-auth");
-        }
-        let child = command
-            .args(["--name", "test"])
-            .arg("--data-dir")
-            .arg(self.dir.join("data"))
-            .args(["--listen-client-urls", &client])
-            .args(["--advertise-client-urls", &client])
-            .args(["--listen-peer-urls", &peer])
-            .args(["--initial-advertise-peer-urls", &peer])
-            .args(["--initial-cluster", &format!("test={peer}")])
-            .stdin(Stdio::null())
-            .stdout(log.try_clone().expect("clone the log handle"))
-            .stderr(log)
-            .spawn()
-            .unwrap_or_else(|e| panic!("starting {}: {e}", self.binary.display()));
-        self.child = Some(child);
-    }
-
-    /// Kills etcd (like a crash) and waits for it to exit.
-    fn stop(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-    }
-
-    /// Freezes (SIGSTOP) or thaws (SIGCONT) etcd: connections stay open, nothing answers.
-    fn signal(&self, signal: &str) {
-        let child = self.child.as_ref().expect("etcd is running");
-        let status = Command::new("kill")
-            .arg(format!("-{signal}"))
-            .arg(child.id().to_string())
-            .status()
-            .expect("run kill");
-        assert!(status.success(), "kill -{signal} failed");
-    }
-
-    fn config(&self) -> EtcdConfig {
-        EtcdConfig {
-            request_timeout: REQUEST_TIMEOUT,
-            progress_interval: Duration::from_millis(100),
-            ..EtcdConfig::new(vec![self.url()])
-        }
-    }
-}
-
-impl Drop for Etcd {
-    fn drop(&mut self) {
-        if let Some(child) = &self.child {
-            // A frozen etcd must be thawed to die cleanly.
-            let _ = Command::new("kill")
-                .arg("-CONT")
-                .arg(child.id().to_string())
-                .status();
-        }
-        self.stop();
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|listener| listener.local_addr())
-        .map(|addr| addr.port())
-        .expect("a free loopback port")
 }
 
 /// Waits until the store answers, failing after 30 s.
@@ -226,7 +40,7 @@ async fn wait_ready(store: &EtcdStorage) {
 
 async fn started() -> (Etcd, EtcdStorage) {
     let etcd = Etcd::start();
-    let store = EtcdStorage::connect(etcd.config()).await.expect("connect");
+    let store = EtcdStorage::connect(config(&etcd)).await.expect("connect");
     wait_ready(&store).await;
     (etcd, store)
 }
@@ -276,7 +90,7 @@ async fn revisions_follow_etcd() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn etcd_down_at_start_up_then_up() {
     let mut etcd = Etcd::stopped();
-    let store = EtcdStorage::connect(etcd.config())
+    let store = EtcdStorage::connect(config(&etcd))
         .await
         .expect("connecting never waits for etcd");
     let started = Instant::now();
@@ -381,16 +195,16 @@ async fn hung_etcd_times_out_then_recovers() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tls_with_client_certificate() {
     let etcd = Etcd::start_tls();
-    let files = etcd.tls.as_ref().expect("TLS files");
-    let config = |cert: bool| EtcdConfig {
+    let files = etcd.tls().expect("TLS files");
+    let with_tls = |cert: bool| EtcdConfig {
         tls: Some(EtcdTls {
             ca_file: Some(files.ca.clone()),
             cert_file: cert.then(|| files.client_cert.clone()),
             key_file: cert.then(|| files.client_key.clone()),
         }),
-        ..etcd.config()
+        ..config(&etcd)
     };
-    let store = EtcdStorage::connect(config(true)).await.expect("connect");
+    let store = EtcdStorage::connect(with_tls(true)).await.expect("connect");
     wait_ready(&store).await;
     let prefix = contract::unique_prefix();
     contract::create_and_get(&store, &format!("{prefix}create/"))
@@ -401,7 +215,9 @@ async fn tls_with_client_certificate() {
         .unwrap();
 
     // etcd refuses a client without a certificate: an error, not a hang.
-    let anonymous = EtcdStorage::connect(config(false)).await.expect("connect");
+    let anonymous = EtcdStorage::connect(with_tls(false))
+        .await
+        .expect("connect");
     let result = anonymous.get("/k/a").await;
     assert!(
         is_outage(&result),
@@ -412,9 +228,9 @@ async fn tls_with_client_certificate() {
     let half = EtcdConfig {
         tls: Some(EtcdTls {
             key_file: None,
-            ..config(true).tls.expect("TLS config")
+            ..with_tls(true).tls.expect("TLS config")
         }),
-        ..etcd.config()
+        ..config(&etcd)
     };
     assert!(matches!(
         EtcdStorage::connect(half).await,
@@ -428,7 +244,7 @@ async fn reads_move_on_to_a_live_endpoint() {
     let dead = format!("http://127.0.0.1:{}", free_port());
     let store = EtcdStorage::connect(EtcdConfig {
         endpoints: vec![dead, etcd.url()],
-        ..etcd.config()
+        ..config(&etcd)
     })
     .await
     .expect("connect");

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Runs the whole test suite on a fresh machine: checks what the suites need, then
-# runs formatting and lint checks, unit tests, and the integration suites (real
-# kubectl, kube-rs, recorded kube-apiserver conformance cases).
+# Runs the whole test suite on a fresh machine: checks what the suites need (installing
+# Debian's etcd-server when etcd is missing), then runs formatting and lint checks, unit
+# tests, and the integration suites (real kubectl, kube-rs, recorded kube-apiserver
+# conformance cases) on the embedded store and again with every server on its own etcd.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -10,10 +11,51 @@ if ! command -v kubectl >/dev/null 2>&1; then
   exit 1
 fi
 
+# The etcd suites start real etcd members: ETCD_BIN, else Debian's /usr/bin/etcd.
+if [ -n "${ETCD_BIN:-}" ]; then
+  if [ ! -x "$ETCD_BIN" ]; then
+    echo "test.sh: ETCD_BIN=$ETCD_BIN is not an executable" >&2
+    exit 1
+  fi
+elif [ ! -x /usr/bin/etcd ]; then
+  echo "== installing etcd-server (/usr/bin/etcd is missing)"
+  sudo=()
+  if [ "$(id -u)" -ne 0 ]; then
+    if ! command -v sudo >/dev/null 2>&1; then
+      echo "test.sh: /usr/bin/etcd is missing and installing etcd-server needs root (no sudo)" >&2
+      exit 1
+    fi
+    sudo=(sudo)
+  fi
+  if ! ${sudo[@]+"${sudo[@]}"} apt-get update ||
+    ! ${sudo[@]+"${sudo[@]}"} env DEBIAN_FRONTEND=noninteractive apt-get install -y etcd-server; then
+    echo "test.sh: installing Debian's etcd-server failed; the etcd suites need /usr/bin/etcd" >&2
+    exit 1
+  fi
+  if [ ! -x /usr/bin/etcd ]; then
+    echo "test.sh: etcd-server is installed but /usr/bin/etcd is still missing" >&2
+    exit 1
+  fi
+fi
+
 echo "== format and lints"
 cargo fmt --check
 cargo clippy --all-targets --locked -- -D warnings
 
-echo "== unit and integration tests"
+echo "== unit and integration tests (the etcd suites and conformance's etcd:: cases on etcd)"
 # Benches are left out here: `cargo bench` runs them (see README).
 cargo test --locked --lib --bins --tests
+
+echo "== integration suites again, every server on its own etcd (TEST_BACKEND=etcd)"
+# Every [[test]] target except those that pick their backends themselves: the etcd
+# suites, and conformance (each case is a test on both backends).
+suites=()
+while read -r name; do
+  case "$name" in
+    etcd | etcd_server | conformance) ;;
+    *) suites+=(--test "$name") ;;
+  esac
+done < <(awk '/^\[\[test\]\]/ { in_test = 1; next }
+              /^\[/ { in_test = 0 }
+              in_test && $1 == "name" { gsub(/"/, "", $3); print $3 }' Cargo.toml)
+TEST_BACKEND=etcd cargo test --locked "${suites[@]}"

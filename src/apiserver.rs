@@ -6,6 +6,7 @@ use crate::rest::crd::CrdKind;
 use crate::rest::custom_resource::CustomResourceKind;
 use crate::rest::namespace::{NamespaceKind, SYSTEM_NAMESPACES};
 use crate::rest::store::{decode_stored, Store};
+use crate::rest::webhook_configuration::{WebhookConfigurationKind, WebhookPhase};
 use crate::rest::{object, ResourceKind, WriteOptions};
 use crate::status::{GroupResource, Status};
 use crate::storage::{EventKind, ListOptions, Storage, WatchItem};
@@ -28,12 +29,18 @@ pub struct ApiOptions {
 pub struct ApiServer {
     /// The generic object store.
     pub store: Store,
+    /// Admission hooks (the same registry the store runs: register hooks here).
+    pub admission: crate::admission::Admission,
     /// Served CRDs.
     pub catalog: Arc<Catalog>,
     /// The `customresourcedefinitions` kind.
     pub crds: Arc<CrdKind>,
     /// The `namespaces` kind.
     pub namespaces: Arc<NamespaceKind>,
+    /// The `mutatingwebhookconfigurations` kind.
+    pub mutating_webhooks: Arc<WebhookConfigurationKind>,
+    /// The `validatingwebhookconfigurations` kind.
+    pub validating_webhooks: Arc<WebhookConfigurationKind>,
     /// Settings.
     pub options: ApiOptions,
     /// CRDs loaded and system namespaces ensured (storage may be down at start-up).
@@ -66,14 +73,31 @@ impl ApiServer {
         options: ApiOptions,
     ) -> Result<Arc<ApiServer>, Status> {
         let catalog = Arc::new(Catalog::new());
+        let store = Store::new(storage);
         let api = Arc::new(ApiServer {
-            store: Store::new(storage),
+            admission: store.admission.clone(),
+            store,
             crds: Arc::new(CrdKind::new(&options.prefix, catalog.clone())),
             namespaces: Arc::new(NamespaceKind::new(&options.prefix)),
+            mutating_webhooks: Arc::new(WebhookConfigurationKind::new(
+                WebhookPhase::Mutating,
+                &options.prefix,
+            )),
+            validating_webhooks: Arc::new(WebhookConfigurationKind::new(
+                WebhookPhase::Validating,
+                &options.prefix,
+            )),
             catalog,
             options,
             bootstrapped: std::sync::atomic::AtomicBool::new(false),
         });
+        api.admission
+            .serve_webhooks(crate::admission::webhook::WebhookSource {
+                storage: api.store.storage.clone(),
+                mutating_root: api.mutating_webhooks.descriptor().key_root.clone(),
+                validating_root: api.validating_webhooks.descriptor().key_root.clone(),
+                namespaces_root: api.namespaces.descriptor().key_root.clone(),
+            });
         match api.bootstrap().await {
             Ok(revision) => api.bootstrapped(revision),
             // Storage down at start-up: serve anyway (503s, /readyz failing) and keep trying.
@@ -122,6 +146,17 @@ impl ApiServer {
                 tracing::warn!(key = %kv.key, error = %e, "stored CRD cannot be served");
             }
         }
+        // A reload after missed (compacted) history must also drop CRDs deleted meanwhile.
+        let stored: std::collections::HashSet<&str> = res
+            .items
+            .iter()
+            .filter_map(|kv| kv.key.rsplit('/').next())
+            .collect();
+        for crd in self.catalog.all() {
+            if !stored.contains(crd.name.as_str()) {
+                self.catalog.remove(&crd.name, res.revision);
+            }
+        }
         Ok(res.revision)
     }
 
@@ -150,7 +185,15 @@ impl ApiServer {
             ("apiextensions.k8s.io", "v1", "customresourcedefinitions") => {
                 Ok(Resolved::Builtin(self.crds.clone()))
             }
-            ("", _, _) | ("apiextensions.k8s.io", _, _) => Err(not_found()),
+            ("admissionregistration.k8s.io", "v1", "mutatingwebhookconfigurations") => {
+                Ok(Resolved::Builtin(self.mutating_webhooks.clone()))
+            }
+            ("admissionregistration.k8s.io", "v1", "validatingwebhookconfigurations") => {
+                Ok(Resolved::Builtin(self.validating_webhooks.clone()))
+            }
+            ("", _, _)
+            | ("apiextensions.k8s.io", _, _)
+            | ("admissionregistration.k8s.io", _, _) => Err(not_found()),
             _ => {
                 let crd = self.catalog.lookup(group, resource).ok_or_else(not_found)?;
                 let idx = crd.served_version(version).ok_or_else(not_found)?;
@@ -314,6 +357,13 @@ async fn follow_crds(api: std::sync::Weak<ApiServer>, mut revision: i64) {
                     }
                 }
                 Ok(WatchItem::Progress(r)) => revision = revision.max(r),
+                // etcd reports compacted history on the stream, not when the watch opens.
+                Err(crate::storage::StorageError::Compacted { .. }) => {
+                    if let Ok(r) = api.load_crds().await {
+                        revision = r;
+                    }
+                    break;
+                }
                 Err(_) => break,
             }
         }

@@ -26,6 +26,12 @@ const STOP_TIMEOUT: Duration = Duration::from_secs(10);
 /// Prefix of the single line the server prints on stdout once it accepts requests.
 const READY_PREFIX: &str = "crd-apiserver ready at ";
 
+/// Name prefix of a test server's temp dir: `crd-apiserver-test-{test pid}-...`.
+const SERVER_DIR_PREFIX: &str = "crd-apiserver-test-";
+
+/// The file in a test server's temp dir that holds the server's pid.
+const SERVER_PID_FILE: &str = "server.pid";
+
 /// Path of the server binary: cargo's own for integration tests of the real crate,
 /// else `CRD_APISERVER_BIN` (scratch crates and manual runs).
 pub fn server_binary() -> PathBuf {
@@ -78,6 +84,8 @@ pub struct TestServer {
     dir: PathBuf,
     kubeconfig: PathBuf,
     stderr_path: PathBuf,
+    /// The etcd this server was given under `TEST_BACKEND=etcd`; stopped after it.
+    etcd: Option<Etcd>,
 }
 
 impl TestServer {
@@ -87,8 +95,26 @@ impl TestServer {
     }
 
     /// Starts the server with `--port 0 --kubeconfig-out <tmp>/kubeconfig` plus `extra`
-    /// and waits for its ready line.
+    /// and waits for its ready line. With `TEST_BACKEND=etcd` in the environment (and no
+    /// `--etcd-servers` in `extra`) the server gets its own fresh etcd, so every suite
+    /// runs unchanged against the etcd backend.
     pub fn start_with(extra: &[&str]) -> TestServer {
+        let etcd = match std::env::var("TEST_BACKEND").as_deref() {
+            Ok("etcd") if !extra.contains(&"--etcd-servers") => {
+                let etcd = Etcd::start();
+                etcd.wait_ready();
+                Some(etcd)
+            }
+            Ok("etcd" | "memory") | Err(_) => None,
+            Ok(other) => panic!("TEST_BACKEND={other:?}: expected memory or etcd"),
+        };
+        let etcd_url = etcd.as_ref().map(Etcd::url);
+        let mut extra = extra.to_vec();
+        if let Some(url) = &etcd_url {
+            extra.extend(["--etcd-servers", url.as_str()]);
+        }
+        let extra = extra.as_slice();
+        reap_abandoned_processes();
         let binary = server_binary();
         assert!(
             binary.exists(),
@@ -111,6 +137,7 @@ impl TestServer {
             .stderr(Stdio::from(stderr_file))
             .spawn()
             .unwrap_or_else(|e| panic!("starting {}: {e}", binary.display()));
+        let _ = fs::write(dir.join(SERVER_PID_FILE), child.id().to_string());
         let stdout = child.stdout.take();
         let url = match stdout.map(wait_for_ready_line) {
             Some(Ok(url)) => url,
@@ -138,6 +165,7 @@ impl TestServer {
             dir,
             kubeconfig,
             stderr_path,
+            etcd,
         }
     }
 
@@ -188,10 +216,13 @@ impl TestServer {
         if let Ok(Some(status)) = child.try_wait() {
             return Some(status);
         }
-        let _ = Command::new("kill")
-            .arg("-TERM")
-            .arg(child.id().to_string())
-            .status();
+        // A server frozen by `signal("STOP")` must be thawed to handle SIGTERM.
+        for signal in ["-CONT", "-TERM"] {
+            let _ = Command::new("kill")
+                .arg(signal)
+                .arg(child.id().to_string())
+                .status();
+        }
         let deadline = Instant::now() + STOP_TIMEOUT;
         while Instant::now() < deadline {
             if let Ok(Some(status)) = child.try_wait() {
@@ -202,6 +233,17 @@ impl TestServer {
         let _ = child.kill();
         let _ = child.wait();
         None
+    }
+
+    /// Sends `signal` (e.g. `STOP` to freeze, `CONT` to thaw) to the server process.
+    pub fn signal(&self, signal: &str) {
+        let child = self.child.lock().unwrap_or_else(|e| e.into_inner());
+        let status = Command::new("kill")
+            .arg(format!("-{signal}"))
+            .arg(child.id().to_string())
+            .status()
+            .unwrap_or_else(|e| panic!("running kill: {e}"));
+        assert!(status.success(), "kill -{signal} {} failed", child.id());
     }
 
     /// A kubectl command preconfigured for this server (own kubeconfig and caches).
@@ -321,7 +363,7 @@ fn unique_temp_dir() -> PathBuf {
         .unwrap_or(0);
     let n = COUNTER.fetch_add(1, Ordering::SeqCst);
     let dir = std::env::temp_dir().join(format!(
-        "crd-apiserver-test-{}-{n}-{nanos}",
+        "{SERVER_DIR_PREFIX}{}-{n}-{nanos}",
         std::process::id()
     ));
     fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("creating {}: {e}", dir.display()));
@@ -462,6 +504,11 @@ impl Http {
         }
     }
 
+    /// The base URL requests go to (no trailing slash).
+    pub fn base(&self) -> &str {
+        &self.base
+    }
+
     /// Sends one request; `Err` only for transport failures (connection, timeout).
     pub fn request(
         &self,
@@ -592,4 +639,523 @@ pub fn describe_output(output: &Output) -> String {
         String::from_utf8_lossy(&output.stdout),
         String::from_utf8_lossy(&output.stderr)
     )
+}
+
+// ---------------------------------------------------------------------------
+// etcd: real members on loopback ports for the etcd-backed suites.
+
+/// How long a fresh etcd member or cluster may take to serve a linearizable read.
+const ETCD_READY_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Name prefix of an etcd member's temp dir: `crd-apiserver-etcd-{test pid}-{port}`.
+const ETCD_DIR_PREFIX: &str = "crd-apiserver-etcd-";
+
+/// The file in an etcd member's temp dir that holds its pid.
+const ETCD_PID_FILE: &str = "etcd.pid";
+
+/// The etcd binary: `ETCD_BIN`, else Debian's `etcd-server` at `/usr/bin/etcd`; a
+/// missing binary fails the test (`scripts/test.sh` installs it).
+pub fn etcd_binary() -> PathBuf {
+    let binary =
+        PathBuf::from(std::env::var("ETCD_BIN").unwrap_or_else(|_| "/usr/bin/etcd".into()));
+    assert!(
+        binary.is_file(),
+        "the etcd tests need etcd at {} (install Debian's etcd-server, or set ETCD_BIN)",
+        binary.display()
+    );
+    binary
+}
+
+/// A loopback port nobody listens on right now.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|listener| listener.local_addr())
+        .map(|addr| addr.port())
+        .unwrap_or_else(|e| panic!("no free loopback port: {e}"))
+}
+
+/// PEM files of a test CA, etcd's serving certificate and a client certificate.
+pub struct TlsFiles {
+    /// The CA that signed both certificates (`--etcd-cafile`).
+    pub ca: PathBuf,
+    /// etcd's serving certificate, for 127.0.0.1 and localhost.
+    pub server_cert: PathBuf,
+    /// Its key.
+    pub server_key: PathBuf,
+    /// A client certificate etcd accepts (`--etcd-certfile`).
+    pub client_cert: PathBuf,
+    /// Its key (`--etcd-keyfile`).
+    pub client_key: PathBuf,
+}
+
+impl TlsFiles {
+    /// Writes a fresh CA, a server certificate for 127.0.0.1 and a client certificate.
+    pub fn generate(dir: &Path) -> TlsFiles {
+        use rcgen::{
+            BasicConstraints, CertificateParams, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
+        };
+        let ca_key = KeyPair::generate().expect("CA key");
+        let mut ca_params = CertificateParams::new(Vec::<String>::new()).expect("CA params");
+        ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        let ca_cert = ca_params.self_signed(&ca_key).expect("CA certificate");
+        let ca = Issuer::new(ca_params, ca_key);
+        let leaf = |names: Vec<String>, usage: Vec<ExtendedKeyUsagePurpose>| {
+            let key = KeyPair::generate().expect("leaf key");
+            let mut params = CertificateParams::new(names).expect("leaf params");
+            params.extended_key_usages = usage;
+            let cert = params.signed_by(&key, &ca).expect("leaf certificate");
+            (cert.pem(), key.serialize_pem())
+        };
+        let (server_cert, server_key) = leaf(
+            vec!["127.0.0.1".to_owned(), "localhost".to_owned()],
+            vec![
+                ExtendedKeyUsagePurpose::ServerAuth,
+                ExtendedKeyUsagePurpose::ClientAuth,
+            ],
+        );
+        let (client_cert, client_key) = leaf(Vec::new(), vec![ExtendedKeyUsagePurpose::ClientAuth]);
+        let write = |name: &str, pem: &str| {
+            let path = dir.join(name);
+            fs::write(&path, pem).unwrap_or_else(|e| panic!("writing {}: {e}", path.display()));
+            path
+        };
+        TlsFiles {
+            ca: write("ca.crt", &ca_cert.pem()),
+            server_cert: write("server.crt", &server_cert),
+            server_key: write("server.key", &server_key),
+            client_cert: write("client.crt", &client_cert),
+            client_key: write("client.key", &client_key),
+        }
+    }
+}
+
+/// One etcd member on loopback ports with its own temp data dir; killed and its dir
+/// removed on drop.
+pub struct Etcd {
+    binary: PathBuf,
+    dir: PathBuf,
+    name: String,
+    client_port: u16,
+    peer_port: u16,
+    /// etcd's `--initial-cluster`: this member alone, or every member of a cluster.
+    initial_cluster: String,
+    /// Serve clients over TLS, requiring client certificates signed by its CA.
+    tls: Option<TlsFiles>,
+    /// More etcd flags, e.g. `--grpc-keepalive-interval 1s`.
+    extra_args: Vec<String>,
+    child: Option<Child>,
+}
+
+impl Etcd {
+    /// Starts a single-member etcd on free ports.
+    pub fn start() -> Etcd {
+        let mut etcd = Etcd::stopped();
+        etcd.restart();
+        etcd
+    }
+
+    /// Prepares a single-member etcd on free ports without starting it.
+    pub fn stopped() -> Etcd {
+        Etcd::member("default")
+    }
+
+    /// Starts a single-member etcd with more flags (`["--grpc-keepalive-interval", "1s"]`).
+    pub fn start_with(args: &[&str]) -> Etcd {
+        let mut etcd = Etcd::stopped();
+        etcd.extra_args = args.iter().map(|a| (*a).to_owned()).collect();
+        etcd.restart();
+        etcd
+    }
+
+    /// Starts etcd serving clients over TLS with client-certificate authentication.
+    pub fn start_tls() -> Etcd {
+        let mut etcd = Etcd::stopped();
+        etcd.tls = Some(TlsFiles::generate(&etcd.dir));
+        etcd.restart();
+        etcd
+    }
+
+    /// A member named `name` on fresh ports and an empty temp dir, not started.
+    fn member(name: &str) -> Etcd {
+        reap_abandoned_processes();
+        let binary = etcd_binary();
+        let client_port = free_port();
+        let peer_port = free_port();
+        let dir = std::env::temp_dir().join(format!(
+            "{ETCD_DIR_PREFIX}{}-{client_port}",
+            std::process::id()
+        ));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("creating {}: {e}", dir.display()));
+        let initial_cluster = format!("{name}=http://127.0.0.1:{peer_port}");
+        Etcd {
+            binary,
+            dir,
+            name: name.to_owned(),
+            client_port,
+            peer_port,
+            initial_cluster,
+            tls: None,
+            extra_args: Vec::new(),
+            child: None,
+        }
+    }
+
+    /// The client URL, e.g. `http://127.0.0.1:40123` (`https://` with TLS).
+    pub fn url(&self) -> String {
+        let scheme = if self.tls.is_some() { "https" } else { "http" };
+        format!("{scheme}://127.0.0.1:{}", self.client_port)
+    }
+
+    fn peer_url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.peer_port)
+    }
+
+    /// The TLS files of a member started with [`Etcd::start_tls`].
+    pub fn tls(&self) -> Option<&TlsFiles> {
+        self.tls.as_ref()
+    }
+
+    /// Whether the process runs (it may still be electing a leader).
+    pub fn is_running(&self) -> bool {
+        self.child.is_some()
+    }
+
+    /// Starts (again) on the same ports and data.
+    pub fn restart(&mut self) {
+        assert!(self.child.is_none(), "etcd is already running");
+        let client = self.url();
+        let peer = self.peer_url();
+        let log_path = self.dir.join("etcd.log");
+        let log = fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&log_path)
+            .unwrap_or_else(|e| panic!("opening {}: {e}", log_path.display()));
+        let log_copy = log
+            .try_clone()
+            .unwrap_or_else(|e| panic!("cloning the etcd log handle: {e}"));
+        let mut command = Command::new(&self.binary);
+        if let Some(tls) = &self.tls {
+            command
+                .arg("--cert-file")
+                .arg(&tls.server_cert)
+                .arg("--key-file")
+                .arg(&tls.server_key)
+                .arg("--trusted-ca-file")
+                .arg(&tls.ca)
+                .arg("--client-cert-auth");
+        }
+        let child = command
+            .args(["--name", &self.name])
+            .arg("--data-dir")
+            .arg(self.dir.join("data"))
+            .args(["--listen-client-urls", &client])
+            .args(["--advertise-client-urls", &client])
+            .args(["--listen-peer-urls", &peer])
+            .args(["--initial-advertise-peer-urls", &peer])
+            .args(["--initial-cluster", &self.initial_cluster])
+            .args(["--initial-cluster-state", "new"])
+            // Peers of one cluster share the token, so members of clusters started by
+            // other tests on reused ports never join each other.
+            .args(["--initial-cluster-token", &self.cluster_token()])
+            .args(&self.extra_args)
+            .stdin(Stdio::null())
+            .stdout(log_copy)
+            .stderr(log)
+            .spawn()
+            .unwrap_or_else(|e| panic!("starting {}: {e}", self.binary.display()));
+        let _ = fs::write(self.dir.join(ETCD_PID_FILE), child.id().to_string());
+        self.child = Some(child);
+    }
+
+    fn cluster_token(&self) -> String {
+        let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+        for b in self.initial_cluster.bytes() {
+            hash = (hash ^ u64::from(b)).wrapping_mul(0x100_0000_01b3);
+        }
+        format!("crd-apiserver-test-{hash:016x}")
+    }
+
+    /// Kills etcd (like a crash: SIGKILL) and waits for it to exit; the data stays.
+    pub fn stop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Sends `signal` (e.g. `STOP` to freeze, `CONT` to thaw) to the running etcd.
+    pub fn signal(&self, signal: &str) {
+        let child = self.child.as_ref().expect("etcd is running");
+        let status = Command::new("kill")
+            .arg(format!("-{signal}"))
+            .arg(child.id().to_string())
+            .status()
+            .expect("run kill");
+        assert!(status.success(), "kill -{signal} failed");
+    }
+
+    /// The tail of etcd's log, for failure reports.
+    pub fn log_tail(&self, n: usize) -> String {
+        let all = fs::read_to_string(self.dir.join("etcd.log")).unwrap_or_default();
+        let lines: Vec<&str> = all.lines().collect();
+        lines[lines.len().saturating_sub(n)..].join("\n")
+    }
+
+    /// POSTs `body` to etcd's JSON gRPC gateway (`/v3/kv/range`, ...); `Err` with the
+    /// status and body when etcd refuses. Plain-HTTP members only.
+    pub fn gateway(
+        &self,
+        path: &str,
+        body: &serde_json::Value,
+    ) -> Result<serde_json::Value, String> {
+        assert!(self.tls.is_none(), "the gateway helpers speak plain HTTP");
+        let response = Http::new(&self.url(), "crd-apiserver-integration/0").request(
+            "POST",
+            path,
+            &[],
+            &[("Content-Type".to_owned(), "application/json".to_owned())],
+            Some(body.to_string().into_bytes()),
+        )?;
+        match response.json() {
+            Some(json) if response.status == 200 => Ok(json),
+            _ => Err(format!("{path}: {} {}", response.status, response.text())),
+        }
+    }
+
+    /// Waits until the member serves a linearizable read (it has a leader).
+    pub fn wait_ready(&self) {
+        let ready = poll(ETCD_READY_TIMEOUT, || {
+            self.gateway(
+                "/v3/kv/range",
+                &serde_json::json!({"key": base64_text(b"/")}),
+            )
+            .ok()
+        });
+        assert!(
+            ready.is_some(),
+            "etcd {} not ready within {ETCD_READY_TIMEOUT:?}\n--- etcd log ---\n{}",
+            self.url(),
+            self.log_tail(30)
+        );
+    }
+
+    /// Every key under `prefix` with its value, read through the gateway.
+    pub fn keys(&self, prefix: &str) -> Vec<(String, Vec<u8>)> {
+        let mut end = prefix.as_bytes().to_vec();
+        // etcd's prefix range: the prefix with its last byte incremented.
+        if let Some(last) = end.last_mut() {
+            *last += 1;
+        }
+        let response = self
+            .gateway(
+                "/v3/kv/range",
+                &serde_json::json!({"key": base64_text(prefix.as_bytes()), "range_end": base64_text(&end)}),
+            )
+            .unwrap_or_else(|e| panic!("reading keys under {prefix}: {e}"));
+        let kvs = response
+            .get("kvs")
+            .and_then(serde_json::Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        kvs.iter()
+            .map(|kv| {
+                let field = |name: &str| {
+                    base64_bytes(
+                        kv.get(name)
+                            .and_then(serde_json::Value::as_str)
+                            .unwrap_or(""),
+                    )
+                };
+                (
+                    String::from_utf8_lossy(&field("key")).into_owned(),
+                    field("value"),
+                )
+            })
+            .collect()
+    }
+
+    /// This member's id and the id of the leader it follows, as the gateway prints
+    /// them; `None` when it does not answer.
+    pub fn member_and_leader(&self) -> Option<(String, String)> {
+        // A stopped member answers nothing.
+        self.child.as_ref()?;
+        let status = self
+            .gateway("/v3/maintenance/status", &serde_json::json!({}))
+            .ok()?;
+        let id = |v: Option<&serde_json::Value>| v?.as_str().map(str::to_owned);
+        Some((
+            id(status.pointer("/header/member_id"))?,
+            id(status.get("leader"))?,
+        ))
+    }
+
+    /// The current store revision, read through the gateway.
+    pub fn revision(&self) -> i64 {
+        let response = self
+            .gateway(
+                "/v3/kv/range",
+                &serde_json::json!({"key": base64_text(b"/"), "count_only": true}),
+            )
+            .unwrap_or_else(|e| panic!("reading the revision: {e}"));
+        // The gateway prints 64-bit numbers as strings.
+        response
+            .pointer("/header/revision")
+            .and_then(serde_json::Value::as_str)
+            .and_then(|r| r.parse().ok())
+            .unwrap_or_else(|| panic!("no revision in {response}"))
+    }
+
+    /// Compacts etcd's history up to `revision` through the gateway.
+    pub fn compact(&self, revision: i64) {
+        self.gateway(
+            "/v3/kv/compaction",
+            &serde_json::json!({"revision": revision.to_string(), "physical": true}),
+        )
+        .unwrap_or_else(|e| panic!("compacting to {revision}: {e}"));
+    }
+}
+
+impl Drop for Etcd {
+    fn drop(&mut self) {
+        if let Some(child) = &self.child {
+            // A frozen etcd must be thawed to die cleanly.
+            let _ = Command::new("kill")
+                .arg("-CONT")
+                .arg(child.id().to_string())
+                .status();
+        }
+        self.stop();
+        let _ = fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// Several etcd members on loopback forming one cluster; every member is killed on drop.
+pub struct EtcdCluster {
+    /// The members, in `--initial-cluster` order.
+    pub members: Vec<Etcd>,
+}
+
+impl EtcdCluster {
+    /// Starts a new cluster of `size` members and waits until each serves reads.
+    pub fn start(size: usize) -> EtcdCluster {
+        let mut members: Vec<Etcd> = (0..size).map(|i| Etcd::member(&format!("m{i}"))).collect();
+        let initial = members
+            .iter()
+            .map(|m| format!("{}={}", m.name, m.peer_url()))
+            .collect::<Vec<_>>()
+            .join(",");
+        for member in &mut members {
+            member.initial_cluster = initial.clone();
+            member.restart();
+        }
+        let cluster = EtcdCluster { members };
+        for member in &cluster.members {
+            member.wait_ready();
+        }
+        cluster
+    }
+
+    /// The index of the member that leads now, as the members report it.
+    pub fn leader(&self) -> Option<usize> {
+        let ids: Vec<Option<(String, String)>> =
+            self.members.iter().map(Etcd::member_and_leader).collect();
+        ids.iter()
+            .position(|id| id.as_ref().is_some_and(|(member, leader)| member == leader))
+    }
+
+    /// Moves leadership to member `to` (asked of the current leader) and waits until
+    /// it leads.
+    pub fn make_leader(&self, to: usize) {
+        let Some((target, _)) = self.members[to].member_and_leader() else {
+            panic!("member {to} does not answer");
+        };
+        let moved = poll(ETCD_READY_TIMEOUT, || {
+            let leader = self.leader()?;
+            if leader == to {
+                return Some(());
+            }
+            let _ = self.members[leader].gateway(
+                "/v3/maintenance/transfer-leadership",
+                &serde_json::json!({ "targetID": target }),
+            );
+            None
+        });
+        assert!(moved.is_some(), "member {to} did not become the leader");
+    }
+
+    /// Every member's client URL, comma-separated (`--etcd-servers`).
+    pub fn urls(&self) -> String {
+        self.members
+            .iter()
+            .map(Etcd::url)
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+}
+
+/// Kills test servers and etcd members left behind by test processes that died
+/// without dropping them (a killed test binary), found by their temp dirs and the pid
+/// files in them; once per test process.
+fn reap_abandoned_processes() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let Ok(entries) = fs::read_dir(std::env::temp_dir()) else {
+            return;
+        };
+        for entry in entries.flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let owned = [
+                (SERVER_DIR_PREFIX, SERVER_PID_FILE),
+                (ETCD_DIR_PREFIX, ETCD_PID_FILE),
+            ]
+            .into_iter()
+            .find_map(|(prefix, pid_file)| Some((name.strip_prefix(prefix)?, pid_file)));
+            let Some((rest, pid_file)) = owned else {
+                continue;
+            };
+            let owner = rest.split('-').next().and_then(|p| p.parse::<u32>().ok());
+            let Some(owner) = owner else { continue };
+            if Path::new(&format!("/proc/{owner}")).exists() {
+                continue;
+            }
+            let dir = entry.path();
+            let pid = fs::read_to_string(dir.join(pid_file))
+                .ok()
+                .and_then(|p| p.trim().parse::<u32>().ok());
+            if let Some(pid) = pid {
+                // Only the process that used this very dir: pids get reused.
+                let cmdline = fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+                if String::from_utf8_lossy(&cmdline).contains(&*dir.to_string_lossy()) {
+                    let _ = Command::new("kill")
+                        .arg("-KILL")
+                        .arg(pid.to_string())
+                        .status();
+                }
+            }
+            let _ = fs::remove_dir_all(&dir);
+        }
+    });
+}
+
+fn base64_text(bytes: &[u8]) -> String {
+    use base64::Engine;
+    base64::engine::general_purpose::STANDARD.encode(bytes)
+}
+
+fn base64_bytes(text: &str) -> Vec<u8> {
+    use base64::Engine;
+    base64::engine::general_purpose::STANDARD
+        .decode(text)
+        .unwrap_or_else(|e| panic!("etcd gateway sent invalid base64 {text:?}: {e}"))
+}
+
+impl TestServer {
+    /// Starts the server on etcd (`--etcd-servers servers`, comma-separated URLs) plus `extra`.
+    pub fn start_on_etcd(servers: &str, extra: &[&str]) -> TestServer {
+        let mut args = vec!["--etcd-servers", servers];
+        args.extend_from_slice(extra);
+        TestServer::start_with(&args)
+    }
 }

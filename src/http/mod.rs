@@ -44,6 +44,14 @@ impl ApiRequest {
         self.query.get(name).map(String::as_str)
     }
 
+    /// A boolean query parameter as Go's `strconv.ParseBool` reads it (absent = false).
+    pub fn param_bool(&self, name: &str) -> bool {
+        matches!(
+            self.param(name),
+            Some("1" | "t" | "T" | "TRUE" | "true" | "True")
+        )
+    }
+
     /// A header as a string.
     pub fn header(&self, name: &str) -> Option<&str> {
         self.headers.get(name).and_then(|v| v.to_str().ok())

@@ -1,7 +1,6 @@
 //! Encoding replies: JSON or YAML bodies, `Status` errors, `Warning` headers.
 
 use super::negotiate::Output;
-use crate::field::go_quote;
 use crate::status::Status;
 use bytes::Bytes;
 use http::{header, HeaderValue, Response, StatusCode};
@@ -69,9 +68,23 @@ pub fn encode_value(value: &Value, output: Output) -> (Vec<u8>, &'static str) {
     }
 }
 
-/// The `Warning` header value kube sends: `299 - "<text>"`.
+/// The `Warning` header value kube sends: `299 - "<text>"`, escaping only `"` and `\`
+/// (kube's `makeQuotedString`); line breaks become spaces, as Go's HTTP server writes them.
 pub fn warning_header(text: &str) -> String {
-    format!("299 - {}", go_quote(text))
+    let mut quoted = String::with_capacity(text.len() + 2);
+    quoted.push('"');
+    for c in text.chars() {
+        match c {
+            '"' | '\\' => {
+                quoted.push('\\');
+                quoted.push(c);
+            }
+            '\n' | '\r' => quoted.push(' '),
+            c => quoted.push(c),
+        }
+    }
+    quoted.push('"');
+    format!("299 - {quoted}")
 }
 
 /// Build the HTTP response for a reply.
@@ -139,6 +152,7 @@ mod tests {
             warning_header("unknown field \"spec.x\""),
             "299 - \"unknown field \\\"spec.x\\\"\""
         );
+        assert_eq!(warning_header("a\nb é"), "299 - \"a b é\"");
     }
 
     #[test]

@@ -1,0 +1,902 @@
+//! The real `crd-apiserver` binary on a real etcd (`--etcd-servers`): restarts keep
+//! every acknowledged write, two replicas share one etcd (and one cut off past a
+//! compaction catches up), etcd stopped, hung and restarted under a running server, a
+//! 3-member cluster losing a member, kube's key layout in etcd, compaction (410
+//! Expired) and the TLS flags.
+//!
+//! Every test starts its own etcd (single member or cluster) on free loopback ports with
+//! a temp data dir (`common::Etcd`, killed on drop); the etcd binary is `ETCD_BIN` or
+//! `/usr/bin/etcd` (Debian's `etcd-server`, which `scripts/test.sh` installs). Keys are
+//! read back through etcd's JSON gateway (`POST /v3/kv/range`), since `etcdctl` is not
+//! guaranteed on the machine.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader};
+use std::sync::mpsc::{self, Receiver};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use common::{describe_output, poll, Etcd, EtcdCluster, Http, HttpResponse, TestServer};
+use serde_json::{json, Value};
+
+/// The CRD collection.
+const CRDS: &str = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
+
+/// Widgets in namespace `default` (`testdata/crds/widgets.yaml`).
+const WIDGETS: &str = "/apis/example.com/v1/namespaces/default/widgets";
+
+/// How long a new or reloaded CRD may take to be served.
+const SERVED_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// How quickly a request must fail once etcd is gone (connections are refused at once).
+const OUTAGE_ANSWER: Duration = Duration::from_secs(2);
+
+/// The server's deadline of one etcd call (`storage::etcd::DEFAULT_REQUEST_TIMEOUT`).
+const ETCD_REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// How long a test waits for a watch event.
+const EVENT_TIMEOUT: Duration = Duration::from_secs(10);
+
+// ---------------------------------------------------------------------------
+// Restart
+
+#[test]
+fn restart_keeps_every_acknowledged_write() {
+    let etcd = Etcd::start();
+    etcd.wait_ready();
+    let first = TestServer::start_on_etcd(&etcd.url(), &[]);
+    let http = first.http();
+    install_widgets(&http);
+
+    // Creates, updates and deletes, each acknowledged before the next.
+    let mut acknowledged: BTreeMap<String, Value> = BTreeMap::new();
+    for i in 0..12 {
+        let name = format!("w{i}");
+        let created = expect_status(http.send_json("POST", WIDGETS, &widget(&name, "red")), 201);
+        acknowledged.insert(name, created);
+    }
+    for i in (0..12).step_by(2) {
+        let name = format!("w{i}");
+        let mut object = acknowledged[&name].clone();
+        object["spec"]["replicas"] = json!(i + 2);
+        let updated = expect_status(
+            http.send_json("PUT", &format!("{WIDGETS}/{name}"), &object),
+            200,
+        );
+        assert_ne!(resource_version(&updated), resource_version(&object));
+        acknowledged.insert(name, updated);
+    }
+    for name in ["w1", "w3"] {
+        expect_status(delete(&http, &format!("{WIDGETS}/{name}")), 200);
+        acknowledged.remove(name);
+    }
+
+    // Creates in flight while SIGTERM arrives: whatever was acknowledged must stay.
+    let writer_http = http.clone();
+    let writer = thread::spawn(move || {
+        let mut acknowledged = Vec::new();
+        for n in 0..10_000 {
+            let name = format!("inflight-{n}");
+            match writer_http.request(
+                "POST",
+                WIDGETS,
+                &[],
+                &json_content(),
+                Some(widget(&name, "blue").to_string().into_bytes()),
+            ) {
+                Ok(r) if r.status == 201 => acknowledged.push(r.json().unwrap_or(Value::Null)),
+                _ => break,
+            }
+        }
+        acknowledged
+    });
+    thread::sleep(Duration::from_millis(300));
+    let exit = first.terminate();
+    assert!(
+        exit.is_some_and(|s| s.success()),
+        "the server did not exit cleanly on SIGTERM: {exit:?}\n{}",
+        first.stderr_tail(20)
+    );
+    let in_flight = writer.join().expect("the writer thread");
+    assert!(
+        !in_flight.is_empty(),
+        "no write was acknowledged before SIGTERM"
+    );
+    for object in &in_flight {
+        acknowledged.insert(name_of(object).to_owned(), object.clone());
+    }
+
+    let second = TestServer::start_on_etcd(&etcd.url(), &[]);
+    let http = second.http();
+    let list = wait_served(&http, WIDGETS);
+    let stored: BTreeMap<String, Value> = list["items"]
+        .as_array()
+        .expect("items")
+        .iter()
+        .map(|item| (name_of(item).to_owned(), item.clone()))
+        .collect();
+    for (name, object) in &acknowledged {
+        let Some(now) = stored.get(name) else {
+            panic!("acknowledged write of {name} is lost after the restart");
+        };
+        assert_eq!(
+            resource_version(now),
+            resource_version(object),
+            "{name}: resourceVersion changed across the restart"
+        );
+        assert_eq!(now["spec"], object["spec"], "{name}: spec changed");
+        assert_eq!(
+            now["metadata"]["uid"], object["metadata"]["uid"],
+            "{name}: uid changed"
+        );
+    }
+    // At most the one create cut off by the shutdown was stored unacknowledged.
+    let extra: Vec<&String> = stored
+        .keys()
+        .filter(|name| !acknowledged.contains_key(*name))
+        .collect();
+    assert!(
+        extra.len() <= 1 && extra.iter().all(|name| name.starts_with("inflight-")),
+        "objects nobody acknowledged or that were deleted: {extra:?}"
+    );
+    for name in ["w1", "w3"] {
+        expect_status(http.get(&format!("{WIDGETS}/{name}")), 404);
+    }
+
+    // kubectl sees the same objects through the new server.
+    let output = second.kubectl(&["get", "widgets", "-o", "name"]);
+    assert!(output.status.success(), "{}", describe_output(&output));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(stdout.lines().count(), stored.len(), "{stdout}");
+    assert!(stdout.contains("widget.example.com/w10"), "{stdout}");
+}
+
+// ---------------------------------------------------------------------------
+// Two replicas on one etcd
+
+#[test]
+fn two_replicas_serve_the_same_crds_watches_and_conflicts() {
+    let etcd = Etcd::start();
+    etcd.wait_ready();
+    let a = TestServer::start_on_etcd(&etcd.url(), &[]);
+    let b = TestServer::start_on_etcd(&etcd.url(), &[]);
+    let (http_a, http_b) = (a.http(), b.http());
+
+    // A CRD created through A is served by B (B follows CRDs in etcd by watch).
+    expect_status(http_b.get(WIDGETS), 404);
+    install_widgets(&http_a);
+    wait_served(&http_b, WIDGETS);
+    let discovery = expect_status(http_b.get("/apis/example.com/v1"), 200);
+    assert!(
+        discovery["resources"]
+            .as_array()
+            .is_some_and(|r| r.iter().any(|r| r["name"] == "widgets")),
+        "B's discovery lacks widgets: {discovery}"
+    );
+    let crd_on_b = expect_status(http_b.get(&format!("{CRDS}/widgets.example.com")), 200);
+    let crd_on_a = expect_status(http_a.get(&format!("{CRDS}/widgets.example.com")), 200);
+    assert_eq!(resource_version(&crd_on_a), resource_version(&crd_on_b));
+
+    // A watch on B sees a create through A.
+    let mut watch = Watch::open(&http_b, &format!("{WIDGETS}?watch=true&timeoutSeconds=60"));
+    let created = expect_status(
+        http_a.send_json("POST", WIDGETS, &widget("shared", "red")),
+        201,
+    );
+    let event = watch.next_event();
+    assert_eq!(event["type"], "ADDED", "{event}");
+    assert_eq!(event["object"]["metadata"]["name"], "shared");
+    assert_eq!(
+        resource_version(&event["object"]),
+        resource_version(&created)
+    );
+
+    // kubectl against B lists it too.
+    let output = b.kubectl(&["get", "widget", "shared", "-o", "jsonpath={.spec.color}"]);
+    assert!(output.status.success(), "{}", describe_output(&output));
+    assert_eq!(String::from_utf8_lossy(&output.stdout), "red");
+
+    // Optimistic concurrency across replicas: B read it, A updated it, B's stale
+    // update is refused.
+    let read_by_b = expect_status(http_b.get(&format!("{WIDGETS}/shared")), 200);
+    let mut by_a = read_by_b.clone();
+    by_a["spec"]["color"] = json!("green");
+    let updated = expect_status(
+        http_a.send_json("PUT", &format!("{WIDGETS}/shared"), &by_a),
+        200,
+    );
+    let event = watch.next_event();
+    assert_eq!(event["type"], "MODIFIED", "{event}");
+    assert_eq!(
+        resource_version(&event["object"]),
+        resource_version(&updated)
+    );
+    let mut by_b = read_by_b;
+    by_b["spec"]["color"] = json!("blue");
+    let refused = http_b.send_json("PUT", &format!("{WIDGETS}/shared"), &by_b);
+    assert_eq!(refused.status, 409, "{}", refused.text());
+    assert_eq!(
+        refused.json().unwrap_or_default(),
+        json!({
+            "kind": "Status",
+            "apiVersion": "v1",
+            "metadata": {},
+            "status": "Failure",
+            "message": "Operation cannot be fulfilled on widgets.example.com \"shared\": the object has been modified; please apply your changes to the latest version and try again",
+            "reason": "Conflict",
+            "details": {"name": "shared", "group": "example.com", "kind": "widgets"},
+            "code": 409
+        })
+    );
+    let now = expect_status(http_b.get(&format!("{WIDGETS}/shared")), 200);
+    assert_eq!(now["spec"]["color"], "green");
+
+    // Deleting the CRD through A stops B serving it.
+    expect_status(delete(&http_a, &format!("{CRDS}/widgets.example.com")), 200);
+    let gone = http_b.wait_for_status(WIDGETS, 404, SERVED_TIMEOUT);
+    assert_eq!(gone.status, 404, "B still serves widgets: {}", gone.text());
+}
+
+#[test]
+fn replica_cut_off_past_compaction_drops_a_crd_deleted_meanwhile() {
+    // etcd drops a connection that does not answer its keepalive pings within ~2 s.
+    let etcd = Etcd::start_with(&[
+        "--grpc-keepalive-interval",
+        "1s",
+        "--grpc-keepalive-timeout",
+        "1s",
+    ]);
+    etcd.wait_ready();
+    let a = TestServer::start_on_etcd(&etcd.url(), &["--etcd-compaction-interval", "0"]);
+    let b = TestServer::start_on_etcd(&etcd.url(), &["--etcd-compaction-interval", "0"]);
+    let (http_a, http_b) = (a.http(), b.http());
+    install_widgets(&http_a);
+    wait_served(&http_b, WIDGETS);
+
+    // B freezes; etcd closes its CRD watch; meanwhile the CRD is deleted through A
+    // and the history of the deletion compacted away.
+    b.signal("STOP");
+    thread::sleep(Duration::from_secs(3));
+    expect_status(delete(&http_a, &format!("{CRDS}/widgets.example.com")), 200);
+    let gone = http_a.wait_for_status(&format!("{CRDS}/widgets.example.com"), 404, SERVED_TIMEOUT);
+    assert_eq!(gone.status, 404, "{}", gone.text());
+    etcd.compact(etcd.revision());
+    b.signal("CONT");
+
+    // B's watch cannot resume from before the compaction: it reloads the CRDs, and the
+    // deleted one must go.
+    let gone = http_b.wait_for_status(WIDGETS, 404, SERVED_TIMEOUT);
+    assert_eq!(
+        gone.status,
+        404,
+        "B still serves a CRD deleted while it was cut off: {}\n--- B's stderr ---\n{}",
+        gone.text(),
+        b.stderr_tail(30)
+    );
+}
+
+// ---------------------------------------------------------------------------
+// etcd outages under a running server
+
+#[test]
+fn etcd_stopped_and_started_under_a_running_server() {
+    let mut etcd = Etcd::start();
+    etcd.wait_ready();
+    let server = TestServer::start_on_etcd(&etcd.url(), &[]);
+    let http = server.http();
+    install_widgets(&http);
+    let kept = expect_status(http.send_json("POST", WIDGETS, &widget("kept", "red")), 201);
+    let mut watch = Watch::open(
+        &http,
+        &format!(
+            "{WIDGETS}?watch=true&timeoutSeconds=60&resourceVersion={}",
+            resource_version(&kept)
+        ),
+    );
+
+    etcd.stop();
+    for (what, response) in [
+        ("get", timed(|| http.get(&format!("{WIDGETS}/kept")))),
+        ("list", timed(|| http.get(WIDGETS))),
+        (
+            "create",
+            timed(|| http.send_json("POST", WIDGETS, &widget("lost", "red"))),
+        ),
+    ] {
+        let (response, took) = response;
+        assert!(
+            matches!(response.status, 503 | 504),
+            "{what} with etcd down: {} {}",
+            response.status,
+            response.text()
+        );
+        assert_eq!(
+            response.json().map(|s| s["kind"].clone()),
+            Some(json!("Status")),
+            "{what}: {}",
+            response.text()
+        );
+        assert!(took <= OUTAGE_ANSWER, "{what} took {took:?} with etcd down");
+    }
+    let (readyz, took) = timed(|| http.get("/readyz?verbose"));
+    assert_eq!(readyz.status, 500, "{}", readyz.text());
+    assert!(
+        readyz.text().contains("[-]etcd failed"),
+        "{}",
+        readyz.text()
+    );
+    assert!(
+        took <= OUTAGE_ANSWER,
+        "/readyz took {took:?} with etcd down"
+    );
+    assert_eq!(
+        http.get("/livez").status,
+        200,
+        "liveness does not need etcd"
+    );
+
+    // The open watch ends (any ERROR event it sends first is a server-side Status).
+    let rest = watch.rest();
+    for event in &rest {
+        assert_eq!(
+            event["type"], "ERROR",
+            "unexpected event in an outage: {event}"
+        );
+        assert!(
+            event["object"]["code"].as_u64().is_some_and(|c| c >= 500),
+            "{event}"
+        );
+    }
+
+    // etcd comes back: the same server serves again without a restart.
+    etcd.restart();
+    let ready = http.wait_for_status("/readyz", 200, Duration::from_secs(30));
+    assert_eq!(ready.status, 200, "{}", ready.text());
+    let again = expect_status(http.get(&format!("{WIDGETS}/kept")), 200);
+    assert_eq!(resource_version(&again), resource_version(&kept));
+    expect_status(http.get(&format!("{WIDGETS}/lost")), 404);
+
+    // A client re-establishes its watch from the last version it saw.
+    let mut watch = Watch::open(
+        &http,
+        &format!(
+            "{WIDGETS}?watch=true&timeoutSeconds=60&resourceVersion={}",
+            resource_version(&kept)
+        ),
+    );
+    let created = expect_status(
+        http.send_json("POST", WIDGETS, &widget("after", "blue")),
+        201,
+    );
+    let event = watch.next_event();
+    assert_eq!(event["type"], "ADDED", "{event}");
+    assert_eq!(
+        resource_version(&event["object"]),
+        resource_version(&created)
+    );
+    let output = server.kubectl(&["get", "widgets", "-o", "name"]);
+    assert!(output.status.success(), "{}", describe_output(&output));
+    assert_eq!(
+        String::from_utf8_lossy(&output.stdout),
+        "widget.example.com/after\nwidget.example.com/kept\n"
+    );
+}
+
+#[test]
+fn hung_etcd_answers_504_then_recovers() {
+    let etcd = Etcd::start();
+    etcd.wait_ready();
+    let server = TestServer::start_on_etcd(&etcd.url(), &[]);
+    let http = server.http();
+    install_widgets(&http);
+    expect_status(http.send_json("POST", WIDGETS, &widget("kept", "red")), 201);
+
+    // Frozen, etcd keeps its connections open and answers nothing: the server's
+    // per-call deadline turns that into 504s instead of hanging requests.
+    etcd.signal("STOP");
+    let (response, took) = timed(|| http.get(&format!("{WIDGETS}/kept")));
+    assert_eq!(response.status, 504, "{}", response.text());
+    assert_eq!(
+        response.json().map(|s| s["reason"].clone()),
+        Some(json!("Timeout")),
+        "{}",
+        response.text()
+    );
+    assert!(
+        took <= ETCD_REQUEST_TIMEOUT + Duration::from_secs(2),
+        "get took {took:?} from a hung etcd"
+    );
+
+    etcd.signal("CONT");
+    let ready = http.wait_for_status("/readyz", 200, Duration::from_secs(30));
+    assert_eq!(ready.status, 200, "{}", ready.text());
+    expect_status(http.get(&format!("{WIDGETS}/kept")), 200);
+    expect_status(http.send_json("POST", WIDGETS, &widget("new", "red")), 201);
+}
+
+#[test]
+fn server_started_while_etcd_is_down_serves_once_it_is_up() {
+    let mut etcd = Etcd::stopped();
+    let server = TestServer::start_on_etcd(&etcd.url(), &[]);
+    let http = server.http();
+    assert_eq!(http.get("/readyz").status, 500);
+    let (response, took) = timed(|| http.get("/api/v1/namespaces/default"));
+    assert!(
+        matches!(response.status, 503 | 504),
+        "{} {}",
+        response.status,
+        response.text()
+    );
+    assert!(took <= OUTAGE_ANSWER, "took {took:?}");
+
+    etcd.restart();
+    let ready = http.wait_for_status("/readyz", 200, Duration::from_secs(30));
+    assert_eq!(ready.status, 200, "{}", ready.text());
+    // Start-up completed late: system namespaces exist, CRDs can be created.
+    expect_status(http.get("/api/v1/namespaces/default"), 200);
+    install_widgets(&http);
+    expect_status(http.send_json("POST", WIDGETS, &widget("w1", "red")), 201);
+}
+
+// ---------------------------------------------------------------------------
+// A 3-member etcd cluster
+
+#[test]
+fn three_member_cluster_keeps_serving_with_one_member_killed() {
+    let mut cluster = EtcdCluster::start(3);
+    // The server talks to the first member in --etcd-servers; as a follower, killing
+    // it tests the server's move to another member alone, without an election.
+    cluster.make_leader(1);
+    let server = TestServer::start_on_etcd(&cluster.urls(), &[]);
+    let http = server.http();
+    let ready = http.wait_for_status("/readyz", 200, Duration::from_secs(30));
+    assert_eq!(ready.status, 200, "{}", ready.text());
+    install_widgets(&http);
+    create_update_get(&http, "before", 3);
+
+    cluster.members[0].stop();
+    // Not one request fails, not even a first one that writes without reading first.
+    expect_status(
+        http.send_json(
+            "POST",
+            "/api/v1/namespaces",
+            &json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "first-write"}}),
+        ),
+        201,
+    );
+    create_update_get(&http, "follower-down", 5);
+    assert_eq!(http.get("/readyz").status, 200);
+
+    // The member comes back; then the leader dies: after the election (about a second
+    // with etcd's default timeouts) everything succeeds again.
+    cluster.members[0].restart();
+    cluster.members[0].wait_ready();
+    let leader = cluster.leader().expect("a leader");
+    cluster.members[leader].stop();
+    let resumed = poll(Duration::from_secs(15), || {
+        let r = http.send_json("POST", WIDGETS, &widget("after-election", "red"));
+        (r.status == 201).then_some(())
+    });
+    assert!(
+        resumed.is_some(),
+        "no write succeeded within 15 s of the leader dying"
+    );
+    create_update_get(&http, "leader-down", 5);
+    let list = expect_status(http.get(WIDGETS), 200);
+    assert_eq!(list["items"].as_array().map(Vec::len), Some(14));
+    assert_eq!(http.get("/readyz").status, 200);
+}
+
+/// Creates `count` widgets `{prefix}-{i}`, updates each and reads it back; every
+/// request must succeed.
+fn create_update_get(http: &Http, prefix: &str, count: usize) {
+    for i in 0..count {
+        let name = format!("{prefix}-{i}");
+        let created = expect_status(http.send_json("POST", WIDGETS, &widget(&name, "red")), 201);
+        let mut object = created;
+        object["spec"]["replicas"] = json!(i);
+        expect_status(
+            http.send_json("PUT", &format!("{WIDGETS}/{name}"), &object),
+            200,
+        );
+        let read = expect_status(http.get(&format!("{WIDGETS}/{name}")), 200);
+        assert_eq!(read["spec"]["replicas"], json!(i));
+    }
+}
+
+// ---------------------------------------------------------------------------
+// What is in etcd
+
+#[test]
+fn keys_in_etcd_follow_kube_layout_without_resource_version() {
+    let etcd = Etcd::start();
+    etcd.wait_ready();
+    let server = TestServer::start_on_etcd(&etcd.url(), &[]);
+    let http = server.http();
+    install_widgets(&http);
+    expect_status(
+        http.send_json(
+            "POST",
+            "/api/v1/namespaces",
+            &json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "layout"}}),
+        ),
+        201,
+    );
+    let namespaced = "/apis/example.com/v1/namespaces/layout/widgets";
+    expect_status(
+        http.send_json("POST", namespaced, &widget("w1", "red")),
+        201,
+    );
+    let dials = json!({
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": "dials.example.com"},
+        "spec": {
+            "group": "example.com",
+            "scope": "Cluster",
+            "names": {"plural": "dials", "singular": "dial", "kind": "Dial"},
+            "versions": [{"name": "v1", "served": true, "storage": true,
+                "schema": {"openAPIV3Schema": {"type": "object",
+                    "x-kubernetes-preserve-unknown-fields": true}}}]
+        }
+    });
+    expect_status(http.send_json("POST", CRDS, &dials), 201);
+    wait_served(&http, "/apis/example.com/v1/dials");
+    expect_status(
+        http.send_json(
+            "POST",
+            "/apis/example.com/v1/dials",
+            &json!({"apiVersion": "example.com/v1", "kind": "Dial", "metadata": {"name": "d1"}}),
+        ),
+        201,
+    );
+
+    let stored: BTreeMap<String, Vec<u8>> = etcd.keys("/registry/").into_iter().collect();
+    for (key, kind, name) in [
+        (
+            "/registry/apiextensions.k8s.io/customresourcedefinitions/widgets.example.com",
+            "CustomResourceDefinition",
+            "widgets.example.com",
+        ),
+        (
+            "/registry/apiextensions.k8s.io/customresourcedefinitions/dials.example.com",
+            "CustomResourceDefinition",
+            "dials.example.com",
+        ),
+        ("/registry/namespaces/layout", "Namespace", "layout"),
+        ("/registry/namespaces/default", "Namespace", "default"),
+        ("/registry/example.com/widgets/layout/w1", "Widget", "w1"),
+        ("/registry/example.com/dials/d1", "Dial", "d1"),
+    ] {
+        let Some(value) = stored.get(key) else {
+            panic!(
+                "{key} is not in etcd; keys: {:#?}",
+                stored.keys().collect::<Vec<_>>()
+            );
+        };
+        let object: Value = serde_json::from_slice(value)
+            .unwrap_or_else(|e| panic!("{key} does not hold JSON: {e}"));
+        assert_eq!(object["kind"], kind, "{key}: {object}");
+        assert_eq!(object["metadata"]["name"], name, "{key}: {object}");
+        assert!(
+            object["metadata"].get("resourceVersion").is_none(),
+            "{key} stores a resourceVersion: {object}"
+        );
+        assert!(object["metadata"]["uid"].is_string(), "{key}: {object}");
+    }
+    // Nothing is stored outside the prefix.
+    let outside: Vec<String> = etcd
+        .keys("/")
+        .into_iter()
+        .map(|(key, _)| key)
+        .filter(|key| !key.starts_with("/registry/"))
+        .collect();
+    assert!(outside.is_empty(), "keys outside /registry: {outside:?}");
+}
+
+#[test]
+fn etcd_prefix_flag_moves_every_key() {
+    let etcd = Etcd::start();
+    etcd.wait_ready();
+    let server = TestServer::start_on_etcd(&etcd.url(), &["--etcd-prefix", "/tenant-a"]);
+    install_widgets(&server.http());
+    let keys: Vec<String> = etcd.keys("/").into_iter().map(|(key, _)| key).collect();
+    assert!(
+        keys.contains(
+            &"/tenant-a/apiextensions.k8s.io/customresourcedefinitions/widgets.example.com"
+                .to_owned()
+        ),
+        "{keys:?}"
+    );
+    assert!(
+        keys.iter().all(|key| key.starts_with("/tenant-a/")),
+        "{keys:?}"
+    );
+    // A server on another prefix of the same etcd sees none of it.
+    let other = TestServer::start_on_etcd(&etcd.url(), &["--etcd-prefix", "/tenant-b"]);
+    expect_status(
+        other.http().get(&format!("{CRDS}/widgets.example.com")),
+        404,
+    );
+}
+
+// ---------------------------------------------------------------------------
+// Compaction
+
+/// A server on a fresh etcd (started with `args`) holding widget `w1`, created and then
+/// updated twice: a watch from its creation needs the first update, so only a
+/// compaction past that update makes the watch too old. Returns the creation's
+/// resourceVersion and the latest object.
+fn widget_with_history(args: &[&str]) -> (Etcd, TestServer, String, Value) {
+    let etcd = Etcd::start();
+    etcd.wait_ready();
+    let server = TestServer::start_on_etcd(&etcd.url(), args);
+    let http = server.http();
+    install_widgets(&http);
+    let created = expect_status(http.send_json("POST", WIDGETS, &widget("w1", "red")), 201);
+    let old = resource_version(&created);
+    let mut object = created;
+    for color in ["green", "blue"] {
+        object["spec"]["color"] = json!(color);
+        object = expect_status(
+            http.send_json("PUT", &format!("{WIDGETS}/w1"), &object),
+            200,
+        );
+    }
+    (etcd, server, old, object)
+}
+
+#[test]
+fn watch_from_a_compacted_revision_gets_410_expired() {
+    // The server's own compactor stays off: the test compacts through the gateway.
+    let (etcd, server, old, object) = widget_with_history(&["--etcd-compaction-interval", "0"]);
+    let http = server.http();
+    let compacted = etcd.revision();
+    etcd.compact(compacted);
+
+    let mut watch = Watch::open(
+        &http,
+        &format!("{WIDGETS}?watch=true&timeoutSeconds=60&resourceVersion={old}"),
+    );
+    let event = watch.next_event();
+    assert_eq!(
+        event,
+        json!({"type": "ERROR", "object": {
+            "kind": "Status",
+            "apiVersion": "v1",
+            "metadata": {},
+            "status": "Failure",
+            "message": format!("too old resource version: {old} ({compacted})"),
+            "reason": "Expired",
+            "code": 410
+        }})
+    );
+    assert!(watch.rest().is_empty(), "the watch ends after the error");
+
+    // A list at the compacted revision is refused the same way.
+    let list = http.get(&format!(
+        "{WIDGETS}?resourceVersion={old}&resourceVersionMatch=Exact"
+    ));
+    assert_eq!(list.status, 410, "{}", list.text());
+    assert_eq!(
+        list.json().map(|s| s["reason"].clone()),
+        Some(json!("Expired"))
+    );
+    // The current revision stays readable.
+    let latest = resource_version(&object);
+    let list = http.get(&format!(
+        "{WIDGETS}?resourceVersion={latest}&resourceVersionMatch=Exact"
+    ));
+    assert_eq!(list.status, 200, "{}", list.text());
+}
+
+#[test]
+fn compaction_interval_flag_compacts_history() {
+    let (_etcd, server, old, _) = widget_with_history(&["--etcd-compaction-interval", "1"]);
+    let http = server.http();
+    // Each tick compacts to the revision of the tick before: within a few seconds a
+    // watch from before the updates is too old.
+    let expired = poll(Duration::from_secs(10), || {
+        let mut watch = Watch::open(
+            &http,
+            &format!("{WIDGETS}?watch=true&timeoutSeconds=1&resourceVersion={old}"),
+        );
+        let first = watch.rest().into_iter().next()?;
+        (first["type"] == "ERROR").then_some(first)
+    });
+    let Some(event) = expired else {
+        panic!("history before {old} was not compacted within 10 s");
+    };
+    assert_eq!(event["object"]["code"], 410, "{event}");
+    assert_eq!(event["object"]["reason"], "Expired", "{event}");
+    let message = event["object"]["message"].as_str().unwrap_or("");
+    assert!(
+        message.starts_with(&format!("too old resource version: {old} (")),
+        "{message}"
+    );
+}
+
+// ---------------------------------------------------------------------------
+// TLS
+
+#[test]
+fn tls_flags_reach_etcd_with_a_client_certificate() {
+    let etcd = Etcd::start_tls();
+    let files = etcd.tls().expect("TLS files");
+    let path = |p: &std::path::Path| p.display().to_string();
+    let (ca, cert, key) = (
+        path(&files.ca),
+        path(&files.client_cert),
+        path(&files.client_key),
+    );
+    let server = TestServer::start_on_etcd(
+        &etcd.url(),
+        &[
+            "--etcd-cafile",
+            &ca,
+            "--etcd-certfile",
+            &cert,
+            "--etcd-keyfile",
+            &key,
+        ],
+    );
+    let http = server.http();
+    let ready = http.wait_for_status("/readyz", 200, Duration::from_secs(30));
+    assert_eq!(ready.status, 200, "{}", ready.text());
+    install_widgets(&http);
+    expect_status(http.send_json("POST", WIDGETS, &widget("w1", "red")), 201);
+
+    // Without a client certificate etcd refuses the connection: 503, not a hang.
+    let anonymous = TestServer::start_on_etcd(&etcd.url(), &["--etcd-cafile", &ca]);
+    let (response, took) = timed(|| anonymous.http().get("/api/v1/namespaces/default"));
+    assert_eq!(anonymous.http().get("/readyz").status, 500);
+    assert_eq!(response.status, 503, "{}", response.text());
+    assert!(took <= ETCD_REQUEST_TIMEOUT + Duration::from_secs(2));
+}
+
+// ---------------------------------------------------------------------------
+// Fixture
+
+/// A widget named `name` in `default`.
+fn widget(name: &str, color: &str) -> Value {
+    json!({
+        "apiVersion": "example.com/v1",
+        "kind": "Widget",
+        "metadata": {"name": name},
+        "spec": {"color": color}
+    })
+}
+
+/// Creates `testdata/crds/widgets.yaml` and waits until widgets are served.
+fn install_widgets(http: &Http) {
+    let crd = common::testdata_json("crds/widgets.yaml");
+    expect_status(http.send_json("POST", CRDS, &crd), 201);
+    wait_served(http, WIDGETS);
+}
+
+/// Polls a list path until it answers 200; returns the list.
+fn wait_served(http: &Http, path: &str) -> Value {
+    let response = http.wait_for_status(path, 200, SERVED_TIMEOUT);
+    expect_status(response, 200)
+}
+
+/// The body of `response` as JSON, failing unless it has status `want`.
+fn expect_status(response: HttpResponse, want: u16) -> Value {
+    assert_eq!(
+        response.status,
+        want,
+        "want {want}, got {}: {}",
+        response.status,
+        response.text()
+    );
+    response.json().unwrap_or(Value::Null)
+}
+
+/// DELETE `path`; panics on transport failure.
+fn delete(http: &Http, path: &str) -> HttpResponse {
+    http.request("DELETE", path, &[], &common::json_accept(), None)
+        .unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn json_content() -> Vec<(String, String)> {
+    let mut headers = common::json_accept();
+    headers.push(("Content-Type".to_owned(), "application/json".to_owned()));
+    headers
+}
+
+fn resource_version(object: &Value) -> String {
+    object["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no resourceVersion in {object}"))
+        .to_owned()
+}
+
+fn name_of(object: &Value) -> &str {
+    object["metadata"]["name"].as_str().unwrap_or("")
+}
+
+/// Runs `request` and measures how long it took.
+fn timed(request: impl FnOnce() -> HttpResponse) -> (HttpResponse, Duration) {
+    let started = Instant::now();
+    let response = request();
+    (response, started.elapsed())
+}
+
+/// A watch request read line by line on a background thread: one event a line.
+struct Watch {
+    /// `Some(line)` per line, `None` once the server ends the stream.
+    lines: Receiver<Option<String>>,
+    path: String,
+}
+
+impl Watch {
+    /// Opens `path` (with `watch=true`) and waits for the response headers (200).
+    fn open(http: &Http, path: &str) -> Watch {
+        let url = format!("{}{path}", http.base());
+        let (lines_tx, lines) = mpsc::channel();
+        let (status_tx, status) = mpsc::channel();
+        thread::spawn(move || {
+            let agent = ureq::Agent::config_builder()
+                .http_status_as_error(false)
+                .proxy(None)
+                .build()
+                .new_agent();
+            let response = match agent.get(&url).header("Accept", "application/json").call() {
+                Ok(response) => response,
+                Err(e) => {
+                    let _ = status_tx.send(Err(e.to_string()));
+                    return;
+                }
+            };
+            let _ = status_tx.send(Ok(response.status().as_u16()));
+            for line in BufReader::new(response.into_body().into_reader()).lines() {
+                let Ok(line) = line else { break };
+                if lines_tx.send(Some(line)).is_err() {
+                    return;
+                }
+            }
+            let _ = lines_tx.send(None);
+        });
+        match status.recv_timeout(EVENT_TIMEOUT) {
+            Ok(Ok(200)) => {}
+            other => panic!("watch {path}: {other:?}"),
+        }
+        Watch {
+            lines,
+            path: path.to_owned(),
+        }
+    }
+
+    /// The next event; fails when none comes within [`EVENT_TIMEOUT`].
+    fn next_event(&mut self) -> Value {
+        match self.lines.recv_timeout(EVENT_TIMEOUT) {
+            Ok(Some(line)) => serde_json::from_str(&line)
+                .unwrap_or_else(|e| panic!("watch {}: bad event {line:?}: {e}", self.path)),
+            Ok(None) => panic!("watch {} ended", self.path),
+            Err(_) => panic!("watch {}: no event within {EVENT_TIMEOUT:?}", self.path),
+        }
+    }
+
+    /// Every event until the stream ends; fails when it does not end within
+    /// [`EVENT_TIMEOUT`].
+    fn rest(&mut self) -> Vec<Value> {
+        let deadline = Instant::now() + EVENT_TIMEOUT;
+        let mut events = Vec::new();
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(Some(line)) => events
+                    .push(serde_json::from_str(&line).unwrap_or_else(|e| {
+                        panic!("watch {}: bad event {line:?}: {e}", self.path)
+                    })),
+                Ok(None) => return events,
+                Err(_) => panic!(
+                    "watch {} did not end within {EVENT_TIMEOUT:?}; events: {events:?}",
+                    self.path
+                ),
+            }
+        }
+    }
+}
