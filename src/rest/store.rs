@@ -588,6 +588,21 @@ impl Store {
         Err(Status::stale(&d.gr, name))
     }
 
+    /// Write an object (as served) over the stored revision `expected`, in its storage form.
+    async fn replace(
+        &self,
+        kind: &dyn ResourceKind,
+        key: &str,
+        obj: &Value,
+        expected: Revision,
+    ) -> Result<KeyValue, StorageError> {
+        let mut stored = obj.clone();
+        kind.to_storage(&mut stored);
+        self.storage
+            .update(key, encode_for_storage(&stored), expected)
+            .await
+    }
+
     /// Mark an object terminating (`deletionTimestamp`), applying `mutate` too; an
     /// object already terminating is returned as it is.
     pub async fn mark_terminating(
@@ -611,13 +626,7 @@ impl Store {
             if opts.dry_run {
                 return Ok(obj);
             }
-            let mut stored = obj.clone();
-            kind.to_storage(&mut stored);
-            match self
-                .storage
-                .update(&key, encode_for_storage(&stored), kv.mod_revision)
-                .await
-            {
+            match self.replace(kind, &key, &obj, kv.mod_revision).await {
                 Ok(new_kv) => {
                     object::set_resource_version(&mut obj, new_kv.mod_revision);
                     return Ok(obj);
@@ -661,13 +670,7 @@ impl Store {
                 if opts.dry_run {
                     return Ok(Deleted::Terminating(obj));
                 }
-                let mut stored = obj.clone();
-                kind.to_storage(&mut stored);
-                match self
-                    .storage
-                    .update(&key, encode_for_storage(&stored), kv.mod_revision)
-                    .await
-                {
+                match self.replace(kind, &key, &obj, kv.mod_revision).await {
                     Ok(new_kv) => {
                         object::set_resource_version(&mut obj, new_kv.mod_revision);
                         return Ok(Deleted::Terminating(obj));
