@@ -55,7 +55,10 @@ impl WebhookSource {
             .storage
             .list(&format!("{root}/"), &ListOptions::default())
             .await
-            .map_err(|e| Status::internal(e.to_string()))?;
+            .map_err(|e| {
+                let gr = crate::status::GroupResource::new("admissionregistration.k8s.io", "");
+                crate::rest::store::storage_status(e, &gr, "")
+            })?;
         let mut out = Vec::new();
         let mut ns_labels: Option<Map<String, Value>> = None;
         for kv in &res.items {
