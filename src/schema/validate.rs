@@ -1039,7 +1039,6 @@ fn validate_number(node: &Node, v: Num, path: &str) -> OResult {
     if let Some(e) = range_error(v, t, f, "Checked", path) {
         res.add(e);
     }
-    let value = v.to_value();
     let data = v.as_f64();
 
     let mut res_multiple = OResult::default();
@@ -1060,104 +1059,93 @@ fn validate_number(node: &Node, v: Num, path: &str) -> OResult {
         }
     }
 
-    let mut res_minimum = OResult::default();
-    if let Some(min) = node.minimum {
-        let excl = node.exclusive_minimum;
-        let fails = |d: f64, m: f64| if excl { d <= m } else { d < m };
-        let native = range_error(Num::F(min), t, f, "Minimum boundary", path);
-        let failed = match (&native, v) {
-            (None, Num::I(i)) => {
-                let m = go_f64_to_i64(min);
-                if if excl { i <= m } else { i < m } {
-                    Some((Num::I(m), value.clone()))
-                } else {
-                    None
-                }
-            }
-            _ => {
-                if fails(data, min) {
-                    Some((
-                        Num::F(min),
-                        if native.is_some() {
-                            Num::F(data).to_value()
-                        } else {
-                            value.clone()
-                        },
-                    ))
-                } else {
-                    None
-                }
-            }
+    let res_minimum = node.minimum.map_or_else(OResult::default, |min| {
+        let bound = Bound {
+            value: min,
+            exclusive: node.exclusive_minimum,
+            lower: true,
         };
-        if let Some(e) = native {
-            res_minimum.add(e);
-        }
-        if let Some((bound, bad)) = failed {
-            let cmp = if excl {
-                "greater than"
-            } else {
-                "greater than or equal to"
-            };
-            res_minimum.add(OErr::new(
-                Code::Min,
-                path,
-                Some(bad),
-                format!("{path} in body should be {cmp} {}", bound.go_v()),
-            ));
-        }
-    }
-
-    let mut res_maximum = OResult::default();
-    if let Some(max) = node.maximum {
-        let excl = node.exclusive_maximum;
-        let native = range_error(Num::F(max), t, f, "Maximum boundary", path);
-        let failed = match (&native, v) {
-            (None, Num::I(i)) => {
-                let m = go_f64_to_i64(max);
-                if if excl { i >= m } else { i > m } {
-                    Some((Num::I(m), value.clone()))
-                } else {
-                    None
-                }
-            }
-            _ => {
-                let fails = if excl { data >= max } else { data > max };
-                if fails {
-                    Some((
-                        Num::F(max),
-                        if native.is_some() {
-                            Num::F(data).to_value()
-                        } else {
-                            value.clone()
-                        },
-                    ))
-                } else {
-                    None
-                }
-            }
+        bound_check(&bound, v, t, f, path)
+    });
+    let res_maximum = node.maximum.map_or_else(OResult::default, |max| {
+        let bound = Bound {
+            value: max,
+            exclusive: node.exclusive_maximum,
+            lower: false,
         };
-        if let Some(e) = native {
-            res_maximum.add(e);
-        }
-        if let Some((bound, bad)) = failed {
-            let cmp = if excl {
-                "less than"
-            } else {
-                "less than or equal to"
-            };
-            res_maximum.add(OErr::new(
-                Code::Max,
-                path,
-                Some(bad),
-                format!("{path} in body should be {cmp} {}", bound.go_v()),
-            ));
-        }
-    }
+        bound_check(&bound, v, t, f, path)
+    });
 
     res.merge(res_multiple);
     res.merge(res_minimum);
     res.merge(res_maximum);
     res.inc();
+    res
+}
+
+/// A `minimum` (lower) or `maximum` bound of a number schema.
+struct Bound {
+    value: f64,
+    exclusive: bool,
+    lower: bool,
+}
+
+impl Bound {
+    /// Whether `data` lies outside the bound (`d`, `b` compare as the same type).
+    fn violated<T: PartialOrd>(&self, d: T, b: T) -> bool {
+        match (self.lower, self.exclusive) {
+            (true, true) => d <= b,
+            (true, false) => d < b,
+            (false, true) => d >= b,
+            (false, false) => d > b,
+        }
+    }
+}
+
+/// kube-openapi's `MinimumNativeType`/`MaximumNativeType`: the bound's own range error,
+/// then the comparison (integers compared as integers when the bound fits the type).
+fn bound_check(bound: &Bound, v: Num, t: &str, f: &str, path: &str) -> OResult {
+    let mut res = OResult::default();
+    let prefix = if bound.lower {
+        "Minimum boundary"
+    } else {
+        "Maximum boundary"
+    };
+    let native = range_error(Num::F(bound.value), t, f, prefix, path);
+    let failed = match (&native, v) {
+        (None, Num::I(i)) => {
+            let b = go_f64_to_i64(bound.value);
+            bound.violated(i, b).then(|| (Num::I(b), v.to_value()))
+        }
+        _ => {
+            let data = v.as_f64();
+            let bad = if native.is_some() {
+                Num::F(data).to_value()
+            } else {
+                v.to_value()
+            };
+            bound
+                .violated(data, bound.value)
+                .then_some((Num::F(bound.value), bad))
+        }
+    };
+    if let Some(e) = native {
+        res.add(e);
+    }
+    if let Some((b, bad)) = failed {
+        let (code, cmp) = match (bound.lower, bound.exclusive) {
+            (true, true) => (Code::Min, "greater than"),
+            (true, false) => (Code::Min, "greater than or equal to"),
+            (false, true) => (Code::Max, "less than"),
+            (false, false) => (Code::Max, "less than or equal to"),
+        };
+        res.add(OErr::new(
+            code,
+            path,
+            Some(bad),
+            format!("{path} in body should be {cmp} {}", b.go_v()),
+        ));
+    }
     res
 }
 
