@@ -708,33 +708,7 @@ impl Coster<'_> {
                     .factor(2.0 * STRING_TRAVERSAL_COST_FACTOR),
                 None,
             ),
-            "masked"
-            | "prefixLength"
-            | "family"
-            | "isUnspecified"
-            | "isLoopback"
-            | "isLinkLocalMulticast"
-            | "isLinkLocalUnicast"
-            | "isGlobalUnicast"
-            | "format.named"
-            | "sign"
-            | "asInteger"
-            | "isInteger"
-            | "asApproximateFloat"
-            | "isGreaterThan"
-            | "isLessThan"
-            | "compareTo"
-            | "add"
-            | "sub"
-            | "major"
-            | "minor"
-            | "patch"
-            | "getScheme"
-            | "getHostname"
-            | "getHost"
-            | "getPort"
-            | "getEscapedPath"
-            | "getQuery" => (fixed(1), None),
+            n if super::kubelib::is_unit_cost(n) => (fixed(1), None),
             "containsIP" | "containsCIDR" if !args.is_empty() => {
                 let sz = Size { min: 4, max: 16 };
                 let mut c = sz.add(sz).factor(STRING_TRAVERSAL_COST_FACTOR);

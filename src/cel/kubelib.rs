@@ -9,6 +9,42 @@ use std::cmp::Ordering;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::rc::Rc;
 
+/// kube library functions whose cost is 1, estimated and at run time alike.
+const UNIT_COST_FUNCTIONS: &[&str] = &[
+    "masked",
+    "prefixLength",
+    "family",
+    "isUnspecified",
+    "isLoopback",
+    "isLinkLocalMulticast",
+    "isLinkLocalUnicast",
+    "isGlobalUnicast",
+    "format.named",
+    "sign",
+    "asInteger",
+    "isInteger",
+    "asApproximateFloat",
+    "isGreaterThan",
+    "isLessThan",
+    "compareTo",
+    "add",
+    "sub",
+    "major",
+    "minor",
+    "patch",
+    "getScheme",
+    "getHostname",
+    "getHost",
+    "getPort",
+    "getEscapedPath",
+    "getQuery",
+];
+
+/// Whether a kube library function costs 1 (estimate and runtime).
+pub(crate) fn is_unit_cost(name: &str) -> bool {
+    UNIT_COST_FUNCTIONS.contains(&name)
+}
+
 /// Values of kube's library types.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Ext {
@@ -211,33 +247,7 @@ pub fn call_cost(name: &str, args: &[Val<'_>]) -> Option<u64> {
             _ => by(size(0), STRING_TRAVERSAL_COST_FACTOR),
         },
         "ip.isCanonical" => by(size(0), 2.0 * STRING_TRAVERSAL_COST_FACTOR),
-        "masked"
-        | "prefixLength"
-        | "family"
-        | "isUnspecified"
-        | "isLoopback"
-        | "isLinkLocalMulticast"
-        | "isLinkLocalUnicast"
-        | "isGlobalUnicast"
-        | "format.named"
-        | "sign"
-        | "asInteger"
-        | "isInteger"
-        | "asApproximateFloat"
-        | "isGreaterThan"
-        | "isLessThan"
-        | "compareTo"
-        | "add"
-        | "sub"
-        | "major"
-        | "minor"
-        | "patch"
-        | "getScheme"
-        | "getHostname"
-        | "getHost"
-        | "getPort"
-        | "getEscapedPath"
-        | "getQuery" => 1,
+        n if is_unit_cost(n) => 1,
         "containsIP" | "containsCIDR" => {
             let cidr = size(0);
             let mut c = by(cidr + cidr, STRING_TRAVERSAL_COST_FACTOR);
