@@ -12,6 +12,7 @@
 //! A denial reaches the client as kube words a webhook's:
 //! `admission webhook "<name>" denied the request: <message>`.
 
+pub mod client;
 pub mod webhook;
 
 use crate::rest::{Descriptor, Operation, WriteOptions};

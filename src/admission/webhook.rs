@@ -8,8 +8,6 @@ use crate::selector::labels::from_label_selector_json;
 use crate::status::Status;
 use crate::storage::{ListOptions, Storage};
 use base64::Engine;
-use bytes::Bytes;
-use http_body_util::{BodyExt, Full};
 use serde_json::{json, Map, Value};
 use std::sync::Arc;
 use std::time::Duration;
@@ -366,110 +364,17 @@ fn interpret(
     Ok((Some(patched), warnings))
 }
 
-/// POST the review to `clientConfig.url` (HTTPS, `caBundle` as the trust root) within
-/// `timeoutSeconds`; the error texts follow Go's `url.Error` as kube prints it.
+/// POST the review to the webhook's `clientConfig` within `timeoutSeconds`; errors are
+/// prefixed as kube's admission webhooks word them.
 async fn post(hook: &Value, review: &Value) -> Result<Value, String> {
     let cc = hook.get("clientConfig").cloned().unwrap_or(Value::Null);
     let timeout = hook
         .get("timeoutSeconds")
         .and_then(Value::as_u64)
         .unwrap_or(10);
-    let Some(url) = cc.get("url").and_then(Value::as_str) else {
-        return Err("failed to call webhook: services are not reachable from this server, use clientConfig.url".into());
-    };
-    let sep = if url.contains('?') { '&' } else { '?' };
-    let full_url = format!("{url}{sep}timeout={timeout}s");
-    let fail = |e: String| format!("failed to call webhook: Post {full_url:?}: {e}");
-    let ca = match cc.get("caBundle").and_then(Value::as_str) {
-        Some(b) => Some(
-            base64::engine::general_purpose::STANDARD
-                .decode(b)
-                .map_err(|e| fail(format!("decoding caBundle: {e}")))?,
-        ),
-        None => None,
-    };
-    let client = https_client(ca.as_deref()).map_err(fail)?;
-    let body = serde_json::to_vec(review).map_err(|e| fail(e.to_string()))?;
-    let request = http::Request::post(&full_url)
-        .header("Content-Type", "application/json")
-        .header("Accept", "application/json, */*")
-        .body(Full::new(Bytes::from(body)))
-        .map_err(|e| fail(e.to_string()))?;
-    let exchange = async {
-        let response = client
-            .request(request)
-            .await
-            .map_err(|e| transport_error(&e))?;
-        let status = response.status();
-        let bytes = response
-            .into_body()
-            .collect()
-            .await
-            .map_err(|e| e.to_string())?
-            .to_bytes();
-        if !status.is_success() {
-            return Err(format!(
-                "the server responded with the status code {} but did not return more information",
-                status.as_u16()
-            ));
-        }
-        serde_json::from_slice::<Value>(&bytes).map_err(|e| e.to_string())
-    };
-    match tokio::time::timeout(Duration::from_secs(timeout), exchange).await {
-        Ok(Ok(v)) => Ok(v),
-        Ok(Err(e)) => Err(fail(e)),
-        Err(_) => Err(fail("context deadline exceeded".into())),
-    }
-}
-
-/// A transport error in Go's words where they are well known.
-fn transport_error(e: &hyper_util::client::legacy::Error) -> String {
-    let mut source: Option<&(dyn std::error::Error + 'static)> = std::error::Error::source(e);
-    while let Some(s) = source {
-        if let Some(io) = s.downcast_ref::<std::io::Error>() {
-            if io.kind() == std::io::ErrorKind::ConnectionRefused {
-                return "connect: connection refused".into();
-            }
-            return io.to_string();
-        }
-        source = s.source();
-    }
-    e.to_string()
-}
-
-type HttpsClient = hyper_util::client::legacy::Client<
-    hyper_rustls::HttpsConnector<hyper_util::client::legacy::connect::HttpConnector>,
-    Full<Bytes>,
->;
-
-/// An HTTPS-only client trusting `ca_pem` (kube uses the system roots without a bundle;
-/// this server has none of its own, so such webhooks must be reachable by a bundle).
-fn https_client(ca_pem: Option<&[u8]>) -> Result<HttpsClient, String> {
-    use rustls::pki_types::{pem::PemObject, CertificateDer};
-    let mut roots = rustls::RootCertStore::empty();
-    if let Some(pem) = ca_pem {
-        for cert in CertificateDer::pem_slice_iter(pem) {
-            let cert = cert.map_err(|e| format!("reading caBundle: {e}"))?;
-            roots
-                .add(cert)
-                .map_err(|e| format!("reading caBundle: {e}"))?;
-        }
-    }
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let tls = rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .map_err(|e| e.to_string())?
-        .with_root_certificates(roots)
-        .with_no_client_auth();
-    let connector = hyper_rustls::HttpsConnectorBuilder::new()
-        .with_tls_config(tls)
-        .https_only()
-        .enable_http1()
-        .build();
-    Ok(
-        hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
-            .build(connector),
-    )
+    super::client::post_json(&cc, Duration::from_secs(timeout), review)
+        .await
+        .map_err(|e| format!("failed to call webhook: {e}"))
 }
 
 #[cfg(test)]
