@@ -147,8 +147,6 @@ fn root_paths(crds: &[crate::registry::crd::CrdInfo]) -> Vec<String> {
         "/api".to_string(),
         "/api/v1".to_string(),
         "/apis".to_string(),
-        "/apis/apiextensions.k8s.io".to_string(),
-        "/apis/apiextensions.k8s.io/v1".to_string(),
         "/healthz".to_string(),
         "/livez".to_string(),
         "/openapi/v2".to_string(),
@@ -156,6 +154,10 @@ fn root_paths(crds: &[crate::registry::crd::CrdInfo]) -> Vec<String> {
         "/readyz".to_string(),
         "/version".to_string(),
     ];
+    for (group, version) in crate::registry::builtin::served_groups() {
+        paths.push(format!("/apis/{group}"));
+        paths.push(format!("/apis/{group}/{version}"));
+    }
     for c in crds {
         paths.push(format!("/apis/{}", c.group));
         for v in &c.versions {

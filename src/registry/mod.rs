@@ -3,6 +3,7 @@
 //! documents derived from the CRDs. `crd`, `discovery` and `openapi` are pure functions
 //! over `serde_json::Value`: they never touch HTTP or storage.
 
+pub mod builtin;
 pub mod catalog;
 pub mod crd;
 pub mod discovery;

@@ -21,7 +21,8 @@
 //! - `/openapi/v2` asked only for protobuf (`application/com.github.proto-openapi.spec.v2@v1.0+protobuf`)
 //!   cannot be served from JSON; kubectl only asks for v2 when v3 lacks `fieldValidation`.
 
-use crate::registry::crd::{CrdInfo, VersionInfo, APIEXTENSIONS_GROUP};
+use crate::registry::builtin::{self, BuiltinResource};
+use crate::registry::crd::{CrdInfo, VersionInfo};
 use serde_json::{json, Map, Value};
 use sha2::{Digest, Sha512};
 use std::collections::{BTreeMap, BTreeSet};
@@ -38,10 +39,6 @@ const PATCH: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.Patch";
 const SCALE: &str = "io.k8s.api.autoscaling.v1.Scale";
 const CRD_DEF: &str =
     "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.CustomResourceDefinition";
-const CRD_LIST_DEF: &str =
-    "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.CustomResourceDefinitionList";
-const NAMESPACE_DEF: &str = "io.k8s.api.core.v1.Namespace";
-const NAMESPACE_LIST_DEF: &str = "io.k8s.api.core.v1.NamespaceList";
 
 const OBJECT_META_DESCRIPTION: &str = "Standard object's metadata. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata";
 const LIST_META_DESCRIPTION: &str = "Standard list metadata. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds";
@@ -54,7 +51,8 @@ const EMBEDDED_KIND_DESCRIPTION: &str = "kind is a string value representing the
 /// list-type/GVK extensions; regenerate deliberately rather than edit by hand.
 const BUILTIN_DEFINITIONS: &str = include_str!("openapi_builtin.json");
 
-fn builtin_definitions() -> &'static Map<String, Value> {
+/// The built-in definitions by name (`io.k8s.api.core.v1.ConfigMap`, ...).
+pub fn builtin_definitions() -> &'static Map<String, Value> {
     static DEFS: OnceLock<Map<String, Value>> = OnceLock::new();
     DEFS.get_or_init(|| serde_json::from_str(BUILTIN_DEFINITIONS).unwrap_or_default())
 }
@@ -120,6 +118,8 @@ struct Resource {
     finalize: bool,
     /// Built-in resources say "list or watch" and accept strategic merge patches.
     builtin: bool,
+    /// Only `create` is served (access reviews): one POST, no list kind.
+    create_only: bool,
 }
 
 impl Resource {
@@ -137,59 +137,25 @@ impl Resource {
             deletecollection: true,
             finalize: false,
             builtin: false,
+            create_only: false,
         }
     }
 
-    fn namespaces() -> Resource {
+    fn builtin(r: &BuiltinResource) -> Resource {
         Resource {
-            group: String::new(),
-            version: "v1".into(),
-            kind: "Namespace".into(),
-            plural: "namespaces".into(),
-            namespaced: false,
-            kind_def: NAMESPACE_DEF.into(),
-            list_def: NAMESPACE_LIST_DEF.into(),
-            status: true,
-            scale: false,
-            deletecollection: false,
-            finalize: true,
+            group: r.group.into(),
+            version: r.version.into(),
+            kind: r.kind.into(),
+            plural: r.resource.into(),
+            namespaced: r.namespaced,
+            kind_def: r.definition.into(),
+            list_def: format!("{}List", r.definition),
+            status: r.has_subresource("status"),
+            scale: r.has_subresource("scale"),
+            deletecollection: r.has_verb("deletecollection"),
+            finalize: r.has_subresource("finalize"),
             builtin: true,
-        }
-    }
-
-    fn custom_resource_definitions() -> Resource {
-        Resource {
-            group: APIEXTENSIONS_GROUP.into(),
-            version: "v1".into(),
-            kind: "CustomResourceDefinition".into(),
-            plural: "customresourcedefinitions".into(),
-            namespaced: false,
-            kind_def: CRD_DEF.into(),
-            list_def: CRD_LIST_DEF.into(),
-            status: true,
-            scale: false,
-            deletecollection: true,
-            finalize: false,
-            builtin: true,
-        }
-    }
-
-    /// Mutating- or ValidatingWebhookConfigurations (`kind` without the suffix).
-    fn webhook_configurations(kind: &str) -> Resource {
-        let def = format!("io.k8s.api.admissionregistration.v1.{kind}WebhookConfiguration");
-        Resource {
-            group: ADMISSIONREGISTRATION_GROUP.into(),
-            version: "v1".into(),
-            kind: format!("{kind}WebhookConfiguration"),
-            plural: format!("{}webhookconfigurations", kind.to_ascii_lowercase()),
-            namespaced: false,
-            list_def: format!("{def}List"),
-            kind_def: def,
-            status: false,
-            scale: false,
-            deletecollection: true,
-            finalize: false,
-            builtin: true,
+            create_only: r.verbs == ["create"],
         }
     }
 
@@ -339,28 +305,30 @@ fn operations(r: &Resource) -> Vec<(String, Vec<Operation>)> {
         body: None,
         responses: vec![(200, "OK", r.list_def.clone())],
     };
+    let create = Operation {
+        method: "post",
+        action: "post",
+        name: format!("create{namespaced}{kind}"),
+        description: format!("create{}{kind}", article(kind)),
+        params: write_options(FIELD_MANAGER),
+        body: Some(Body::Object(r.kind_def.clone())),
+        responses: vec![
+            (200, "OK", r.kind_def.clone()),
+            (201, "Created", r.kind_def.clone()),
+            (202, "Accepted", r.kind_def.clone()),
+        ],
+    };
+    if r.create_only {
+        out.push((collection, vec![create]));
+        return out;
+    }
     if r.namespaced {
         out.push((
             format!("{}/{}", r.prefix(), r.plural),
             vec![list(format!("list{kind}ForAllNamespaces"))],
         ));
     }
-    let mut collection_ops = vec![
-        list(format!("list{namespaced}{kind}")),
-        Operation {
-            method: "post",
-            action: "post",
-            name: format!("create{namespaced}{kind}"),
-            description: format!("create{}{kind}", article(kind)),
-            params: write_options(FIELD_MANAGER),
-            body: Some(Body::Object(r.kind_def.clone())),
-            responses: vec![
-                (200, "OK", r.kind_def.clone()),
-                (201, "Created", r.kind_def.clone()),
-                (202, "Accepted", r.kind_def.clone()),
-            ],
-        },
-    ];
+    let mut collection_ops = vec![list(format!("list{namespaced}{kind}")), create];
     if r.deletecollection {
         let mut params = list_options();
         params.extend(delete_options());
@@ -1089,7 +1057,7 @@ fn publish_custom(
 /// The served group-versions of the CRDs, sorted.
 fn custom_group_versions(crds: &[CrdInfo]) -> BTreeMap<(String, String), ()> {
     let mut out = BTreeMap::new();
-    for crd in crds.iter().filter(|c| c.group != APIEXTENSIONS_GROUP) {
+    for crd in crds.iter().filter(|c| !builtin::is_builtin_group(&c.group)) {
         for v in crd.versions.iter().filter(|v| v.served) {
             out.insert((crd.group.clone(), v.name.clone()), ());
         }
@@ -1101,9 +1069,6 @@ fn security_definitions() -> Value {
     json!({"BearerToken": {"description": "Bearer Token authentication", "type": "apiKey", "name": "authorization", "in": "header"}})
 }
 
-/// The group of the webhook configurations.
-const ADMISSIONREGISTRATION_GROUP: &str = "admissionregistration.k8s.io";
-
 /// `GET /openapi/v2`: one Swagger 2.0 document with namespaces, CRDs and every served
 /// CR version.
 pub fn openapi_v2(crds: &[CrdInfo]) -> Value {
@@ -1113,12 +1078,9 @@ pub fn openapi_v2(crds: &[CrdInfo]) -> Value {
         paths.extend(p.paths);
         definitions.extend(p.schemas);
     };
-    add(publish_builtin(&Resource::namespaces(), Flavor::V2));
-    add(publish_builtin(
-        &Resource::custom_resource_definitions(),
-        Flavor::V2,
-    ));
-    add(publish_webhook_configurations(Flavor::V2));
+    for r in builtin::RESOURCES {
+        add(publish_builtin(&Resource::builtin(r), Flavor::V2));
+    }
     for (group, version) in custom_group_versions(crds).into_keys() {
         if let Some(p) = publish_custom(&group, &version, crds, Flavor::V2) {
             add(p);
@@ -1153,49 +1115,34 @@ fn v3_document(title: &str, version: &str, p: Published, security: bool) -> Valu
 /// (404) when nothing is served there.
 pub fn openapi_v3_path(gv: &str, crds: &[CrdInfo]) -> Option<Value> {
     if gv == "api/v1" {
-        return Some(v3_document(
-            "Kubernetes",
-            KUBE_GIT_VERSION,
-            publish_builtin(&Resource::namespaces(), Flavor::V3),
-            true,
-        ));
+        return publish_builtin_group_version("", "v1");
     }
     let rest = gv.strip_prefix("apis/")?;
     let (group, version) = rest.split_once('/')?;
     openapi_v3_group_version(group, version, crds)
 }
 
-/// Both webhook configuration kinds (one group-version).
-fn publish_webhook_configurations(flavor: Flavor) -> Published {
-    let mut p = publish_builtin(&Resource::webhook_configurations("Mutating"), flavor);
-    let v = publish_builtin(&Resource::webhook_configurations("Validating"), flavor);
-    p.paths.extend(v.paths);
-    p.schemas.extend(v.schemas);
-    p
+/// The v3 document of a built-in group-version; `None` when it serves nothing.
+fn publish_builtin_group_version(group: &str, version: &str) -> Option<Value> {
+    let resources = builtin::resources_of(group, version);
+    let mut all: Option<Published> = None;
+    for r in resources {
+        let p = publish_builtin(&Resource::builtin(r), Flavor::V3);
+        match all.as_mut() {
+            Some(a) => {
+                a.paths.extend(p.paths);
+                a.schemas.extend(p.schemas);
+            }
+            None => all = Some(p),
+        }
+    }
+    Some(v3_document("Kubernetes", KUBE_GIT_VERSION, all?, true))
 }
 
 /// `GET /openapi/v3/apis/{group}/{version}`; `None` (404) when nothing is served there.
 pub fn openapi_v3_group_version(group: &str, version: &str, crds: &[CrdInfo]) -> Option<Value> {
-    if group == ADMISSIONREGISTRATION_GROUP {
-        return (version == "v1").then(|| {
-            v3_document(
-                "Kubernetes",
-                KUBE_GIT_VERSION,
-                publish_webhook_configurations(Flavor::V3),
-                true,
-            )
-        });
-    }
-    if group == APIEXTENSIONS_GROUP {
-        if version != "v1" {
-            return None;
-        }
-        return Some(v3_document(
-            "Kubernetes",
-            KUBE_GIT_VERSION,
-            publish_builtin(&Resource::custom_resource_definitions(), Flavor::V3),
-            true,
-        ));
+    if builtin::is_builtin_group(group) {
+        return publish_builtin_group_version(group, version);
     }
     let p = publish_custom(group, version, crds, Flavor::V3)?;
     Some(v3_document("Kubernetes CRD Swagger", "v0.1.0", p, false))
@@ -1215,14 +1162,12 @@ pub fn openapi_v3_index(crds: &[CrdInfo]) -> Value {
         }
     };
     add("api/v1".into(), openapi_v3_path("api/v1", crds));
-    add(
-        format!("apis/{ADMISSIONREGISTRATION_GROUP}/v1"),
-        openapi_v3_group_version(ADMISSIONREGISTRATION_GROUP, "v1", crds),
-    );
-    add(
-        format!("apis/{APIEXTENSIONS_GROUP}/v1"),
-        openapi_v3_group_version(APIEXTENSIONS_GROUP, "v1", crds),
-    );
+    for (group, version) in builtin::served_groups() {
+        add(
+            format!("apis/{group}/{version}"),
+            publish_builtin_group_version(group, version),
+        );
+    }
     for (group, version) in custom_group_versions(crds).into_keys() {
         add(
             format!("apis/{group}/{version}"),
@@ -1312,19 +1257,16 @@ mod tests {
     #[test]
     fn builtin_definitions_load() {
         let defs = builtin_definitions();
-        for name in [
-            OBJECT_META,
-            LIST_META,
-            STATUS,
-            DELETE_OPTIONS,
-            PATCH,
-            SCALE,
-            CRD_DEF,
-            CRD_LIST_DEF,
-            NAMESPACE_DEF,
-            NAMESPACE_LIST_DEF,
-        ] {
+        for name in [OBJECT_META, LIST_META, STATUS, DELETE_OPTIONS, PATCH, SCALE] {
             assert!(defs.contains_key(name), "{name}");
+        }
+        for r in builtin::RESOURCES {
+            assert!(defs.contains_key(r.definition), "{}", r.definition);
+            if r.verbs == ["create"] {
+                continue;
+            }
+            let list = format!("{}List", r.definition);
+            assert!(defs.contains_key(&list), "{list}");
         }
         assert_eq!(
             defs[OBJECT_META]["properties"]["ownerReferences"]["x-kubernetes-list-map-keys"],
@@ -1588,10 +1530,11 @@ mod tests {
         );
         // v3 wraps references that have siblings.
         assert_eq!(
-            schemas[NAMESPACE_DEF]["properties"]["metadata"]["allOf"],
+            schemas["io.k8s.api.core.v1.Namespace"]["properties"]["metadata"]["allOf"],
             json!([{"$ref": "#/components/schemas/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"}])
         );
-        let ext = openapi_v3_group_version(APIEXTENSIONS_GROUP, "v1", &[]).expect("apiextensions");
+        let ext =
+            openapi_v3_group_version("apiextensions.k8s.io", "v1", &[]).expect("apiextensions");
         let crd_path =
             &ext["paths"]["/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}"];
         assert_eq!(
@@ -1603,7 +1546,7 @@ mod tests {
             ext["components"]["schemas"][CRD_DEF]["x-kubernetes-group-version-kind"][0]["kind"],
             "CustomResourceDefinition"
         );
-        assert!(openapi_v3_group_version(APIEXTENSIONS_GROUP, "v1beta1", &[]).is_none());
+        assert!(openapi_v3_group_version("apiextensions.k8s.io", "v1beta1", &[]).is_none());
         assert!(openapi_v3_group_version("crud.example.com", "v1", &[]).is_none());
     }
 
@@ -1612,17 +1555,17 @@ mod tests {
         let crds = [widget_crd(true)];
         let index = openapi_v3_index(&crds);
         let paths = index["paths"].as_object().expect("paths");
-        let keys: Vec<&String> = paths.keys().collect();
-        assert_eq!(
-            keys,
-            vec![
-                "api/v1",
-                "apis/admissionregistration.k8s.io/v1",
-                "apis/apiextensions.k8s.io/v1",
-                "apis/crud.example.com/v1",
-                "apis/crud.example.com/v2"
-            ]
-        );
+        let keys: Vec<&str> = paths.keys().map(String::as_str).collect();
+        let mut expected = vec!["api/v1".to_string()];
+        for (g, v) in builtin::served_groups() {
+            expected.push(format!("apis/{g}/{v}"));
+        }
+        expected.extend([
+            "apis/crud.example.com/v1".into(),
+            "apis/crud.example.com/v2".into(),
+        ]);
+        expected.sort();
+        assert_eq!(keys, expected);
         let doc = openapi_v3_group_version("crud.example.com", "v2", &crds).expect("served");
         let (bytes, tag) = encode(&doc);
         let h = hash(&bytes);

@@ -3,7 +3,7 @@
 
 use super::{object, Admitted, Descriptor, ResourceKind, WriteOptions};
 use crate::registry::{catalog::Catalog, crd};
-use crate::status::{GroupResource, Status};
+use crate::status::Status;
 use serde_json::{json, Value};
 use std::sync::Arc;
 
@@ -20,17 +20,11 @@ impl CrdKind {
     /// The kind, storing under `prefix`.
     pub fn new(prefix: &str, catalog: Arc<Catalog>) -> Self {
         CrdKind {
-            descriptor: Descriptor {
-                gr: GroupResource::new("apiextensions.k8s.io", "customresourcedefinitions"),
-                version: "v1".into(),
-                kind: "CustomResourceDefinition".into(),
-                list_kind: "CustomResourceDefinitionList".into(),
-                singular: "customresourcedefinition".into(),
-                namespaced: false,
-                key_root: format!("{prefix}/apiextensions.k8s.io/customresourcedefinitions"),
-                status_subresource: true,
-                has_generation: true,
-            },
+            descriptor: crate::registry::builtin::descriptor(
+                "apiextensions.k8s.io",
+                "customresourcedefinitions",
+                prefix,
+            ),
             catalog,
         }
     }

@@ -4,7 +4,7 @@ use super::crd::type_meta_errors;
 use super::{object, Admitted, Descriptor, ResourceKind, WriteOptions};
 use crate::field::{Error, Path};
 use crate::schema::objectmeta;
-use crate::status::{GroupResource, Status};
+use crate::status::Status;
 use serde_json::{json, Value};
 
 /// Namespaces created at start-up (and which may not be deleted where kube forbids it).
@@ -19,17 +19,7 @@ impl NamespaceKind {
     /// The kind, storing under `prefix`.
     pub fn new(prefix: &str) -> Self {
         NamespaceKind {
-            descriptor: Descriptor {
-                gr: GroupResource::new("", "namespaces"),
-                version: "v1".into(),
-                kind: "Namespace".into(),
-                list_kind: "NamespaceList".into(),
-                singular: "namespace".into(),
-                namespaced: false,
-                key_root: format!("{prefix}/namespaces"),
-                status_subresource: true,
-                has_generation: false,
-            },
+            descriptor: crate::registry::builtin::descriptor("", "namespaces", prefix),
         }
     }
 
