@@ -24,18 +24,40 @@ struct InProcess {
     _runtime: tokio::runtime::Runtime,
     server: Server,
     http: Http,
+    /// `TEST_BACKEND=etcd`: the server's own etcd (stopped after the server).
+    _etcd: Option<common::Etcd>,
+}
+
+/// A multi-threaded runtime for in-process servers and test webhooks.
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap_or_else(|e| panic!("runtime: {e}"))
+}
+
+/// `TEST_BACKEND=etcd`: a fresh etcd for an in-process server (as `TestServer` does).
+fn test_etcd() -> Option<common::Etcd> {
+    match std::env::var("TEST_BACKEND").as_deref() {
+        Ok("etcd") => {
+            let etcd = common::Etcd::start();
+            etcd.wait_ready();
+            Some(etcd)
+        }
+        _ => None,
+    }
 }
 
 impl InProcess {
-    /// Start a server on a free port with the test CRD served.
+    /// Start a server on a free port with the test CRD served, on the embedded store
+    /// or, with `TEST_BACKEND=etcd`, on its own etcd.
     fn start() -> InProcess {
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .unwrap_or_else(|e| panic!("runtime: {e}"));
+        let etcd = test_etcd();
+        let runtime = runtime();
         let config = Config {
             port: 0,
+            etcd_servers: etcd.iter().map(common::Etcd::url).collect(),
             ..Config::default()
         };
         let server = runtime
@@ -50,7 +72,12 @@ impl InProcess {
             _runtime: runtime,
             server,
             http,
+            _etcd: etcd,
         }
+    }
+
+    fn runtime(&self) -> &tokio::runtime::Runtime {
+        &self._runtime
     }
 
     fn admission(&self) -> &crd_apiserver::admission::Admission {
@@ -355,6 +382,15 @@ impl WebhookServer {
 }
 
 fn start_webhook(t: &InProcess, reply: Reply) -> WebhookServer {
+    start_webhook_for(t.runtime(), &["127.0.0.1"], reply)
+}
+
+/// A webhook server on `runtime` whose certificate names `names`.
+fn start_webhook_for(
+    runtime: &tokio::runtime::Runtime,
+    names: &[&str],
+    reply: Reply,
+) -> WebhookServer {
     use rcgen::{BasicConstraints, CertificateParams, IsCa, Issuer, KeyPair};
     use rustls::pki_types::{pem::PemObject, CertificateDer, PrivateKeyDer};
     let ca_key = KeyPair::generate().unwrap_or_else(|e| panic!("{e}"));
@@ -366,7 +402,8 @@ fn start_webhook(t: &InProcess, reply: Reply) -> WebhookServer {
         .unwrap_or_else(|e| panic!("{e}"));
     let ca = Issuer::new(ca_params, ca_key);
     let key = KeyPair::generate().unwrap_or_else(|e| panic!("{e}"));
-    let cert = CertificateParams::new(vec!["127.0.0.1".to_string()])
+    let names: Vec<String> = names.iter().map(|n| n.to_string()).collect();
+    let cert = CertificateParams::new(names)
         .and_then(|p| p.signed_by(&key, &ca))
         .unwrap_or_else(|e| panic!("{e}"));
     let certs = vec![CertificateDer::from(cert.der().to_vec())];
@@ -379,14 +416,13 @@ fn start_webhook(t: &InProcess, reply: Reply) -> WebhookServer {
     .and_then(|b| b.with_no_client_auth().with_single_cert(certs, key))
     .unwrap_or_else(|e| panic!("{e}"));
     let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
-    let listener = t
-        ._runtime
+    let listener = runtime
         .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
         .unwrap_or_else(|e| panic!("{e}"));
     let addr = listener.local_addr().unwrap_or_else(|e| panic!("{e}"));
     let reviews: Arc<Mutex<Vec<(String, Value)>>> = Arc::default();
     let record = reviews.clone();
-    t._runtime.spawn(async move {
+    runtime.spawn(async move {
         while let Ok((tcp, _)) = listener.accept().await {
             let (acceptor, reply, record) = (acceptor.clone(), reply.clone(), record.clone());
             tokio::spawn(async move {
@@ -520,6 +556,12 @@ fn webhook_patch_is_pruned_and_defaulted_again() {
     assert_eq!(req["object"]["spec"], json!({"size": "S"}));
     assert_eq!(req["oldObject"], Value::Null);
     assert_eq!(req["dryRun"], false);
+    // A credential-less request on the loopback plain-HTTP port is kube's old insecure
+    // port user.
+    assert_eq!(
+        req["userInfo"],
+        json!({"username": "system:unsecured", "groups": ["system:masters", "system:authenticated"]})
+    );
     assert_eq!(req["options"]["kind"], "CreateOptions");
     assert_eq!(req["options"]["apiVersion"], "meta.k8s.io/v1");
 
@@ -757,4 +799,575 @@ fn webhook_reinvocation_if_needed_runs_once_more_after_a_later_change() {
     assert_eq!(body["metadata"]["labels"]["first"], "2");
     let paths: Vec<String> = server.reviews().into_iter().map(|(p, _)| p).collect();
     assert_eq!(paths, vec!["/first", "/second", "/first"]);
+}
+
+impl WebhookServer {
+    /// `host:port` of this server.
+    fn address(&self) -> &str {
+        self.base.trim_start_matches("https://")
+    }
+}
+
+fn delete(http: &Http, path: &str) -> common::HttpResponse {
+    http.request("DELETE", path, &[], &[], None)
+        .unwrap_or_else(|e| panic!("DELETE {path}: {e}"))
+}
+
+/// A webhook entry for widgets on `operations`, calling `path` on `server`.
+fn widget_webhook_on(name: &str, server: &WebhookServer, path: &str, operations: &[&str]) -> Value {
+    let mut hook = widget_webhook(name, server, path);
+    hook["rules"][0]["operations"] = json!(operations);
+    hook
+}
+
+#[test]
+fn validating_webhook_denies_a_delete_and_the_object_stays() {
+    let t = InProcess::start();
+    // Deny deletes of objects labelled `protected`; allow everything else.
+    let server = start_webhook(
+        &t,
+        Arc::new(|_, review| {
+            let old = &review["request"]["oldObject"];
+            if old["metadata"]["labels"]["protected"] == json!("yes") {
+                Some(
+                    json!({"allowed": false, "status": {"code": 403, "message": "this widget is protected"}}),
+                )
+            } else {
+                Some(json!({"allowed": true, "warnings": ["delete checked"]}))
+            }
+        }),
+    );
+    let config = configuration(
+        "ValidatingWebhookConfiguration",
+        "deletes",
+        vec![widget_webhook_on(
+            "deletes.example.com",
+            &server,
+            "/delete",
+            &["DELETE"],
+        )],
+    );
+    let r = t.http.send_json("POST", VALIDATING, &config);
+    assert_eq!(r.status, 201, "{}", r.text());
+    for (name, protected) in [("keep", true), ("go", false)] {
+        let mut w = widget(name, json!({"size": "S"}));
+        if protected {
+            w["metadata"]["labels"] = json!({"protected": "yes"});
+        }
+        let r = t.http.send_json("POST", WIDGETS, &w);
+        assert_eq!(r.status, 201, "{}", r.text());
+    }
+    // Creates do not match a DELETE rule.
+    assert!(server.reviews().is_empty());
+
+    let r = delete(&t.http, &format!("{WIDGETS}/keep"));
+    assert_eq!(r.status, 403, "{}", r.text());
+    assert_eq!(
+        r.json().unwrap_or_default()["message"],
+        "admission webhook \"deletes.example.com\" denied the request: this widget is protected"
+    );
+    assert_eq!(t.http.get(&format!("{WIDGETS}/keep")).status, 200);
+
+    let r = delete(
+        &t.http,
+        &format!("{WIDGETS}/go?propagationPolicy=Background"),
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert!(r
+        .header("warning")
+        .unwrap_or_default()
+        .contains("delete checked"));
+    assert_eq!(t.http.get(&format!("{WIDGETS}/go")).status, 404);
+
+    // What kube sends for a delete: no object, the stored one as oldObject, DeleteOptions.
+    let reviews = server.reviews();
+    let req = &reviews[reviews.len() - 1].1["request"];
+    assert_eq!(req["operation"], "DELETE");
+    assert_eq!(req["object"], Value::Null);
+    assert_eq!(req["oldObject"]["metadata"]["name"], "go");
+    assert_eq!(req["oldObject"]["spec"], json!({"size": "S"}));
+    assert_eq!(
+        (req["name"].as_str(), req["namespace"].as_str()),
+        (Some("go"), Some("default"))
+    );
+    assert_eq!(
+        req["options"],
+        json!({"kind": "DeleteOptions", "apiVersion": "meta.k8s.io/v1", "propagationPolicy": "Background"})
+    );
+    assert_eq!(req["dryRun"], false);
+}
+
+#[test]
+fn deletecollection_stops_at_the_first_denied_item() {
+    let t = InProcess::start();
+    let server = start_webhook(
+        &t,
+        Arc::new(|_, review| {
+            let old = &review["request"]["oldObject"];
+            if old["metadata"]["labels"]["protected"] == json!("yes") {
+                Some(json!({"allowed": false, "status": {"message": "protected"}}))
+            } else {
+                Some(json!({"allowed": true}))
+            }
+        }),
+    );
+    let config = configuration(
+        "ValidatingWebhookConfiguration",
+        "deletes",
+        vec![widget_webhook_on(
+            "deletes.example.com",
+            &server,
+            "/delete",
+            &["*"],
+        )],
+    );
+    let r = t.http.send_json("POST", VALIDATING, &config);
+    assert_eq!(r.status, 201, "{}", r.text());
+    for name in ["c1", "c2", "c3"] {
+        let mut w = widget(name, json!({}));
+        if name == "c2" {
+            w["metadata"]["labels"] = json!({"protected": "yes"});
+        }
+        let r = t.http.send_json("POST", WIDGETS, &w);
+        assert_eq!(r.status, 201, "{}", r.text());
+    }
+    // kube deletes the items in list order with one worker, stopping at an error.
+    let r = delete(&t.http, WIDGETS);
+    assert_eq!(r.status, 400, "{}", r.text());
+    assert_eq!(
+        r.json().unwrap_or_default()["message"],
+        "admission webhook \"deletes.example.com\" denied the request: protected"
+    );
+    assert_eq!(t.http.get(&format!("{WIDGETS}/c1")).status, 404);
+    assert_eq!(t.http.get(&format!("{WIDGETS}/c2")).status, 200);
+    assert_eq!(t.http.get(&format!("{WIDGETS}/c3")).status, 200);
+    // A deletecollection's admission request names the namespace, not the object.
+    let deletes: Vec<Value> = server
+        .reviews()
+        .into_iter()
+        .map(|(_, r)| r["request"].clone())
+        .filter(|r| r["operation"] == "DELETE")
+        .collect();
+    assert_eq!(deletes.len(), 2, "{deletes:?}");
+    assert!(deletes[0].get("name").is_none(), "{}", deletes[0]);
+    assert_eq!(deletes[0]["namespace"], "default");
+    assert_eq!(deletes[0]["oldObject"]["metadata"]["name"], "c1");
+}
+
+#[test]
+fn in_process_hooks_see_deletes_and_mutating_webhooks_cannot_change_them() {
+    let t = InProcess::start();
+    let seen: Seen = Arc::default();
+    let record = seen.clone();
+    t.admission().register_validating(
+        "deletes.example.com",
+        Matcher::new(
+            &["admission.example.com"],
+            &["widgets"],
+            &[Operation::Delete],
+        ),
+        move |req: AdmissionRequest| {
+            let record = record.clone();
+            async move {
+                let keep = req.old_object.as_ref().map(|o| o["spec"]["size"].clone());
+                if let Ok(mut s) = record.lock() {
+                    s.push(req);
+                }
+                if keep == Some(json!("keep")) {
+                    AdmissionResponse::deny_with_code(409, "kept")
+                } else {
+                    AdmissionResponse::allow().with_audit_annotation("deleted", "yes")
+                }
+            }
+        },
+    );
+    for (name, size) in [("kept", "keep"), ("dropped", "S")] {
+        let r = t
+            .http
+            .send_json("POST", WIDGETS, &widget(name, json!({"size": size})));
+        assert_eq!(r.status, 201, "{}", r.text());
+    }
+    let r = delete(&t.http, &format!("{WIDGETS}/kept?dryRun=All"));
+    assert_eq!(r.status, 409, "{}", r.text());
+    let r = delete(&t.http, &format!("{WIDGETS}/dropped"));
+    assert_eq!(r.status, 200, "{}", r.text());
+    let reqs = seen_requests(&seen);
+    assert_eq!(reqs.len(), 2);
+    assert_eq!(reqs[0].operation, Operation::Delete);
+    assert!(reqs[0].dry_run);
+    assert_eq!(reqs[0].object, Value::Null);
+    assert_eq!(reqs[0].name, "kept");
+    assert_eq!(reqs[0].options["kind"], "DeleteOptions");
+    assert_eq!(reqs[0].options["dryRun"], json!(["All"]));
+    assert_eq!(t.http.get(&format!("{WIDGETS}/kept")).status, 200);
+
+    // A mutating webhook that patches a delete fails it (kube's internal error).
+    let server = start_webhook(
+        &t,
+        Arc::new(|_, _| {
+            Some(patch_response(
+                json!([{"op": "add", "path": "/metadata/labels", "value": {}}]),
+            ))
+        }),
+    );
+    let config = configuration(
+        "MutatingWebhookConfiguration",
+        "patch-deletes",
+        vec![widget_webhook_on(
+            "patch.example.com",
+            &server,
+            "/patch",
+            &["DELETE"],
+        )],
+    );
+    let r = t.http.send_json("POST", MUTATING, &config);
+    assert_eq!(r.status, 201, "{}", r.text());
+    let r = t
+        .http
+        .send_json("POST", WIDGETS, &widget("patched", json!({})));
+    assert_eq!(r.status, 201, "{}", r.text());
+    let r = delete(&t.http, &format!("{WIDGETS}/patched"));
+    assert_eq!(r.status, 500, "{}", r.text());
+    assert_eq!(
+        r.json().unwrap_or_default()["message"],
+        "Internal error occurred: admission webhook \"patch.example.com\" attempted to modify the object, which is not supported for this operation"
+    );
+    assert_eq!(t.http.get(&format!("{WIDGETS}/patched")).status, 200);
+}
+
+#[test]
+fn webhook_configuration_applies_to_the_very_next_request() {
+    let t = InProcess::start();
+    let server = start_webhook(
+        &t,
+        Arc::new(|_, _| Some(json!({"allowed": false, "status": {"message": "closed"}}))),
+    );
+    for round in 0..3 {
+        let config = configuration(
+            "ValidatingWebhookConfiguration",
+            "gate",
+            vec![widget_webhook("gate.example.com", &server, "/gate")],
+        );
+        let r = t.http.send_json("POST", VALIDATING, &config);
+        assert_eq!(r.status, 201, "{}", r.text());
+        let name = format!("w{round}");
+        let r = t.http.send_json("POST", WIDGETS, &widget(&name, json!({})));
+        assert_eq!(r.status, 400, "round {round}: {}", r.text());
+        let r = delete(&t.http, &format!("{VALIDATING}/gate"));
+        assert_eq!(r.status, 200, "{}", r.text());
+        let r = t.http.send_json("POST", WIDGETS, &widget(&name, json!({})));
+        assert_eq!(r.status, 201, "round {round}: {}", r.text());
+    }
+}
+
+#[test]
+fn webhook_configuration_written_by_another_server_reaches_this_one() {
+    // Two servers on one storage: the second learns of the first's writes by its watch.
+    let etcd = test_etcd();
+    let rt = runtime();
+    let start = |storage: Option<Arc<dyn crd_apiserver::storage::Storage>>| {
+        let config = Config {
+            port: 0,
+            etcd_servers: etcd.iter().map(common::Etcd::url).collect(),
+            ..Config::default()
+        };
+        rt.block_on(async {
+            match storage {
+                Some(s) => Server::start_with_storage(config, s).await,
+                None => Server::start(config).await,
+            }
+        })
+        .unwrap_or_else(|e| panic!("start: {e}"))
+    };
+    let shared: Option<Arc<dyn crd_apiserver::storage::Storage>> = match etcd {
+        Some(_) => None,
+        None => Some(Arc::new(
+            crd_apiserver::storage::memory::MemoryStorage::new(),
+        )),
+    };
+    let a = start(shared.clone());
+    let b = start(shared);
+    let (http_a, http_b) = (
+        Http::new(&a.url(), "admission-test"),
+        Http::new(&b.url(), "admission-test"),
+    );
+    let r = http_a.send_json("POST", CRDS, &widget_crd());
+    assert_eq!(r.status, 201, "{}", r.text());
+    for http in [&http_a, &http_b] {
+        let r = http.wait_for_status(WIDGETS, 200, Duration::from_secs(20));
+        assert_eq!(r.status, 200, "{}", r.text());
+    }
+    let server = start_webhook_for(
+        &rt,
+        &["127.0.0.1"],
+        Arc::new(|_, _| Some(json!({"allowed": false, "status": {"message": "closed"}}))),
+    );
+    let config = configuration(
+        "ValidatingWebhookConfiguration",
+        "gate",
+        vec![widget_webhook("gate.example.com", &server, "/gate")],
+    );
+    let r = http_a.send_json("POST", VALIDATING, &config);
+    assert_eq!(r.status, 201, "{}", r.text());
+    let denied_on_b = poll(Duration::from_secs(20), || {
+        let name = format!("w-{}", uuid_like());
+        let r = http_b.send_json("POST", WIDGETS, &widget(&name, json!({})));
+        (r.status == 400).then_some(())
+    });
+    assert!(
+        denied_on_b.is_some(),
+        "server b never saw the configuration"
+    );
+    let r = delete(&http_a, &format!("{VALIDATING}/gate"));
+    assert_eq!(r.status, 200, "{}", r.text());
+    let allowed_on_b = poll(Duration::from_secs(20), || {
+        let name = format!("w-{}", uuid_like());
+        let r = http_b.send_json("POST", WIDGETS, &widget(&name, json!({})));
+        (r.status == 201).then_some(())
+    });
+    assert!(allowed_on_b.is_some(), "server b never saw the delete");
+    drop((a, b));
+}
+
+/// Call `f` until it returns `Some` or `timeout` passes.
+fn poll<T>(timeout: Duration, mut f: impl FnMut() -> Option<T>) -> Option<T> {
+    let deadline = std::time::Instant::now() + timeout;
+    loop {
+        if let Some(v) = f() {
+            return Some(v);
+        }
+        if std::time::Instant::now() > deadline {
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// A name suffix unique within the test run.
+fn uuid_like() -> String {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    static N: AtomicUsize = AtomicUsize::new(0);
+    N.fetch_add(1, Ordering::SeqCst).to_string()
+}
+
+#[test]
+fn webhook_audit_annotations_are_logged_and_invalid_keys_dropped() {
+    let rt = runtime();
+    let server = start_webhook_for(
+        &rt,
+        &["127.0.0.1"],
+        Arc::new(|_, _| {
+            Some(
+                json!({"allowed": true, "auditAnnotations": {"decision": "allowed by test", "bad key!": "dropped"}}),
+            )
+        }),
+    );
+    let api = common::TestServer::start();
+    let http = api.http();
+    let r = http.send_json("POST", CRDS, &widget_crd());
+    assert_eq!(r.status, 201, "{}", r.text());
+    let r = http.wait_for_status(WIDGETS, 200, Duration::from_secs(20));
+    assert_eq!(r.status, 200, "{}", r.text());
+    let config = configuration(
+        "ValidatingWebhookConfiguration",
+        "audit",
+        vec![widget_webhook("audit.example.com", &server, "/audit")],
+    );
+    let r = http.send_json("POST", VALIDATING, &config);
+    assert_eq!(r.status, 201, "{}", r.text());
+    let r = http.send_json("POST", WIDGETS, &widget("audited", json!({})));
+    assert_eq!(r.status, 201, "{}", r.text());
+    let logged = poll(Duration::from_secs(10), || {
+        let stderr = api.stderr();
+        (stderr.contains("audit annotation") && stderr.contains("bad key!")).then_some(stderr)
+    })
+    .unwrap_or_else(|| api.stderr());
+    let line = |needle: &str| {
+        logged
+            .lines()
+            .find(|l| l.contains(needle))
+            .unwrap_or_default()
+            .to_string()
+    };
+    let accepted = line("audit.example.com/decision");
+    assert!(
+        accepted.contains("audit annotation") && accepted.contains("allowed by test"),
+        "{logged}"
+    );
+    let dropped = line("audit.example.com/bad key!");
+    assert!(
+        dropped.contains("Failed to set admission audit annotation audit.example.com/bad key! to dropped for validating webhook audit.example.com: annotation key has invalid format"),
+        "{logged}"
+    );
+}
+
+#[test]
+fn service_webhooks_are_reached_through_webhook_service_mappings() {
+    let rt = runtime();
+    let server = start_webhook_for(
+        &rt,
+        &["gate.webhooks.svc"],
+        Arc::new(|_, _| Some(json!({"allowed": false, "status": {"message": "via the service"}}))),
+    );
+    let mapping = format!("webhooks/gate:8443={}", server.address());
+    let api = common::TestServer::start_with(&["--webhook-service", &mapping]);
+    let http = api.http();
+    let r = http.send_json("POST", CRDS, &widget_crd());
+    assert_eq!(r.status, 201, "{}", r.text());
+    let r = http.wait_for_status(WIDGETS, 200, Duration::from_secs(20));
+    assert_eq!(r.status, 200, "{}", r.text());
+
+    let service_hook = |name: &str, service: Value, policy: &str| {
+        let mut hook = widget_webhook(name, &server, "/");
+        hook["clientConfig"] = json!({"service": service, "caBundle": server.ca_bundle});
+        hook["failurePolicy"] = json!(policy);
+        hook
+    };
+    let config = configuration(
+        "ValidatingWebhookConfiguration",
+        "service",
+        vec![service_hook(
+            "service.example.com",
+            json!({"namespace": "webhooks", "name": "gate", "port": 8443, "path": "/validate"}),
+            "Fail",
+        )],
+    );
+    let r = http.send_json("POST", VALIDATING, &config);
+    assert_eq!(r.status, 201, "{}", r.text());
+    let r = http.send_json("POST", WIDGETS, &widget("via-service", json!({})));
+    assert_eq!(r.status, 400, "{}", r.text());
+    assert_eq!(
+        r.json().unwrap_or_default()["message"],
+        "admission webhook \"service.example.com\" denied the request: via the service"
+    );
+    assert_eq!(
+        server.reviews().first().map(|(p, _)| p.clone()).as_deref(),
+        Some("/validate")
+    );
+    let r = delete(&http, &format!("{VALIDATING}/service"));
+    assert_eq!(r.status, 200, "{}", r.text());
+
+    // A Service nothing maps: no endpoints, then failurePolicy decides.
+    for policy in ["Fail", "Ignore"] {
+        let config = configuration(
+            "ValidatingWebhookConfiguration",
+            "unmapped",
+            vec![service_hook(
+                "unmapped.example.com",
+                json!({"namespace": "webhooks", "name": "missing", "path": "/check"}),
+                policy,
+            )],
+        );
+        let r = http.send_json("POST", VALIDATING, &config);
+        assert_eq!(r.status, 201, "{}", r.text());
+        let name = format!("unmapped-{}", policy.to_lowercase());
+        let r = http.send_json("POST", WIDGETS, &widget(&name, json!({})));
+        if policy == "Fail" {
+            assert_eq!(r.status, 500, "{}", r.text());
+            assert_eq!(
+                r.json().unwrap_or_default()["message"],
+                "Internal error occurred: failed calling webhook \"unmapped.example.com\": failed to call webhook: Post \"https://missing.webhooks.svc:443/check?timeout=10s\": no endpoints available for service \"missing\""
+            );
+        } else {
+            assert_eq!(r.status, 201, "{}", r.text());
+        }
+        let r = delete(&http, &format!("{VALIDATING}/unmapped"));
+        assert_eq!(r.status, 200, "{}", r.text());
+    }
+}
+
+#[test]
+fn webhook_match_conditions_decide_whether_the_webhook_is_called() {
+    let t = InProcess::start();
+    let server = start_webhook(
+        &t,
+        Arc::new(|_, _| Some(json!({"allowed": false, "status": {"message": "called"}}))),
+    );
+    let called = "admission webhook \"conditions.example.com\" denied the request: called";
+    let cases = [
+        // (conditions, failurePolicy, widget size, status, message)
+        (json!([{"name": "is-large", "expression": "object.spec.size == 'L'"}]), "Fail", "L", 400, called.to_string()),
+        (json!([{"name": "is-large", "expression": "object.spec.size == 'L'"}]), "Fail", "S", 201, String::new()),
+        (
+            json!([{"name": "request", "expression": "request.operation == 'CREATE' && request.namespace == 'default' && oldObject == null"}]),
+            "Fail", "S", 400, called.to_string(),
+        ),
+        (
+            json!([{"name": "broken", "expression": "object.spec.missing == 'x'"}, {"name": "true", "expression": "true"}]),
+            "Fail", "S", 403,
+            "widgets.admission.example.com \"mc-3\" is forbidden: expression 'object.spec.missing == 'x'' resulted in error: no such key: missing".to_string(),
+        ),
+        // An error beside a false condition: the webhook is skipped whatever the policy.
+        (
+            json!([{"name": "broken", "expression": "object.spec.missing == 'x'"}, {"name": "false", "expression": "false"}]),
+            "Fail", "S", 201, String::new(),
+        ),
+        (json!([{"name": "broken", "expression": "object.spec.missing == 'x'"}]), "Ignore", "S", 201, String::new()),
+    ];
+    for (i, (conditions, policy, size, status, message)) in cases.into_iter().enumerate() {
+        let mut hook = widget_webhook("conditions.example.com", &server, "/conditions");
+        hook["matchConditions"] = conditions;
+        hook["failurePolicy"] = json!(policy);
+        let config = configuration("ValidatingWebhookConfiguration", "conditions", vec![hook]);
+        let r = t.http.send_json("POST", VALIDATING, &config);
+        assert_eq!(r.status, 201, "{}", r.text());
+        let before = server.reviews().len();
+        let name = format!("mc-{i}");
+        let r = t
+            .http
+            .send_json("POST", WIDGETS, &widget(&name, json!({"size": size})));
+        assert_eq!(r.status, status, "case {i}: {}", r.text());
+        if !message.is_empty() {
+            assert_eq!(
+                r.json().unwrap_or_default()["message"],
+                json!(message),
+                "case {i}"
+            );
+        }
+        let calls = server.reviews().len() - before;
+        assert_eq!(calls, usize::from(message == called), "case {i}");
+        let r = delete(&t.http, &format!("{VALIDATING}/conditions"));
+        assert_eq!(r.status, 200, "{}", r.text());
+    }
+}
+
+#[test]
+fn webhook_match_conditions_are_validated_as_kube() {
+    let t = InProcess::start();
+    let server = start_webhook(&t, Arc::new(|_, _| Some(json!({"allowed": true}))));
+    let mut hook = widget_webhook("conditions.example.com", &server, "/conditions");
+    hook["matchConditions"] = json!([
+        {"name": "", "expression": "1"},
+        {"name": "uses-nothing-known", "expression": "objekt.spec == null"},
+        {"name": "uses-nothing-known", "expression": "true"}
+    ]);
+    let config = configuration("ValidatingWebhookConfiguration", "bad", vec![hook]);
+    let r = t.http.send_json("POST", VALIDATING, &config);
+    assert_eq!(r.status, 422, "{}", r.text());
+    let body = r.json().unwrap_or_default();
+    assert_eq!(body["reason"], "Invalid");
+    let message = body["message"].as_str().unwrap_or_default();
+    assert!(
+        message.starts_with("ValidatingWebhookConfiguration.admissionregistration.k8s.io \"bad\" is invalid: [webhooks[0].matchConditions[0].expression: Invalid value: \"1\": must evaluate to bool but got int, webhooks[0].matchConditions[0].name: Required value, webhooks[0].matchConditions[1].expression: Invalid value: \"objekt.spec == null\": compilation failed: ERROR: <input>:1:1: undeclared reference to 'objekt'"),
+        "{message}"
+    );
+    assert!(
+        message.ends_with(
+            ", webhooks[0].matchConditions[2].name: Duplicate value: \"uses-nothing-known\"]"
+        ),
+        "{message}"
+    );
+    let causes: Vec<&str> = body["details"]["causes"]
+        .as_array()
+        .map(|c| c.iter().filter_map(|c| c["field"].as_str()).collect())
+        .unwrap_or_default();
+    assert_eq!(
+        causes,
+        vec![
+            "webhooks[0].matchConditions[0].expression",
+            "webhooks[0].matchConditions[0].name",
+            "webhooks[0].matchConditions[1].expression",
+            "webhooks[0].matchConditions[2].name"
+        ]
+    );
 }

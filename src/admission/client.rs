@@ -1,23 +1,138 @@
 //! The HTTPS client of webhooks (admission and CRD conversion): POST a JSON review to a
-//! `clientConfig` (`url`, `caBundle`) and read the JSON answer, with Go's error texts.
+//! `clientConfig` (`url` or `service`, `caBundle`) and read the JSON answer, with Go's
+//! error texts.
+//!
+//! This server has no Services: a [`ServiceResolver`] maps `namespace/name:port` to an
+//! address (`--webhook-service`, `Admission::resolve_service`). As kube, the request
+//! goes to `https://<name>.<namespace>.svc:<port><path>` and the certificate is
+//! verified for `<name>.<namespace>.svc`; only the TCP connection goes to the address.
 
 use base64::Engine;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
+use hyper_util::client::legacy::connect::{dns::Name, HttpConnector};
 use serde_json::Value;
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
-/// POST `body` to `client_config.url` (HTTPS, `caBundle` as the trust root) within
-/// `timeout`, with kube's `?timeout=` query. Errors read as Go's `url.Error` does in
-/// kube's messages: `Post "<url>": <cause>`.
+/// A Service as webhooks name it: namespace, name, port.
+type ServiceKey = (String, String, u16);
+
+/// Where webhook Services are reached: `(namespace, name, port)` → `host:port`
+/// (cheap to clone: clones share the map).
+#[derive(Clone, Debug, Default)]
+pub struct ServiceResolver {
+    map: Arc<RwLock<HashMap<ServiceKey, String>>>,
+}
+
+impl ServiceResolver {
+    /// Route the Service `namespace/name` on `port` to `address` (`host:port`).
+    pub fn insert(&self, namespace: &str, name: &str, port: u16, address: &str) {
+        if let Ok(mut map) = self.map.write() {
+            map.insert(
+                (namespace.to_string(), name.to_string(), port),
+                address.to_string(),
+            );
+        }
+    }
+
+    /// The address of a Service, or kube's error for a Service without endpoints.
+    pub fn resolve(&self, namespace: &str, name: &str, port: u16) -> Result<String, String> {
+        let key = (namespace.to_string(), name.to_string(), port);
+        self.map
+            .read()
+            .ok()
+            .and_then(|m| m.get(&key).cloned())
+            .ok_or_else(|| format!("no endpoints available for service {name:?}"))
+    }
+}
+
+/// One `--webhook-service` value: the Service `namespace/name` on `port` is reached
+/// at `address`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ServiceMapping {
+    /// The Service's namespace.
+    pub namespace: String,
+    /// The Service's name.
+    pub name: String,
+    /// The Service port webhooks name (`service.port`, default 443).
+    pub port: u16,
+    /// Where to connect: `host:port`.
+    pub address: String,
+}
+
+impl ServiceMapping {
+    /// Parse `<namespace>/<name>[:<port>]=<host>:<port>` (the Service port defaults
+    /// to 443, as a webhook's).
+    pub fn parse(spec: &str) -> Result<ServiceMapping, String> {
+        let bad = || {
+            format!("invalid webhook service {spec:?}: expected <namespace>/<name>[:<port>]=<host>:<port>")
+        };
+        let (service, address) = spec.split_once('=').ok_or_else(bad)?;
+        let (namespace, rest) = service.split_once('/').ok_or_else(bad)?;
+        let (name, port) = match rest.split_once(':') {
+            Some((name, port)) => (name, port.parse::<u16>().map_err(|_| bad())?),
+            None => (rest, 443),
+        };
+        let (host, addr_port) = address.rsplit_once(':').ok_or_else(bad)?;
+        if namespace.is_empty()
+            || name.is_empty()
+            || host.is_empty()
+            || addr_port.parse::<u16>().is_err()
+        {
+            return Err(bad());
+        }
+        Ok(ServiceMapping {
+            namespace: namespace.into(),
+            name: name.into(),
+            port,
+            address: address.into(),
+        })
+    }
+}
+
+/// POST `body` to `client_config` within `timeout` with kube's `?timeout=` query;
+/// Services cannot be reached (see [`post_json_with`]).
 pub async fn post_json(
     client_config: &Value,
     timeout: Duration,
     body: &Value,
 ) -> Result<Value, String> {
-    let Some(url) = client_config.get("url").and_then(Value::as_str) else {
-        return Err("services are not reachable from this server, use clientConfig.url".into());
+    post_json_with(client_config, timeout, body, &ServiceResolver::default()).await
+}
+
+/// POST `body` to `client_config.url`, or to `client_config.service` through
+/// `services` (HTTPS, `caBundle` as the trust root), within `timeout`, with kube's
+/// `?timeout=` query. Errors read as Go's `url.Error` does in kube's messages:
+/// `Post "<url>": <cause>`.
+pub async fn post_json_with(
+    client_config: &Value,
+    timeout: Duration,
+    body: &Value,
+    services: &ServiceResolver,
+) -> Result<Value, String> {
+    let service = client_config.get("service").filter(|s| s.is_object());
+    let (url, target) = match (client_config.get("url").and_then(Value::as_str), service) {
+        (Some(url), _) => (url.to_string(), None),
+        (None, Some(svc)) => {
+            let field = |k: &str| svc.get(k).and_then(Value::as_str).unwrap_or("");
+            let (namespace, name, path) = (field("namespace"), field("name"), field("path"));
+            let port = svc
+                .get("port")
+                .and_then(Value::as_u64)
+                .and_then(|p| u16::try_from(p).ok())
+                .filter(|p| *p != 0)
+                .unwrap_or(443);
+            let host = format!("{name}.{namespace}.svc");
+            let url = format!("https://{host}:{port}{path}");
+            (
+                url,
+                Some((host, port, services.resolve(namespace, name, port))),
+            )
+        }
+        (None, None) => return Err("webhook configuration must have either service or URL".into()),
     };
     let sep = if url.contains('?') { '&' } else { '?' };
     let full_url = format!("{url}{sep}timeout={}s", timeout.as_secs());
@@ -30,14 +145,33 @@ pub async fn post_json(
         ),
         None => None,
     };
-    let client = https_client(ca.as_deref()).map_err(fail)?;
+    let tls = tls_config(ca.as_deref()).map_err(fail)?;
     let body = serde_json::to_vec(body).map_err(|e| fail(e.to_string()))?;
-    let request = http::Request::post(&full_url)
-        .header("Content-Type", "application/json")
-        .header("Accept", "application/json, */*")
-        .body(Full::new(Bytes::from(body)))
-        .map_err(|e| fail(e.to_string()))?;
     let exchange = async {
+        let (client, request_url, host_header) = match target {
+            None => (https_client(tls, Resolver(None)), full_url.clone(), None),
+            Some((host, port, address)) => {
+                // kube dials the Service's address but speaks TLS to `name.namespace.svc`;
+                // without a port in the URI the connector keeps the address's own port.
+                let addrs = resolve_address(&address?).await?;
+                let path_and_query = full_url
+                    .split_once(".svc:")
+                    .and_then(|(_, rest)| rest.find('/').map(|i| &rest[i..]))
+                    .unwrap_or("/");
+                let uri = format!("https://{host}{path_and_query}");
+                let client = https_client(tls, Resolver(Some(addrs)));
+                (client, uri, Some(format!("{host}:{port}")))
+            }
+        };
+        let mut request = http::Request::post(&request_url)
+            .header("Content-Type", "application/json")
+            .header("Accept", "application/json, */*");
+        if let Some(h) = host_header {
+            request = request.header("Host", h);
+        }
+        let request = request
+            .body(Full::new(Bytes::from(body)))
+            .map_err(|e| e.to_string())?;
         let response = client
             .request(request)
             .await
@@ -64,6 +198,21 @@ pub async fn post_json(
     }
 }
 
+/// The socket addresses of a mapped `host:port`.
+async fn resolve_address(address: &str) -> Result<Vec<SocketAddr>, String> {
+    if let Ok(addr) = address.parse::<SocketAddr>() {
+        return Ok(vec![addr]);
+    }
+    let addrs: Vec<SocketAddr> = tokio::net::lookup_host(address)
+        .await
+        .map_err(|e| format!("dial tcp: lookup {address}: {e}"))?
+        .collect();
+    if addrs.is_empty() {
+        return Err(format!("dial tcp: lookup {address}: no such host"));
+    }
+    Ok(addrs)
+}
+
 /// A transport error in Go's words where they are well known.
 fn transport_error(e: &hyper_util::client::legacy::Error) -> String {
     let mut source: Option<&(dyn std::error::Error + 'static)> = std::error::Error::source(e);
@@ -80,13 +229,45 @@ fn transport_error(e: &hyper_util::client::legacy::Error) -> String {
 }
 
 type HttpsClient = hyper_util::client::legacy::Client<
-    hyper_rustls::HttpsConnector<hyper_util::client::legacy::connect::HttpConnector>,
+    hyper_rustls::HttpsConnector<HttpConnector<Resolver>>,
     Full<Bytes>,
 >;
 
-/// An HTTPS-only client trusting `ca_pem` (kube uses the system roots without a bundle;
-/// this server has none of its own, so such webhooks must be reachable by a bundle).
-fn https_client(ca_pem: Option<&[u8]>) -> Result<HttpsClient, String> {
+/// Name resolution of the webhook client: the system's, or fixed addresses (a
+/// Service's mapped address, whatever name the URL carries).
+#[derive(Clone)]
+struct Resolver(Option<Vec<SocketAddr>>);
+
+impl tower::Service<Name> for Resolver {
+    type Response = std::vec::IntoIter<SocketAddr>;
+    type Error = std::io::Error;
+    type Future = futures::future::BoxFuture<'static, Result<Self::Response, Self::Error>>;
+
+    fn poll_ready(
+        &mut self,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<(), Self::Error>> {
+        std::task::Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, name: Name) -> Self::Future {
+        let fixed = self.0.clone();
+        Box::pin(async move {
+            match fixed {
+                Some(addrs) => Ok(addrs.into_iter()),
+                // Port 0: the connector puts the URL's port in.
+                None => Ok(tokio::net::lookup_host((name.as_str(), 0))
+                    .await?
+                    .collect::<Vec<_>>()
+                    .into_iter()),
+            }
+        })
+    }
+}
+
+/// TLS trusting only `ca_pem` (kube uses the system roots without a bundle; this
+/// server has none of its own, so such webhooks must be reachable by a bundle).
+fn tls_config(ca_pem: Option<&[u8]>) -> Result<rustls::ClientConfig, String> {
     use rustls::pki_types::{pem::PemObject, CertificateDer};
     let mut roots = rustls::RootCertStore::empty();
     if let Some(pem) = ca_pem {
@@ -98,18 +279,65 @@ fn https_client(ca_pem: Option<&[u8]>) -> Result<HttpsClient, String> {
         }
     }
     let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let tls = rustls::ClientConfig::builder_with_provider(provider)
+    Ok(rustls::ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
         .map_err(|e| e.to_string())?
         .with_root_certificates(roots)
-        .with_no_client_auth();
+        .with_no_client_auth())
+}
+
+/// An HTTPS-only, HTTP/1.1 client resolving names with `resolver`.
+fn https_client(tls: rustls::ClientConfig, resolver: Resolver) -> HttpsClient {
+    let mut http = HttpConnector::new_with_resolver(resolver);
+    http.enforce_http(false);
     let connector = hyper_rustls::HttpsConnectorBuilder::new()
         .with_tls_config(tls)
         .https_only()
         .enable_http1()
-        .build();
-    Ok(
-        hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
-            .build(connector),
-    )
+        .wrap_connector(http);
+    hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
+        .build(connector)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn service_mappings_parse_with_kubes_default_port() {
+        let m = |ns: &str, name: &str, port: u16, address: &str| ServiceMapping {
+            namespace: ns.into(),
+            name: name.into(),
+            port,
+            address: address.into(),
+        };
+        assert_eq!(
+            ServiceMapping::parse("webhooks/gate=127.0.0.1:8443"),
+            Ok(m("webhooks", "gate", 443, "127.0.0.1:8443"))
+        );
+        assert_eq!(
+            ServiceMapping::parse("ns/svc:8443=localhost:9000"),
+            Ok(m("ns", "svc", 8443, "localhost:9000"))
+        );
+        for bad in [
+            "ns/svc",
+            "svc=127.0.0.1:1",
+            "ns/svc:x=127.0.0.1:1",
+            "ns/=h:1",
+            "ns/svc=h",
+        ] {
+            assert!(ServiceMapping::parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn an_unmapped_service_has_no_endpoints() {
+        let r = ServiceResolver::default();
+        r.insert("ns", "svc", 443, "127.0.0.1:1");
+        assert_eq!(r.resolve("ns", "svc", 443).as_deref(), Ok("127.0.0.1:1"));
+        assert_eq!(
+            r.resolve("ns", "svc", 8443),
+            Err("no endpoints available for service \"svc\"".to_string())
+        );
+    }
 }

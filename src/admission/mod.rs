@@ -11,23 +11,32 @@
 //! `Admission::register_validating`) and matched by group, resource and operation.
 //! A denial reaches the client as kube words a webhook's:
 //! `admission webhook "<name>" denied the request: <message>`.
+//!
+//! Deletes are admitted too (kube's `deleteValidation`): operation `DELETE`, no
+//! `object`, the stored object as `oldObject`, the `DeleteOptions` as `options`.
+//! Audit annotations that hooks return are kept on the request's [`Attributes`] and
+//! logged (this server has no audit log).
 
 pub mod client;
+pub mod match_conditions;
+pub mod policy;
 pub mod webhook;
 
+use crate::rest::store::DeleteOptions;
 use crate::rest::{Descriptor, Operation, WriteOptions};
 use crate::status::Status;
 use futures::future::BoxFuture;
-use serde_json::Value;
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
 use std::future::Future;
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 
 /// What a hook is told about one write (the fields of kube's `AdmissionRequest`).
 #[derive(Clone, Debug)]
 pub struct AdmissionRequest {
     /// A unique id of this admission call.
     pub uid: String,
-    /// `CREATE` or `UPDATE`.
+    /// `CREATE`, `UPDATE` or `DELETE`.
     pub operation: Operation,
     /// API group of the resource (empty for core).
     pub group: String,
@@ -39,16 +48,22 @@ pub struct AdmissionRequest {
     pub subresource: String,
     /// `Kind`.
     pub kind: String,
-    /// Object name (empty on a create with `generateName`: the name is generated later).
+    /// Object name (empty on a create with `generateName`: the name is generated
+    /// later; empty for the objects of a deletecollection, as kube).
     pub name: String,
     /// Namespace (empty for cluster-scoped kinds).
     pub namespace: String,
-    /// The object being written.
+    /// The object being written (`null` on a delete).
     pub object: Value,
-    /// The stored object (updates).
+    /// The stored object (updates and deletes).
     pub old_object: Option<Value>,
     /// `dryRun=All`: the hook must have no side effects.
     pub dry_run: bool,
+    /// The request's options as kube sends them (`CreateOptions`, `UpdateOptions`,
+    /// `PatchOptions` or `DeleteOptions`, with `kind` and `apiVersion`).
+    pub options: Value,
+    /// Who asks (the authenticated user of the request).
+    pub user: crate::auth::UserInfo,
 }
 
 /// What a hook answers.
@@ -64,6 +79,9 @@ pub struct AdmissionResponse {
     pub object: Option<Value>,
     /// Warnings passed to the client as `Warning` headers.
     pub warnings: Vec<String>,
+    /// Audit annotations; each key is recorded as `<hook name>/<key>` and must then
+    /// be a qualified name (invalid ones are logged and dropped, as kube).
+    pub audit_annotations: BTreeMap<String, String>,
 }
 
 impl AdmissionResponse {
@@ -75,6 +93,7 @@ impl AdmissionResponse {
             message: String::new(),
             object: None,
             warnings: Vec::new(),
+            audit_annotations: BTreeMap::new(),
         }
     }
 
@@ -107,6 +126,16 @@ impl AdmissionResponse {
     /// Add a warning for the client.
     pub fn with_warning(mut self, warning: impl Into<String>) -> Self {
         self.warnings.push(warning.into());
+        self
+    }
+
+    /// Add an audit annotation (recorded as `<hook name>/<key>`).
+    pub fn with_audit_annotation(
+        mut self,
+        key: impl Into<String>,
+        value: impl Into<String>,
+    ) -> Self {
+        self.audit_annotations.insert(key.into(), value.into());
         self
     }
 }
@@ -186,16 +215,167 @@ struct Hooks {
 pub struct Admission {
     hooks: Arc<RwLock<Hooks>>,
     webhooks: Arc<RwLock<Option<Arc<webhook::WebhookSource>>>>,
+    services: client::ServiceResolver,
+    /// ValidatingAdmissionPolicies, run after the validating webhooks (kube's order).
+    pub policies: policy::Policies,
 }
 
-/// Which write is being admitted: the endpoint and the request's options.
+/// Which write is being admitted: the endpoint, the request's options, and the audit
+/// annotations hooks add while it is admitted.
 pub struct Attributes<'a> {
     /// The kind written.
     pub descriptor: &'a Descriptor,
-    /// Create or update.
+    /// Create, update or delete.
     pub operation: Operation,
     /// The request's options (subresource, dryRun).
     pub opts: &'a WriteOptions,
+    /// Deletes: the request's `DeleteOptions`.
+    pub delete: Option<&'a DeleteOptions>,
+    /// Audit annotations added by the hooks so far.
+    pub audit: AuditAnnotations,
+}
+
+impl<'a> Attributes<'a> {
+    /// A create or an update.
+    pub fn new(descriptor: &'a Descriptor, operation: Operation, opts: &'a WriteOptions) -> Self {
+        Attributes {
+            descriptor,
+            operation,
+            opts,
+            delete: None,
+            audit: AuditAnnotations::default(),
+        }
+    }
+
+    /// A delete (one object, or one object of a deletecollection).
+    pub fn for_delete(
+        descriptor: &'a Descriptor,
+        opts: &'a WriteOptions,
+        delete: &'a DeleteOptions,
+    ) -> Self {
+        Attributes {
+            delete: Some(delete),
+            ..Attributes::new(descriptor, Operation::Delete, opts)
+        }
+    }
+
+    /// The object the request is about: the new one, or the stored one on a delete.
+    fn subject<'v>(&self, obj: &'v Value, old: Option<&'v Value>) -> &'v Value {
+        match old {
+            Some(old) if obj.is_null() => old,
+            _ => obj,
+        }
+    }
+
+    /// The request's object name (none for a deletecollection, as kube).
+    pub fn name<'v>(&self, obj: &'v Value, old: Option<&'v Value>) -> &'v str {
+        if self.delete.is_some_and(|d| d.collection.is_some()) {
+            return "";
+        }
+        crate::rest::object::name(self.subject(obj, old))
+    }
+
+    /// The request's namespace (a deletecollection's own, `""` across namespaces).
+    pub fn namespace<'v>(&'v self, obj: &'v Value, old: Option<&'v Value>) -> &'v str {
+        if let Some(ns) = self.delete.and_then(|d| d.collection.as_deref()) {
+            return ns;
+        }
+        crate::rest::object::namespace(self.subject(obj, old))
+    }
+
+    /// `CREATE`, `UPDATE` or `DELETE`.
+    pub fn operation_name(&self) -> &'static str {
+        match self.operation {
+            Operation::Create => "CREATE",
+            Operation::Update => "UPDATE",
+            Operation::Delete => "DELETE",
+        }
+    }
+
+    /// The options object kube sends with the request (`options` of an AdmissionRequest).
+    pub fn options(&self) -> Value {
+        let kind = match (self.operation, self.opts.is_patch || self.opts.is_apply) {
+            (Operation::Delete, _) => "DeleteOptions",
+            (_, true) => "PatchOptions",
+            (Operation::Create, false) => "CreateOptions",
+            (Operation::Update, false) => "UpdateOptions",
+        };
+        let mut options = json!({"kind": kind, "apiVersion": "meta.k8s.io/v1"});
+        if self.opts.dry_run {
+            options["dryRun"] = json!(["All"]);
+        }
+        if let Some(d) = self.delete {
+            let mut pre = serde_json::Map::new();
+            if let Some(uid) = &d.uid {
+                pre.insert("uid".into(), json!(uid));
+            }
+            if let Some(rv) = &d.resource_version {
+                pre.insert("resourceVersion".into(), json!(rv));
+            }
+            if !pre.is_empty() {
+                options["preconditions"] = Value::Object(pre);
+            }
+            if let Some(p) = &d.propagation_policy {
+                options["propagationPolicy"] = json!(p);
+            }
+        } else if !self.opts.field_manager.is_empty() {
+            options["fieldManager"] = json!(self.opts.field_manager);
+        }
+        options
+    }
+
+    /// Record the audit annotations `hook` returned, as kube: under `<hook>/<key>`,
+    /// invalid keys and changed values dropped with an error log.
+    fn record_audit_annotations(
+        &self,
+        hook: &str,
+        phase: &str,
+        annotations: &BTreeMap<String, String>,
+    ) {
+        for (k, v) in annotations {
+            let key = format!("{hook}/{k}");
+            match self.audit.add(&key, v) {
+                Ok(()) => tracing::info!(key = %key, value = %v, "audit annotation"),
+                Err(e) => tracing::error!(
+                    "Failed to set admission audit annotation {key} to {v} for {phase} webhook {hook}: {e}"
+                ),
+            }
+        }
+    }
+}
+
+/// The audit annotations of one request (kube keeps them on the admission attributes
+/// and writes them to the audit event).
+#[derive(Debug, Default)]
+pub struct AuditAnnotations(Mutex<BTreeMap<String, String>>);
+
+impl AuditAnnotations {
+    /// Add one annotation: the key must be `<prefix>/<name>` and a qualified name, and an
+    /// existing key keeps its value (kube's `AddAnnotation` and its errors).
+    pub fn add(&self, key: &str, value: &str) -> Result<(), String> {
+        if key.split('/').count() != 2 {
+            return Err("annotation key has invalid format, the right format is a DNS subdomain prefix and '/' and key name. (e.g. 'podsecuritypolicy.admission.k8s.io/admit-policy')".into());
+        }
+        let msgs = crate::schema::objectmeta::is_qualified_name(key);
+        if !msgs.is_empty() {
+            return Err(format!("annotation key has invalid format {}. A qualified name like 'podsecuritypolicy.admission.k8s.io/admit-policy' is required.", msgs.join(",")));
+        }
+        let mut all = self.0.lock().map_err(|e| e.to_string())?;
+        match all.get(key) {
+            Some(old) if old != value => Err(format!(
+                "admission annotations are not allowd to be overwritten, key:{key:?}, old value: {{Metadata {old}}}, new value: {{Metadata {value}}}"
+            )),
+            _ => {
+                all.insert(key.to_string(), value.to_string());
+                Ok(())
+            }
+        }
+    }
+
+    /// Every annotation recorded, by key.
+    pub fn all(&self) -> BTreeMap<String, String> {
+        self.0.lock().map(|a| a.clone()).unwrap_or_default()
+    }
 }
 
 impl Admission {
@@ -224,15 +404,37 @@ impl Admission {
         }
     }
 
-    /// Call the webhooks configured in `source` on every write.
+    /// Call the webhooks configured in `source` on every write; its cache of
+    /// configurations follows storage from now on.
     pub fn serve_webhooks(&self, source: webhook::WebhookSource) {
+        let source = Arc::new(source);
+        webhook::WebhookSource::start_following(&source);
         if let Ok(mut w) = self.webhooks.write() {
-            *w = Some(Arc::new(source));
+            *w = Some(source);
         }
     }
 
     fn webhook_source(&self) -> Option<Arc<webhook::WebhookSource>> {
         self.webhooks.read().ok().and_then(|w| w.clone())
+    }
+
+    /// A webhook configuration was written through this server: its webhooks apply to
+    /// the next request already (the storage watch would see it a moment later).
+    pub fn webhook_configuration_written(&self, key_root: &str, obj: &Value, deleted: bool) {
+        if let Some(source) = self.webhook_source() {
+            source.written(key_root, obj, deleted);
+        }
+    }
+
+    /// Route webhooks (and conversion webhooks) that name the Service `namespace/name`
+    /// on `port` to `address` (`host:port`); TLS still verifies `name.namespace.svc`.
+    pub fn resolve_service(&self, namespace: &str, name: &str, port: u16, address: &str) {
+        self.services.insert(namespace, name, port, address);
+    }
+
+    /// The Service → address map webhook calls use.
+    pub fn service_resolver(&self) -> &client::ServiceResolver {
+        &self.services
     }
 
     /// Remove every hook.
@@ -279,6 +481,7 @@ impl Admission {
     }
 
     /// Run the matching mutating hooks in turn on `obj`; their warnings join `warnings`.
+    /// On a delete `obj` is `null` and a hook that tries to change it fails the request.
     pub async fn mutate(
         &self,
         attrs: &Attributes<'_>,
@@ -292,7 +495,9 @@ impl Admission {
             // the object run once more, in order (kube's single reinvocation round).
             let mut last_change = None;
             for (i, hook) in hooks.iter().enumerate() {
-                if self::webhook::run_mutating(hook, attrs, &mut obj, old, warnings).await? {
+                if self::webhook::run_mutating(hook, attrs, &mut obj, old, warnings, &self.services)
+                    .await?
+                {
                     last_change = Some(i);
                 }
             }
@@ -301,16 +506,21 @@ impl Admission {
                     && h.get("reinvocationPolicy").and_then(Value::as_str) == Some("IfNeeded")
             });
             for (_, hook) in again {
-                self::webhook::run_mutating(hook, attrs, &mut obj, old, warnings).await?;
+                self::webhook::run_mutating(hook, attrs, &mut obj, old, warnings, &self.services)
+                    .await?;
             }
         }
         for hook in self.matching(true, attrs) {
             let res = (hook.call)(request(attrs, obj.clone(), old)).await;
             warnings.extend(res.warnings.iter().cloned());
+            attrs.record_audit_annotations(&hook.name, "mutating", &res.audit_annotations);
             if !res.allowed {
                 return Err(denial(&hook.name, &res));
             }
             if let Some(changed) = res.object {
+                if obj.is_null() {
+                    return Err(modify_unsupported(&hook.name));
+                }
                 if !changed.is_object() {
                     return Err(Status::internal(format!(
                         "admission webhook {:?} returned an object that is not a JSON object",
@@ -338,9 +548,11 @@ impl Admission {
             None => Vec::new(),
         };
         if hooks.is_empty() && webhooks.is_empty() {
-            return Ok(());
+            return self.policies.validate(attrs, obj, old, warnings).await;
         }
-        let remote = webhooks.iter().map(|h| webhook::call(h, attrs, obj, old));
+        let remote = webhooks
+            .iter()
+            .map(|h| webhook::call(h, attrs, obj, old, &self.services, false));
         let answers = futures::future::join_all(remote);
         let calls = hooks
             .iter()
@@ -353,6 +565,9 @@ impl Admission {
                 first_error = answer.error;
             }
         }
+        for (hook, res) in hooks.iter().zip(&results) {
+            attrs.record_audit_annotations(&hook.name, "validating", &res.audit_annotations);
+        }
         if let Some(err) = first_error {
             return Err(err);
         }
@@ -361,8 +576,21 @@ impl Admission {
         }
         match hooks.iter().zip(&results).find(|(_, r)| !r.allowed) {
             Some((hook, res)) => Err(denial(&hook.name, res)),
-            None => Ok(()),
+            None => self.policies.validate(attrs, obj, old, warnings).await,
         }
+    }
+
+    /// Admit a delete of `old`: mutating hooks (which cannot change anything), then
+    /// validating hooks, as kube's `AdmissionToValidateObjectDeleteFunc`.
+    pub async fn admit_delete(
+        &self,
+        attrs: &Attributes<'_>,
+        old: &Value,
+        warnings: &mut Vec<String>,
+    ) -> Result<(), Status> {
+        self.mutate(attrs, Value::Null, Some(old), warnings).await?;
+        self.validate(attrs, &Value::Null, Some(old), warnings)
+            .await
     }
 }
 
@@ -376,12 +604,21 @@ fn request(attrs: &Attributes<'_>, obj: Value, old: Option<&Value>) -> Admission
         resource: d.gr.resource.clone(),
         subresource: attrs.opts.subresource.clone(),
         kind: d.kind.clone(),
-        name: crate::rest::object::name(&obj).to_string(),
-        namespace: crate::rest::object::namespace(&obj).to_string(),
+        name: attrs.name(&obj, old).to_string(),
+        namespace: attrs.namespace(&obj, old).to_string(),
         object: obj,
         old_object: old.cloned(),
         dry_run: attrs.opts.dry_run,
+        options: attrs.options(),
+        user: attrs.opts.user.clone(),
     }
+}
+
+/// kube's error when a mutating hook patches the object of a delete.
+fn modify_unsupported(name: &str) -> Status {
+    Status::internal(format!(
+        "admission webhook {name:?} attempted to modify the object, which is not supported for this operation"
+    ))
 }
 
 /// kube's rejection of a denying webhook (`webhook/errors.ToStatusErr`).
@@ -396,6 +633,22 @@ fn denial(name: &str, res: &AdmissionResponse) -> Status {
     status.code = res.code.max(400);
     status.reason = String::new();
     status
+}
+
+/// A namespaced `widgets.example.com` endpoint, for the admission unit tests.
+#[cfg(test)]
+pub(crate) fn widgets_descriptor() -> Descriptor {
+    Descriptor {
+        gr: crate::status::GroupResource::new("example.com", "widgets"),
+        version: "v1".into(),
+        kind: "Widget".into(),
+        list_kind: "WidgetList".into(),
+        singular: "widget".into(),
+        namespaced: true,
+        key_root: "/registry/example.com/widgets".into(),
+        status_subresource: true,
+        has_generation: true,
+    }
 }
 
 #[cfg(test)]
@@ -430,5 +683,23 @@ mod tests {
         );
         let s = denial("x", &AdmissionResponse::deny_with_code(403, "forbidden"));
         assert_eq!(s.code, 403);
+    }
+
+    #[test]
+    fn audit_annotation_keys_are_checked_as_kube() {
+        let a = AuditAnnotations::default();
+        assert_eq!(a.add("hook.example.com/decision", "allowed"), Ok(()));
+        assert_eq!(a.add("hook.example.com/decision", "allowed"), Ok(()));
+        assert_eq!(
+            a.add("hook.example.com/decision", "denied"),
+            Err("admission annotations are not allowd to be overwritten, key:\"hook.example.com/decision\", old value: {Metadata allowed}, new value: {Metadata denied}".into())
+        );
+        assert!(a.add("a/b/c", "x").is_err_and(
+            |e| e.starts_with("annotation key has invalid format, the right format is")
+        ));
+        assert!(a.add("hook.example.com/bad key", "x").is_err_and(
+            |e| e.starts_with("annotation key has invalid format name part must consist of")
+        ));
+        assert_eq!(a.all().len(), 1);
     }
 }

@@ -82,6 +82,9 @@ pub fn delete_options(req: &ApiRequest) -> Result<DeleteOptions, Status> {
             .and_then(Value::as_str)
             .map(String::from),
         dry_run: !dry_run.is_empty(),
+        propagation_policy: policy,
+        collection: None,
+        user: req.user.clone(),
     })
 }
 
@@ -105,6 +108,7 @@ pub async fn delete(
     if d.gr.group.is_empty() && d.gr.resource == "namespaces" {
         return delete_namespace(api, req, kind, &opts).await;
     }
+    let mut warnings = Vec::new();
     let res = api
         .store
         .delete(
@@ -113,6 +117,7 @@ pub async fn delete(
             &req.info.name,
             &opts,
             finalizers_on_delete(kind),
+            &mut warnings,
         )
         .await?;
     match res {
@@ -120,16 +125,17 @@ pub async fn delete(
             if !opts.dry_run {
                 api.after_write(d, &obj, true);
             }
-            Ok(response::reply(
-                Reply::ok(delete_success(&d.gr, &obj)),
-                req.output,
-            ))
+            let mut reply = Reply::ok(delete_success(&d.gr, &obj));
+            reply.warnings = warnings;
+            Ok(response::reply(reply, req.output))
         }
         Deleted::Terminating(obj) => {
             if !opts.dry_run {
                 api.after_write(d, &obj, false);
             }
-            Ok(object_reply(req, kind, Reply::ok(obj)))
+            let mut reply = Reply::ok(obj);
+            reply.warnings = warnings;
+            Ok(object_reply(req, kind, reply))
         }
     }
 }
@@ -151,9 +157,10 @@ async fn delete_namespace(
             "this namespace may not be deleted",
         ));
     }
+    let mut warnings = Vec::new();
     let ns = api
         .store
-        .mark_terminating(kind, "", name, opts, |obj| {
+        .mark_terminating(kind, "", name, opts, &mut warnings, |obj| {
             if let Some(status) = obj.get_mut("status").and_then(Value::as_object_mut) {
                 status.insert("phase".into(), json!("Terminating"));
             }
@@ -162,7 +169,9 @@ async fn delete_namespace(
     if !opts.dry_run {
         api.namespace_terminating(object::name(&ns));
     }
-    Ok(object_reply(req, kind, Reply::ok(ns)))
+    let mut reply = Reply::ok(ns);
+    reply.warnings = warnings;
+    Ok(object_reply(req, kind, reply))
 }
 
 /// Delete every object a list would return.
@@ -171,7 +180,8 @@ pub async fn delete_collection(
     req: &ApiRequest,
     kind: &dyn ResourceKind,
 ) -> Result<Response<Body>, Status> {
-    let opts = delete_options(req)?;
+    let mut opts = delete_options(req)?;
+    opts.collection = Some(req.info.namespace.clone());
     let mut list_opts = list_options(req)?;
     list_opts.limit = 0;
     let d = kind.descriptor();
@@ -180,14 +190,24 @@ pub async fn delete_collection(
         .list(kind, &req.info.namespace, &list_opts)
         .await?;
     let mut items = Vec::new();
+    let mut warnings = Vec::new();
     for obj in page.items {
         let ns = object::namespace(&obj).to_string();
         let name = object::name(&obj).to_string();
-        match api
+        let mut item_warnings = Vec::new();
+        let deleted = api
             .store
-            .delete(kind, &ns, &name, &opts, finalizers_on_delete(kind))
-            .await
-        {
+            .delete(
+                kind,
+                &ns,
+                &name,
+                &opts,
+                finalizers_on_delete(kind),
+                &mut item_warnings,
+            )
+            .await;
+        warnings.append(&mut item_warnings);
+        match deleted {
             Ok(Deleted::Gone(o)) => {
                 if !opts.dry_run {
                     api.after_write(d, &o, true);
@@ -210,5 +230,7 @@ pub async fn delete_collection(
         "metadata": {"resourceVersion": page.resource_version.to_string()},
         "items": items,
     });
-    Ok(response::reply(Reply::ok(body), req.output))
+    let mut reply = Reply::ok(body);
+    reply.warnings = warnings;
+    Ok(response::reply(reply, req.output))
 }

@@ -93,6 +93,13 @@ pub struct DeleteOptions {
     pub resource_version: Option<String>,
     /// `dryRun=All`.
     pub dry_run: bool,
+    /// `propagationPolicy` (passed on to admission webhooks).
+    pub propagation_policy: Option<String>,
+    /// Part of a deletecollection in this namespace (`""`: all namespaces): kube's
+    /// admission then sees the collection's namespace and no name.
+    pub collection: Option<String>,
+    /// Who asks (AdmissionReview `userInfo`).
+    pub user: crate::auth::UserInfo,
 }
 
 /// What a delete did.
@@ -228,11 +235,7 @@ impl Store {
         opts: &WriteOptions,
     ) -> Result<Admitted, Status> {
         let mut input = kind.create_mutating_input(body, opts)?;
-        let attrs = Attributes {
-            descriptor: kind.descriptor(),
-            operation: Operation::Create,
-            opts,
-        };
+        let attrs = Attributes::new(kind.descriptor(), Operation::Create, opts);
         let obj = std::mem::take(&mut input.object);
         input.object = self
             .admission
@@ -254,11 +257,7 @@ impl Store {
         opts: &WriteOptions,
     ) -> Result<Admitted, Status> {
         let mut input = kind.update_mutating_input(desired, old, opts)?;
-        let attrs = Attributes {
-            descriptor: kind.descriptor(),
-            operation: Operation::Update,
-            opts,
-        };
+        let attrs = Attributes::new(kind.descriptor(), Operation::Update, opts);
         let obj = std::mem::take(&mut input.object);
         input.object = self
             .admission
@@ -269,6 +268,24 @@ impl Store {
             .validate(&attrs, &out.object, Some(old), &mut out.warnings)
             .await?;
         Ok(out)
+    }
+
+    /// Admission of a delete (kube's `deleteValidation`): mutating then validating
+    /// hooks with the stored object as `oldObject`; called after the preconditions.
+    async fn admit_delete(
+        &self,
+        kind: &dyn ResourceKind,
+        old: &Value,
+        opts: &DeleteOptions,
+        warnings: &mut Vec<String>,
+    ) -> Result<(), Status> {
+        let write_opts = WriteOptions {
+            dry_run: opts.dry_run,
+            user: opts.user.clone(),
+            ..Default::default()
+        };
+        let attrs = Attributes::for_delete(kind.descriptor(), &write_opts, opts);
+        self.admission.admit_delete(&attrs, old, warnings).await
     }
 
     /// Read one object, decorated for reading.
@@ -298,7 +315,7 @@ impl Store {
             .map_err(|e| storage_status(e, gr, name))?
             .ok_or_else(|| Status::not_found(gr, name))?;
         let mut obj = decode_stored(&kv)?;
-        kind.on_read(&mut obj);
+        kind.on_read(&mut obj).await?;
         Ok((kv, obj))
     }
 
@@ -354,13 +371,20 @@ impl Store {
                 })?;
             revision = res.revision;
             let last_key = res.items.last().map(|kv| kv.key.clone());
+            // The page is converted at once (one conversion webhook call), then filtered.
+            let start = items.len();
             for kv in &res.items {
-                let mut obj = decode_stored(kv)?;
-                kind.on_read(&mut obj);
-                if self.matches(kind, &obj, opts)? {
-                    items.push(obj);
+                items.push(decode_stored(kv)?);
+            }
+            kind.on_read_all(&mut items[start..]).await?;
+            let mut kept = start;
+            for i in start..items.len() {
+                if self.matches(kind, &items[i], opts)? {
+                    items.swap(kept, i);
+                    kept += 1;
                 }
             }
+            items.truncate(kept);
             if res.remaining == 0 || opts.limit <= 0 {
                 break;
             }
@@ -445,21 +469,23 @@ impl Store {
                 trace,
             } = self.admit_create(kind, body.clone(), opts).await?;
             let name = object::name(&obj).to_string();
+            let key = d.key(object::namespace(&obj), &name);
+            let mut stored = obj;
+            kind.to_storage(&mut stored).await?;
             if opts.dry_run {
+                // kube's dry run still round-trips the object through the storage form.
+                kind.on_read(&mut stored).await?;
                 return Ok(Written {
-                    object: obj,
+                    object: stored,
                     warnings,
                     trace,
                     deleted: false,
                 });
             }
-            let key = d.key(object::namespace(&obj), &name);
-            let mut stored = obj;
-            kind.to_storage(&mut stored);
             match self.storage.create(&key, encode_for_storage(&stored)).await {
                 Ok(kv) => {
                     object::set_resource_version(&mut stored, kv.mod_revision);
-                    kind.on_read(&mut stored);
+                    kind.on_read(&mut stored).await?;
                     return Ok(Written {
                         object: stored,
                         warnings,
@@ -543,6 +569,11 @@ impl Store {
                 });
             }
             if opts.dry_run {
+                if !remove {
+                    // kube's dry run still round-trips the object through the storage form.
+                    kind.to_storage(&mut obj).await?;
+                    kind.on_read(&mut obj).await?;
+                }
                 return Ok(Written {
                     object: obj,
                     warnings,
@@ -565,7 +596,7 @@ impl Store {
                     Err(e) => return Err(storage_status(e, &d.gr, name)),
                 }
             }
-            kind.to_storage(&mut obj);
+            kind.to_storage(&mut obj).await?;
             match self
                 .storage
                 .update(&key, encode_for_storage(&obj), kv.mod_revision)
@@ -573,7 +604,7 @@ impl Store {
             {
                 Ok(new_kv) => {
                     object::set_resource_version(&mut obj, new_kv.mod_revision);
-                    kind.on_read(&mut obj);
+                    kind.on_read(&mut obj).await?;
                     return Ok(Written {
                         object: obj,
                         warnings,
@@ -588,19 +619,21 @@ impl Store {
         Err(Status::stale(&d.gr, name))
     }
 
-    /// Write an object (as served) over the stored revision `expected`, in its storage form.
+    /// Write an object (as served) over the stored revision `expected`, in its storage
+    /// form (the outer error: converting it failed).
     async fn replace(
         &self,
         kind: &dyn ResourceKind,
         key: &str,
         obj: &Value,
         expected: Revision,
-    ) -> Result<KeyValue, StorageError> {
+    ) -> Result<Result<KeyValue, StorageError>, Status> {
         let mut stored = obj.clone();
-        kind.to_storage(&mut stored);
-        self.storage
+        kind.to_storage(&mut stored).await?;
+        Ok(self
+            .storage
             .update(key, encode_for_storage(&stored), expected)
-            .await
+            .await)
     }
 
     /// Mark an object terminating (`deletionTimestamp`), applying `mutate` too; an
@@ -611,6 +644,7 @@ impl Store {
         namespace: &str,
         name: &str,
         opts: &DeleteOptions,
+        warnings: &mut Vec<String>,
         mutate: impl Fn(&mut Value),
     ) -> Result<Value, Status> {
         let d = kind.descriptor().clone();
@@ -618,6 +652,8 @@ impl Store {
         for _ in 0..MAX_RETRIES {
             let (kv, mut obj) = self.read(kind, &key, name).await?;
             check_preconditions(&d, name, &obj, kv.mod_revision, opts)?;
+            warnings.clear();
+            self.admit_delete(kind, &obj, opts, warnings).await?;
             if object::is_terminating(&obj) {
                 return Ok(obj);
             }
@@ -626,7 +662,7 @@ impl Store {
             if opts.dry_run {
                 return Ok(obj);
             }
-            match self.replace(kind, &key, &obj, kv.mod_revision).await {
+            match self.replace(kind, &key, &obj, kv.mod_revision).await? {
                 Ok(new_kv) => {
                     object::set_resource_version(&mut obj, new_kv.mod_revision);
                     return Ok(obj);
@@ -647,12 +683,16 @@ impl Store {
         name: &str,
         opts: &DeleteOptions,
         finalizers_on_delete: &[&str],
+        warnings: &mut Vec<String>,
     ) -> Result<Deleted, Status> {
         let d = kind.descriptor().clone();
         let key = d.key(namespace, name);
         for _ in 0..MAX_RETRIES {
             let (kv, mut obj) = self.read(kind, &key, name).await?;
             check_preconditions(&d, name, &obj, kv.mod_revision, opts)?;
+            // Warnings of an attempt lost to a concurrent writer are not repeated.
+            warnings.clear();
+            self.admit_delete(kind, &obj, opts, warnings).await?;
             let mut finalizers = object::finalizers(&obj);
             for f in finalizers_on_delete {
                 if !finalizers.iter().any(|x| x == f) && !object::is_terminating(&obj) {
@@ -670,7 +710,7 @@ impl Store {
                 if opts.dry_run {
                     return Ok(Deleted::Terminating(obj));
                 }
-                match self.replace(kind, &key, &obj, kv.mod_revision).await {
+                match self.replace(kind, &key, &obj, kv.mod_revision).await? {
                     Ok(new_kv) => {
                         object::set_resource_version(&mut obj, new_kv.mod_revision);
                         return Ok(Deleted::Terminating(obj));

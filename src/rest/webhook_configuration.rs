@@ -6,7 +6,7 @@ use super::crd::type_meta_errors;
 use super::{object, Admitted, Descriptor, ResourceKind, WriteOptions};
 use crate::field::{Error, ErrorList, Path};
 use crate::schema::objectmeta;
-use crate::status::{GroupResource, Status};
+use crate::status::Status;
 use serde_json::{json, Value};
 
 /// The API group of webhook configurations.
@@ -48,20 +48,9 @@ pub struct WebhookConfigurationKind {
 impl WebhookConfigurationKind {
     /// The kind of `phase`, storing under `prefix`.
     pub fn new(phase: WebhookPhase, prefix: &str) -> Self {
-        let kind = phase.kind();
         WebhookConfigurationKind {
             phase,
-            descriptor: Descriptor {
-                gr: GroupResource::new(GROUP, phase.resource()),
-                version: "v1".into(),
-                kind: kind.into(),
-                list_kind: format!("{kind}List"),
-                singular: kind.to_ascii_lowercase(),
-                namespaced: false,
-                key_root: format!("{prefix}/{GROUP}/{}", phase.resource()),
-                status_subresource: false,
-                has_generation: true,
-            },
+            descriptor: crate::registry::builtin::descriptor(GROUP, phase.resource(), prefix),
         }
     }
 
@@ -112,6 +101,18 @@ impl WebhookConfigurationKind {
             .cloned()
             .unwrap_or_default();
         let mut names = std::collections::HashSet::new();
+        // kube skips the matchConditions checks on updates that leave them alone, so
+        // that stored conditions stay writable if the CEL environment changes.
+        let old_hooks = old
+            .and_then(|o| o.get("webhooks"))
+            .and_then(Value::as_array);
+        let conditions_unchanged = old_hooks.is_some_and(|old_hooks| {
+            old_hooks.len() == hooks.len()
+                && old_hooks
+                    .iter()
+                    .zip(&hooks)
+                    .all(|(o, n)| o.get("matchConditions") == n.get("matchConditions"))
+        });
         for (i, hook) in hooks.iter().enumerate() {
             let path = Path::new("webhooks").index(i);
             let name = hook.get("name").and_then(Value::as_str).unwrap_or("");
@@ -121,6 +122,12 @@ impl WebhookConfigurationKind {
                 errs.push(Error::duplicate(&path.child("name"), json!(name)));
             }
             errs.extend(self.validate_hook(hook, &path));
+            if !conditions_unchanged {
+                errs.extend(crate::admission::match_conditions::validate(
+                    hook.get("matchConditions"),
+                    &path.child("matchConditions"),
+                ));
+            }
         }
         errs
     }
