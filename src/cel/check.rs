@@ -16,6 +16,9 @@ pub struct RuleEnv {
     pub self_decl: Arc<Decl>,
     /// `optionalOldSelf: true`: `oldSelf` is `optional_type(T)`.
     pub optional_old_self: bool,
+    /// When set, the only variables declared (no `self`/`oldSelf`): the admission
+    /// environment's `object`, `request`, `variables`, ...
+    pub variables: Option<std::collections::BTreeMap<String, Arc<Decl>>>,
 }
 
 impl RuleEnv {
@@ -24,6 +27,22 @@ impl RuleEnv {
         RuleEnv {
             self_decl,
             optional_old_self,
+            variables: None,
+        }
+    }
+
+    /// An environment declaring exactly `variables` (name → declaration).
+    pub fn with_variables(variables: std::collections::BTreeMap<String, Arc<Decl>>) -> Self {
+        RuleEnv {
+            self_decl: Arc::new(Decl {
+                ty: Type::Dyn,
+                elem: None,
+                key: None,
+                max_elements: 0,
+                min_serialized_size: 0,
+            }),
+            optional_old_self: false,
+            variables: Some(variables),
         }
     }
 }
@@ -35,6 +54,8 @@ pub enum Want {
     Bool,
     /// `messageExpression`.
     String,
+    /// Any type (the caller checks the result type itself).
+    Any,
 }
 
 /// A parsed and checked expression.
@@ -221,6 +242,12 @@ impl Checker<'_, '_, '_> {
             if let Some(v) = scope.get(name) {
                 return Some(v.clone());
             }
+        }
+        if let Some(vars) = &self.env.variables {
+            if let Some(d) = vars.get(name) {
+                return Some((d.ty.clone(), Some(d.clone())));
+            }
+            return type_ident(name).map(|t| (Type::TypeOf(Box::new(t)), None));
         }
         match name {
             "self" => Some((

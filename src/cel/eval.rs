@@ -385,6 +385,7 @@ fn activation<'a>(
     Ok(Activation {
         self_val: self_v,
         old_self,
+        vars: Vec::new(),
     })
 }
 

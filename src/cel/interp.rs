@@ -22,6 +22,9 @@ pub struct Activation<'a> {
     pub self_val: Val<'a>,
     /// `oldSelf`, when declared for this rule (an optional for `optionalOldSelf` rules).
     pub old_self: Option<Val<'a>>,
+    /// Other top-level variables by name (the admission environment's `object`,
+    /// `request`, ...); empty for CRD rules.
+    pub vars: Vec<(&'static str, Val<'a>)>,
 }
 
 /// The outcome of one evaluation: the value (or error) and the cost spent.
@@ -74,6 +77,9 @@ impl<'a, 'p, 'x> Interp<'a, 'p, 'x> {
     fn lookup(&mut self, name: &str) -> EvalResult<'a> {
         if let Some((_, v)) = self.scopes.iter().rev().find(|(n, _)| *n == name) {
             return v.clone();
+        }
+        if let Some((_, v)) = self.act.vars.iter().find(|(n, _)| *n == name) {
+            return Ok(v.clone());
         }
         match name {
             "self" => Ok(self.act.self_val.clone()),
@@ -238,7 +244,11 @@ impl<'a, 'p, 'x> Interp<'a, 'p, 'x> {
             return Ok(None);
         };
         let root = q.split('.').next().unwrap_or_default();
-        if root == "self" || root == "oldSelf" || self.scopes.iter().any(|(n, _)| *n == root) {
+        if root == "self"
+            || root == "oldSelf"
+            || self.scopes.iter().any(|(n, _)| *n == root)
+            || self.act.vars.iter().any(|(n, _)| *n == root)
+        {
             return Ok(None);
         }
         match library::type_value(&q) {

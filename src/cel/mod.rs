@@ -11,6 +11,7 @@
 //! model ([`cost`]), interpreter ([`interp`]) and kube's libraries ([`library`],
 //! [`kubelib`]) are ours, written to cel-go's and kube's behaviour and messages.
 
+pub mod admission;
 pub mod check;
 pub mod compile;
 pub mod cost;

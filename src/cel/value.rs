@@ -49,7 +49,20 @@ pub enum ShapeKind {
     Preserved,
     /// Anything else (the type name, for the error).
     Invalid(String),
+    /// Untyped JSON as cel-go's native adapter sees it (`dyn`: the admission
+    /// environment's `object`, `oldObject`, `params`): objects are maps, whole numbers
+    /// `int`, other numbers `double`.
+    Dyn,
 }
+
+/// The shape of untyped JSON (`dyn`), at every depth.
+pub static DYN: Shape = Shape {
+    kind: ShapeKind::Dyn,
+    nullable: true,
+};
+
+/// The list kind of untyped JSON arrays.
+static DYN_LIST: ListKind = ListKind::Atomic;
 
 /// `x-kubernetes-list-type` as it changes equality and concatenation.
 #[derive(Clone, Debug, PartialEq)]
@@ -386,6 +399,17 @@ pub fn to_val<'a>(v: &'a Value, shape: &'a Shape) -> EvalResult<'a> {
             ))),
         },
         ShapeKind::Preserved => Ok(Val::Preserved(v)),
+        ShapeKind::Dyn => Ok(match v {
+            Value::Bool(b) => Val::Bool(*b),
+            Value::Number(n) => match n.as_i64() {
+                Some(i) => Val::Int(i),
+                None => Val::Double(n.as_f64().unwrap_or(0.0)),
+            },
+            Value::String(s) => Val::str(s),
+            Value::Array(a) => Val::List(List::Json(a, &DYN, &DYN_LIST)),
+            Value::Object(m) => Val::Map(Map::Json(m, &DYN)),
+            Value::Null => Val::Null,
+        }),
         ShapeKind::Invalid(t) => Err(EvalError::new(format!(
             "invalid type, expected object, array, number, integer, boolean or string, or no type with x-kubernetes-int-or-string or x-kubernetes-preserve-unknown-fields is true, got {t}"
         ))),
@@ -490,7 +514,7 @@ impl<'a> Map<'a> {
                     .filter(|k| props.contains_key(k.as_str()))
                     .map(|k| Val::str(&escape(k).unwrap_or_else(|| k.clone())))
                     .collect(),
-                ShapeKind::Map(_) => m.keys().map(|k| Val::str(k)).collect(),
+                ShapeKind::Map(_) | ShapeKind::Dyn => m.keys().map(|k| Val::str(k)).collect(),
                 _ => Vec::new(),
             },
             Map::Owned(entries) => entries.iter().map(|(k, _)| k.clone()).collect(),
@@ -516,6 +540,10 @@ fn json_field<'a>(
         }
         ShapeKind::Map(elem) => match m.get(k) {
             Some(v) => to_val(v, elem).map(Some),
+            None => Ok(None),
+        },
+        ShapeKind::Dyn => match m.get(k) {
+            Some(v) => to_val(v, &DYN).map(Some),
             None => Ok(None),
         },
         _ => Ok(None),
@@ -794,7 +822,7 @@ fn map_equals<'a>(x: &Map<'a>, y: &Map<'a>) -> Result<bool, EvalError> {
         for (k, raw) in xm.iter() {
             let declared = match &xs.kind {
                 ShapeKind::Object(props) => props.contains_key(k),
-                ShapeKind::Map(_) => true,
+                ShapeKind::Map(_) | ShapeKind::Dyn => true,
                 _ => false,
             };
             if declared {

@@ -1,0 +1,776 @@
+//! The admission CEL environment: the expressions of ValidatingAdmissionPolicies
+//! (`validations`, `messageExpression`, `auditAnnotations`, `variables`,
+//! `matchConditions`) and of webhook `matchConditions`, as kube's
+//! `admission/plugin/cel` compiles and runs them.
+//!
+//! Declared variables (kube's `createEnvForOpts` and composition):
+//! - `object`, `oldObject`: `dyn` (the JSON of the object; `null` when absent, e.g.
+//!   `oldObject` on create);
+//! - `request`: `kubernetes.AdmissionRequest` — `kind`/`requestKind`
+//!   `{group,version,kind}`, `resource`/`requestResource` `{group,version,resource}`,
+//!   `subResource`, `requestSubResource`, `name`, `namespace`, `operation`,
+//!   `userInfo{username,uid,groups,extra}`, `dryRun`, `options` (dyn);
+//! - `namespaceObject`: `kubernetes.Namespace` (metadata, spec, status);
+//! - `params`: `dyn`, only when the environment says so (a policy with `paramKind`);
+//! - `variables`: `kubernetes.variables`, only in an environment made with
+//!   [`AdmissionEnv::with_variables`]; each variable's field has the type of its
+//!   expression (object types become `dyn`, as kube's `convertCelTypeToDeclType`).
+//!
+//! `authorizer` and `authorizer.requestResource` are not declared: this server has no
+//! authorization, and expressions using them fail to compile (`undeclared reference`).
+//!
+//! At run time every variable is untyped JSON (kube converts `request` and
+//! `namespaceObject` to unstructured maps too), so a missing field is
+//! `no such key: <field>`. Each evaluation is limited to kube's per-call cost
+//! ([`PER_CALL_LIMIT`]); callers charge [`Evaluation::cost`] against the per-policy
+//! budget ([`RUNTIME_COST_BUDGET`]). `variables` are evaluated lazily, once per
+//! [`Activation`], when an expression first refers to them (kube's lazy map).
+//!
+//! ```text
+//! let env = AdmissionEnv::new(false);
+//! let program = compile("object.spec.replicas <= 5", &env, ReturnType::Bool)?;
+//! let act = Activation::new(&request).object(Some(&obj));
+//! let allowed = program.eval_bool(&act).result?;
+//! ```
+
+use super::check::{self, Checked, RuleEnv, Want};
+use super::interp;
+use super::types::{Decl, ObjectType, Type};
+use super::value::{self, Val};
+use ::cel::common::ast::{Expr, IdedExpr};
+use serde_json::Value;
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::rc::Rc;
+use std::sync::{Arc, LazyLock};
+
+pub use super::eval::{PER_CALL_LIMIT, RUNTIME_COST_BUDGET};
+
+/// kube's `MaxEvaluatedMessageExpressionSizeBytes`.
+pub const MAX_MESSAGE_EXPRESSION_SIZE: usize = 5 * 1024;
+
+/// The result type an expression must have (kube's `ReturnTypes`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReturnType {
+    /// `validations[].expression`, `matchConditions[].expression`.
+    Bool,
+    /// `messageExpression`.
+    String,
+    /// `auditAnnotations[].valueExpression`: `string` or `null_type`.
+    StringOrNull,
+    /// `variables[].expression`: anything.
+    Any,
+}
+
+/// The declarations an admission expression compiles against.
+#[derive(Clone, Debug)]
+pub struct AdmissionEnv {
+    has_params: bool,
+    /// `Some` when `variables` is declared: its fields in declaration order.
+    variables: Option<Vec<(String, Type)>>,
+}
+
+impl AdmissionEnv {
+    /// The environment without `variables` (`params` declared when `has_params`).
+    pub fn new(has_params: bool) -> Self {
+        AdmissionEnv {
+            has_params,
+            variables: None,
+        }
+    }
+
+    /// The environment of a policy with `spec.variables` (kube's composited compiler):
+    /// `variables` is declared, with no fields until [`Self::compile_variable`] adds them.
+    pub fn with_variables(has_params: bool) -> Self {
+        AdmissionEnv {
+            has_params,
+            variables: Some(Vec::new()),
+        }
+    }
+
+    /// Whether `params` is declared.
+    pub fn has_params(&self) -> bool {
+        self.has_params
+    }
+
+    /// Compile variable `name` against the variables declared so far, then declare it
+    /// (with the expression's type, or `dyn` when it fails to compile, as kube does).
+    /// Call only on an environment made with [`Self::with_variables`].
+    pub fn compile_variable(&mut self, name: &str, expr: &str) -> Result<Program, String> {
+        let result = compile(expr, self, ReturnType::Any);
+        let ty = match &result {
+            Ok(p) => variable_type(&p.output),
+            Err(_) => Type::Dyn,
+        };
+        if let Some(vars) = self.variables.as_mut() {
+            vars.retain(|(n, _)| n != name);
+            vars.push((name.to_string(), ty));
+        }
+        result
+    }
+
+    fn rule_env(&self) -> RuleEnv {
+        let mut decls: BTreeMap<String, Arc<Decl>> = BTreeMap::new();
+        decls.insert("object".into(), decl(Type::Dyn));
+        decls.insert("oldObject".into(), decl(Type::Dyn));
+        decls.insert("request".into(), REQUEST_DECL.clone());
+        decls.insert("namespaceObject".into(), NAMESPACE_DECL.clone());
+        if self.has_params {
+            decls.insert("params".into(), decl(Type::Dyn));
+        }
+        if let Some(vars) = &self.variables {
+            let fields = vars
+                .iter()
+                .map(|(n, t)| (n.clone(), decl(t.clone())))
+                .collect();
+            decls.insert(
+                "variables".into(),
+                object_decl("kubernetes.variables", fields),
+            );
+        }
+        RuleEnv::with_variables(decls)
+    }
+}
+
+/// A compiled admission expression.
+#[derive(Debug)]
+pub struct Program {
+    /// The expression as written.
+    pub source: String,
+    checked: Checked,
+    /// The checked result type.
+    output: Type,
+    /// Names of `variables.<name>` the expression reads.
+    referenced_variables: Vec<String>,
+}
+
+impl Program {
+    /// The expression's checked result type, as cel-go prints it.
+    pub fn output_type(&self) -> String {
+        cel_type_string(&self.output)
+    }
+
+    /// Evaluate within kube's per-call cost limit. Variables the expression reads are
+    /// evaluated first (once per activation); their cost is part of [`Evaluation::cost`].
+    pub fn eval<'a>(&self, act: &Activation<'a>) -> Evaluation<'a> {
+        let mut cost = 0u64;
+        for name in &self.referenced_variables {
+            match act.variable(name, &mut cost) {
+                Some(Ok(())) | None => {}
+                Some(Err(e)) => {
+                    return Evaluation {
+                        result: Err(e),
+                        cost,
+                    }
+                }
+            }
+        }
+        let vars = act.interp_vars();
+        let iact = interp::Activation {
+            self_val: Val::Null,
+            old_self: None,
+            vars,
+        };
+        let out = interp::evaluate(self.checked.program.expression(), &iact, PER_CALL_LIMIT);
+        Evaluation {
+            result: out.result.map_err(|e| e.message),
+            cost: cost.saturating_add(out.cost),
+        }
+    }
+
+    /// Evaluate an expression checked to be `bool`.
+    pub fn eval_bool(&self, act: &Activation<'_>) -> BoolEvaluation {
+        let e = self.eval(act);
+        let result = match e.result {
+            Ok(Val::Bool(b)) => Ok(b),
+            Ok(other) => Err(format!(
+                "no such overload: expected bool, got {}",
+                other.type_name()
+            )),
+            Err(m) => Err(m),
+        };
+        BoolEvaluation {
+            result,
+            cost: e.cost,
+        }
+    }
+
+    /// Evaluate and convert the result to JSON (`string`, `null`, lists, maps, ...).
+    pub fn eval_json(&self, act: &Activation<'_>) -> (Result<Value, String>, u64) {
+        let e = self.eval(act);
+        let r = match e.result {
+            Ok(v) => value::to_json(&v)
+                .ok_or_else(|| format!("unsupported result type {}", v.type_name())),
+            Err(m) => Err(m),
+        };
+        (r, e.cost)
+    }
+}
+
+/// The outcome of one evaluation.
+pub struct Evaluation<'a> {
+    /// The value, or cel-go's error message (`no such key: spec`,
+    /// `operation cancelled: actual cost limit exceeded`, ...).
+    pub result: Result<Val<'a>, String>,
+    /// cel-go's runtime cost, including variables first evaluated here.
+    pub cost: u64,
+}
+
+/// The outcome of a boolean evaluation.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BoolEvaluation {
+    /// The value, or the error message.
+    pub result: Result<bool, String>,
+    /// cel-go's runtime cost.
+    pub cost: u64,
+}
+
+/// The compiled `spec.variables` of a policy, in order.
+#[derive(Debug, Default)]
+pub struct Variables {
+    entries: Vec<(String, Result<Program, String>)>,
+}
+
+impl Variables {
+    /// Compile `(name, expression)` pairs in order into `env` (which must have been
+    /// made with [`AdmissionEnv::with_variables`]); compile errors are kept and
+    /// reported when an expression reads the variable.
+    pub fn compile(env: &mut AdmissionEnv, vars: &[(String, String)]) -> Variables {
+        let entries = vars
+            .iter()
+            .map(|(n, e)| (n.clone(), env.compile_variable(n, e)))
+            .collect();
+        Variables { entries }
+    }
+
+    /// The compile error of each variable that failed, by index.
+    pub fn errors(&self) -> impl Iterator<Item = (usize, &str)> {
+        self.entries
+            .iter()
+            .enumerate()
+            .filter_map(|(i, (_, r))| r.as_ref().err().map(|e| (i, e.as_str())))
+    }
+}
+
+type Memo<'a> = RefCell<BTreeMap<String, Result<Val<'a>, String>>>;
+
+/// The values an expression runs against.
+pub struct Activation<'a> {
+    object: Option<&'a Value>,
+    old_object: Option<&'a Value>,
+    params: Option<&'a Value>,
+    request: &'a Value,
+    namespace_object: Option<&'a Value>,
+    variables: Option<&'a Variables>,
+    memo: Memo<'a>,
+}
+
+impl<'a> Activation<'a> {
+    /// An activation with `request` (kube's AdmissionRequest as JSON) and every other
+    /// variable `null`.
+    pub fn new(request: &'a Value) -> Self {
+        Activation {
+            object: None,
+            old_object: None,
+            params: None,
+            request,
+            namespace_object: None,
+            variables: None,
+            memo: RefCell::new(BTreeMap::new()),
+        }
+    }
+
+    /// Set `object`.
+    pub fn object(mut self, v: Option<&'a Value>) -> Self {
+        self.object = v;
+        self
+    }
+
+    /// Set `oldObject`.
+    pub fn old_object(mut self, v: Option<&'a Value>) -> Self {
+        self.old_object = v;
+        self
+    }
+
+    /// Set `params`.
+    pub fn params(mut self, v: Option<&'a Value>) -> Self {
+        self.params = v;
+        self
+    }
+
+    /// Set `namespaceObject`.
+    pub fn namespace_object(mut self, v: Option<&'a Value>) -> Self {
+        self.namespace_object = v;
+        self
+    }
+
+    /// Bind the policy's compiled `variables`.
+    pub fn variables(mut self, v: &'a Variables) -> Self {
+        self.variables = Some(v);
+        self
+    }
+
+    /// Evaluate variable `name` if not done yet; `None` when no such variable is bound.
+    fn variable(&self, name: &str, cost: &mut u64) -> Option<Result<(), String>> {
+        if let Some(r) = self.memo.borrow().get(name) {
+            return Some(r.as_ref().map(|_| ()).map_err(Clone::clone));
+        }
+        let vars = self.variables?;
+        let (_, compiled) = vars.entries.iter().rev().find(|(n, _)| n == name)?;
+        let result = match compiled {
+            Err(e) => Err(format!(
+                "composited variable {name:?} fails to compile: {e}"
+            )),
+            Ok(p) => {
+                let e = p.eval(self);
+                *cost = cost.saturating_add(e.cost);
+                e.result
+                    .map_err(|m| format!("composited variable {name:?} fails to evaluate: {m}"))
+            }
+        };
+        let out = result.as_ref().map(|_| ()).map_err(Clone::clone);
+        self.memo.borrow_mut().insert(name.to_string(), result);
+        Some(out)
+    }
+
+    fn interp_vars(&self) -> Vec<(&'static str, Val<'a>)> {
+        let json = |v: Option<&'a Value>| match v {
+            Some(v) => value::to_val(v, &value::DYN).unwrap_or(Val::Null),
+            None => Val::Null,
+        };
+        let mut out = vec![
+            ("object", json(self.object)),
+            ("oldObject", json(self.old_object)),
+            ("params", json(self.params)),
+            ("request", json(Some(self.request))),
+            ("namespaceObject", json(self.namespace_object)),
+        ];
+        let memo = self.memo.borrow();
+        let evaluated: Vec<(Val<'a>, Val<'a>)> = memo
+            .iter()
+            .filter_map(|(k, v)| v.as_ref().ok().map(|v| (Val::str(k), v.clone())))
+            .collect();
+        out.push(("variables", Val::Map(value::Map::Owned(Rc::new(evaluated)))));
+        out
+    }
+}
+
+/// Parse and check `expr` in `env`; the error is kube's detail (cel-go's
+/// `compilation failed: ERROR: <input>:1:1: ...` or `must evaluate to bool but got int`).
+pub fn compile(expr: &str, env: &AdmissionEnv, ret: ReturnType) -> Result<Program, String> {
+    let checked = check::compile(expr, &env.rule_env(), Want::Any)?;
+    let output = checked
+        .types
+        .get(&checked.program.expression().id)
+        .cloned()
+        .unwrap_or(Type::Dyn);
+    let ok = match ret {
+        ReturnType::Any => true,
+        ReturnType::Bool => matches!(output, Type::Bool),
+        ReturnType::String => matches!(output, Type::String),
+        ReturnType::StringOrNull => matches!(output, Type::String | Type::Null),
+    };
+    if !ok {
+        let got = cel_type_string(&output);
+        return Err(match ret {
+            ReturnType::Bool => format!("must evaluate to bool but got {got}"),
+            ReturnType::String => format!("must evaluate to string but got {got}"),
+            _ => format!("must evaluate to one of [string null_type] but got {got}"),
+        });
+    }
+    let mut referenced_variables = Vec::new();
+    referenced(checked.program.expression(), &mut referenced_variables);
+    Ok(Program {
+        source: expr.to_string(),
+        checked,
+        output,
+        referenced_variables,
+    })
+}
+
+/// cel-go's `Type.String()` (the checker's names, but `null_type`).
+fn cel_type_string(t: &Type) -> String {
+    match t {
+        Type::Null => "null_type".into(),
+        Type::List(e) => format!("list({})", cel_type_string(e)),
+        Type::Map(k, v) => format!("map({}, {})", cel_type_string(k), cel_type_string(v)),
+        other => other.to_string(),
+    }
+}
+
+/// kube's `convertCelTypeToDeclType`: primitive types, lists and maps keep their type;
+/// everything else is `dyn`.
+fn variable_type(t: &Type) -> Type {
+    match t {
+        Type::Bool
+        | Type::Bytes
+        | Type::Double
+        | Type::Duration
+        | Type::Int
+        | Type::Null
+        | Type::String
+        | Type::Timestamp
+        | Type::Uint => t.clone(),
+        Type::List(e) => Type::list(variable_type(e)),
+        Type::Map(k, v) => Type::map(variable_type(k), variable_type(v)),
+        _ => Type::Dyn,
+    }
+}
+
+/// The `variables.<name>` selections in an expression, in order of first appearance.
+fn referenced(e: &IdedExpr, out: &mut Vec<String>) {
+    match &e.expr {
+        Expr::Select(sel) => {
+            if let Expr::Ident(root) = &sel.operand.expr {
+                if root == "variables" && !out.contains(&sel.field) {
+                    out.push(sel.field.clone());
+                }
+            }
+            referenced(&sel.operand, out);
+        }
+        Expr::Call(call) => {
+            if let Some(t) = &call.target {
+                referenced(t, out);
+            }
+            // `variables.?x` is the `_?._` call with a string literal field.
+            if call.func_name == ::cel::common::ast::operators::OPT_SELECT {
+                if let (
+                    Some(Expr::Ident(root)),
+                    Some(Expr::Literal(::cel::common::ast::LiteralValue::String(s))),
+                ) = (
+                    call.args.first().map(|a| &a.expr),
+                    call.args.get(1).map(|a| &a.expr),
+                ) {
+                    let f = s.inner().to_string();
+                    if root == "variables" && !out.contains(&f) {
+                        out.push(f);
+                    }
+                }
+            }
+            for a in &call.args {
+                referenced(a, out);
+            }
+        }
+        Expr::List(l) => l.elements.iter().for_each(|x| referenced(x, out)),
+        Expr::Map(m) => {
+            for entry in &m.entries {
+                if let ::cel::common::ast::EntryExpr::MapEntry(me) = &entry.expr {
+                    referenced(&me.key, out);
+                    referenced(&me.value, out);
+                }
+            }
+        }
+        Expr::Comprehension(c) => {
+            for x in [
+                &c.iter_range,
+                &c.accu_init,
+                &c.loop_cond,
+                &c.loop_step,
+                &c.result,
+            ] {
+                referenced(x, out);
+            }
+        }
+        _ => {}
+    }
+}
+
+fn decl(ty: Type) -> Arc<Decl> {
+    Arc::new(Decl {
+        ty,
+        elem: None,
+        key: None,
+        max_elements: 0,
+        min_serialized_size: 0,
+    })
+}
+
+fn object_decl(name: &str, fields: BTreeMap<String, Arc<Decl>>) -> Arc<Decl> {
+    decl(Type::Object(Arc::new(ObjectType {
+        name: name.to_string(),
+        fields,
+    })))
+}
+
+fn fields(list: &[(&str, Type)]) -> BTreeMap<String, Arc<Decl>> {
+    list.iter()
+        .map(|(n, t)| (n.to_string(), decl(t.clone())))
+        .collect()
+}
+
+fn object_type(name: &str, list: &[(&str, Type)]) -> Type {
+    Type::Object(Arc::new(ObjectType {
+        name: name.to_string(),
+        fields: fields(list),
+    }))
+}
+
+/// kube's `BuildRequestType`.
+static REQUEST_DECL: LazyLock<Arc<Decl>> = LazyLock::new(|| {
+    let gvk = object_type(
+        "kubernetes.GroupVersionKind",
+        &[
+            ("group", Type::String),
+            ("version", Type::String),
+            ("kind", Type::String),
+        ],
+    );
+    let gvr = object_type(
+        "kubernetes.GroupVersionResource",
+        &[
+            ("group", Type::String),
+            ("version", Type::String),
+            ("resource", Type::String),
+        ],
+    );
+    let user = object_type(
+        "kubernetes.UserInfo",
+        &[
+            ("username", Type::String),
+            ("uid", Type::String),
+            ("groups", Type::list(Type::String)),
+            ("extra", Type::map(Type::String, Type::list(Type::String))),
+        ],
+    );
+    object_decl(
+        "kubernetes.AdmissionRequest",
+        fields(&[
+            ("kind", gvk.clone()),
+            ("resource", gvr.clone()),
+            ("subResource", Type::String),
+            ("requestKind", gvk),
+            ("requestResource", gvr),
+            ("requestSubResource", Type::String),
+            ("name", Type::String),
+            ("namespace", Type::String),
+            ("operation", Type::String),
+            ("userInfo", user),
+            ("dryRun", Type::Bool),
+            ("options", Type::Dyn),
+        ]),
+    )
+});
+
+/// kube's `BuildNamespaceType`.
+static NAMESPACE_DECL: LazyLock<Arc<Decl>> = LazyLock::new(|| {
+    let strings = || Type::list(Type::String);
+    let string_map = || Type::map(Type::String, Type::String);
+    let spec = object_type("kubernetes.NamespaceSpec", &[("finalizers", strings())]);
+    let condition = object_type(
+        "kubernetes.NamespaceCondition",
+        &[
+            ("status", Type::String),
+            ("type", Type::String),
+            ("lastTransitionTime", Type::Timestamp),
+            ("message", Type::String),
+            ("reason", Type::String),
+        ],
+    );
+    let status = object_type(
+        "kubernetes.NamespaceStatus",
+        &[
+            ("conditions", Type::list(condition)),
+            ("phase", Type::String),
+        ],
+    );
+    let metadata = object_type(
+        "kubernetes.NamespaceMetadata",
+        &[
+            ("name", Type::String),
+            ("generateName", Type::String),
+            ("namespace", Type::String),
+            ("labels", string_map()),
+            ("annotations", string_map()),
+            ("UID", Type::String),
+            ("creationTimestamp", Type::Timestamp),
+            ("deletionGracePeriodSeconds", Type::Int),
+            ("deletionTimestamp", Type::Timestamp),
+            ("generation", Type::Int),
+            ("resourceVersion", Type::String),
+            ("finalizers", strings()),
+        ],
+    );
+    object_decl(
+        "kubernetes.Namespace",
+        fields(&[("metadata", metadata), ("spec", spec), ("status", status)]),
+    )
+});
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn request() -> Value {
+        json!({
+            "uid": "u",
+            "kind": {"group": "example.com", "version": "v1", "kind": "Widget"},
+            "resource": {"group": "example.com", "version": "v1", "resource": "widgets"},
+            "requestKind": {"group": "example.com", "version": "v1", "kind": "Widget"},
+            "requestResource": {"group": "example.com", "version": "v1", "resource": "widgets"},
+            "name": "w1",
+            "namespace": "default",
+            "operation": "CREATE",
+            "userInfo": {"username": "system:anonymous", "groups": ["system:unauthenticated"]},
+            "dryRun": false,
+            "options": {"kind": "CreateOptions", "apiVersion": "meta.k8s.io/v1"}
+        })
+    }
+
+    fn eval_bool(expr: &str, obj: &Value) -> Result<bool, String> {
+        let p = compile(expr, &AdmissionEnv::new(false), ReturnType::Bool)?;
+        let req = request();
+        let act = Activation::new(&req).object(Some(obj));
+        p.eval_bool(&act).result
+    }
+
+    #[test]
+    fn object_replicas_rule_admits_and_denies() {
+        let ok = json!({"spec": {"replicas": 3}});
+        let bad = json!({"spec": {"replicas": 7}});
+        assert_eq!(eval_bool("object.spec.replicas <= 5", &ok), Ok(true));
+        assert_eq!(eval_bool("object.spec.replicas <= 5", &bad), Ok(false));
+        assert_eq!(
+            eval_bool("object.spec.size <= 5", &ok),
+            Err("no such key: size".into())
+        );
+        assert_eq!(
+            eval_bool("has(object.spec.size) && object.spec.size <= 5", &ok),
+            Ok(false)
+        );
+    }
+
+    #[test]
+    fn request_is_typed_as_kubes_admission_request() {
+        let obj = json!({});
+        assert_eq!(
+            eval_bool(
+                "request.operation == 'CREATE' && request.kind.kind == 'Widget' && request.userInfo.username == 'system:anonymous'",
+                &obj
+            ),
+            Ok(true)
+        );
+        let err = compile(
+            "request.foo == 1",
+            &AdmissionEnv::new(false),
+            ReturnType::Bool,
+        )
+        .unwrap_err();
+        assert_eq!(
+            err,
+            "compilation failed: ERROR: <input>:1:8: undefined field 'foo'\n | request.foo == 1\n | .......^"
+        );
+    }
+
+    #[test]
+    fn params_only_when_declared_and_authorizer_never() {
+        let err = compile(
+            "params.max > 1",
+            &AdmissionEnv::new(false),
+            ReturnType::Bool,
+        )
+        .unwrap_err();
+        assert!(
+            err.contains("undeclared reference to 'params' (in container '')"),
+            "{err}"
+        );
+        assert!(compile("params.max > 1", &AdmissionEnv::new(true), ReturnType::Bool).is_ok());
+        assert!(compile(
+            "authorizer.group('').resource('pods').check('get').allowed()",
+            &AdmissionEnv::new(true),
+            ReturnType::Bool
+        )
+        .is_err());
+    }
+
+    #[test]
+    fn return_types_are_worded_as_kube() {
+        let env = AdmissionEnv::new(false);
+        assert_eq!(
+            compile("6", &env, ReturnType::Bool).unwrap_err(),
+            "must evaluate to bool but got int"
+        );
+        assert_eq!(
+            compile("0 == 0", &env, ReturnType::String).unwrap_err(),
+            "must evaluate to string but got bool"
+        );
+        assert_eq!(
+            compile("true", &env, ReturnType::StringOrNull).unwrap_err(),
+            "must evaluate to one of [string null_type] but got bool"
+        );
+        assert!(compile("null", &env, ReturnType::StringOrNull).is_ok());
+        assert!(compile("object.x", &env, ReturnType::Any).is_ok());
+    }
+
+    #[test]
+    fn variables_are_typed_lazy_and_report_their_errors() {
+        let mut env = AdmissionEnv::with_variables(false);
+        let vars = Variables::compile(
+            &mut env,
+            &[
+                ("replicas".into(), "object.spec.replicas".into()),
+                ("limit".into(), "5".into()),
+                ("broken".into(), "object.spec.missing".into()),
+                ("names".into(), "['a', 'b']".into()),
+            ],
+        );
+        assert_eq!(vars.errors().count(), 0);
+        let p = compile(
+            "variables.replicas <= variables.limit",
+            &env,
+            ReturnType::Bool,
+        )
+        .expect("compiles");
+        let obj = json!({"spec": {"replicas": 7}});
+        let req = request();
+        let act = Activation::new(&req).object(Some(&obj)).variables(&vars);
+        assert_eq!(p.eval_bool(&act).result, Ok(false));
+        // A list variable keeps its type: `size()` checks.
+        assert!(compile("variables.names.size() == 2", &env, ReturnType::Bool).is_ok());
+        // `limit` is int, so a string comparison does not check.
+        assert!(compile("variables.limit == 'x'", &env, ReturnType::Bool).is_err());
+        let p = compile("variables.broken == 1", &env, ReturnType::Bool).expect("compiles");
+        assert_eq!(
+            p.eval_bool(&act).result,
+            Err("composited variable \"broken\" fails to evaluate: no such key: missing".into())
+        );
+        let err = compile("variables.nope == 1", &env, ReturnType::Bool).unwrap_err();
+        assert!(err.contains("undefined field 'nope'"), "{err}");
+    }
+
+    #[test]
+    fn old_object_is_null_on_create_and_namespace_object_is_typed() {
+        let obj = json!({"metadata": {"name": "a"}});
+        assert_eq!(eval_bool("oldObject == null", &obj), Ok(true));
+        let env = AdmissionEnv::new(false);
+        let p = compile(
+            "namespaceObject.metadata.labels['env'] == 'prod'",
+            &env,
+            ReturnType::Bool,
+        )
+        .expect("compiles");
+        let ns = json!({"metadata": {"name": "default", "labels": {"env": "prod"}}});
+        let req = request();
+        let act = Activation::new(&req).namespace_object(Some(&ns));
+        assert_eq!(p.eval_bool(&act).result, Ok(true));
+        assert!(compile(
+            "namespaceObject.metadata.nope == ''",
+            &env,
+            ReturnType::Bool
+        )
+        .is_err());
+    }
+
+    #[test]
+    fn cost_limit_stops_runaway_expressions() {
+        let obj = json!({"spec": {"items": (0..2000).collect::<Vec<i32>>()}});
+        let r = eval_bool(
+            "object.spec.items.all(x, object.spec.items.all(y, x + y >= 0))",
+            &obj,
+        );
+        assert_eq!(
+            r,
+            Err("operation cancelled: actual cost limit exceeded".into())
+        );
+    }
+}
