@@ -5,13 +5,21 @@
 //! by the storage version's (kube's storage codec). Requests to a deprecated version
 //! carry kube's `Warning`; `status.storedVersions` grows as the storage version moves;
 //! printer columns and OpenAPI are per version.
+//!
+//! Strategy `Webhook` (issue 8): a CRD with a storage `v1` (`spec.size`) and a served
+//! `v2` (`spec.replicas`) whose conversion webhook, a real HTTPS server started by the
+//! test with its own CA, renames the field. Expected texts are kube's
+//! (`apiextensions-apiserver/pkg/apiserver/conversion/webhook_converter.go`; a failed
+//! conversion is no API status, so kube answers 500 with no reason).
 
 mod common;
 
 use std::time::Duration;
 
+use common::webhook::{HttpsWebhookServer, Reply};
 use common::{HttpResponse, TestServer};
 use serde_json::{json, Value};
+use std::sync::{Arc, Mutex};
 
 const CRDS: &str = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
 const CRD: &str = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/widgets.example.com";
@@ -380,4 +388,469 @@ fn unserved_versions_are_not_found_and_leave_discovery() {
     assert_eq!(versions, ["v1", "v1beta1"]);
     let r = http.get("/apis/example.com/v1alpha1");
     assert_eq!(r.status, 404, "{}", r.text());
+}
+
+// ---------------------------------------------------------------------------------
+// Strategy `Webhook`.
+
+const CONV_CRDS: &str = "/apis/conv.example.com";
+const CONV_V1: &str = "/apis/conv.example.com/v1/namespaces/default/widgets";
+const CONV_V2: &str = "/apis/conv.example.com/v2/namespaces/default/widgets";
+
+/// What the test's conversion webhook does besides renaming the field.
+#[derive(Clone, Copy, PartialEq)]
+enum Mode {
+    /// Only the rename (and `apiVersion`).
+    Convert,
+    /// Also renames the object (kube refuses the answer).
+    Rename,
+    /// Also adds a label (kept) and changes `generation` (restored by kube).
+    Label,
+}
+
+/// A conversion webhook renaming `spec.size` (v1) ↔ `spec.replicas` (v2).
+fn converter(mode: Arc<Mutex<Mode>>) -> Reply {
+    Arc::new(move |_path, review| {
+        let request = &review["request"];
+        let desired = request["desiredAPIVersion"].as_str().unwrap_or_default();
+        let mode = mode.lock().map(|m| *m).unwrap_or(Mode::Convert);
+        let (from, to) = if desired.ends_with("/v2") {
+            ("size", "replicas")
+        } else {
+            ("replicas", "size")
+        };
+        let converted: Vec<Value> = request["objects"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|o| {
+                let mut o = o.clone();
+                if let Some(spec) = o.get_mut("spec").and_then(Value::as_object_mut) {
+                    if let Some(v) = spec.remove(from) {
+                        spec.insert(to.into(), v);
+                    }
+                }
+                o["apiVersion"] = json!(desired);
+                match mode {
+                    Mode::Convert => {}
+                    Mode::Rename => o["metadata"]["name"] = json!("renamed"),
+                    Mode::Label => {
+                        o["metadata"]["labels"]["converted-by"] = json!("webhook");
+                        o["metadata"]["generation"] = json!(42);
+                    }
+                }
+                o
+            })
+            .collect();
+        Some(json!({
+            "apiVersion": "apiextensions.k8s.io/v1", "kind": "ConversionReview",
+            "response": {"uid": request["uid"], "convertedObjects": converted,
+                         "result": {"status": "Success"}}
+        }))
+    })
+}
+
+fn conversion_crd(webhook: &HttpsWebhookServer) -> Value {
+    let int = json!({"type": "integer"});
+    let string = json!({"type": "string"});
+    json!({
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": "widgets.conv.example.com"},
+        "spec": {
+            "group": "conv.example.com",
+            "scope": "Namespaced",
+            "names": {"plural": "widgets", "singular": "widget", "kind": "Widget", "listKind": "WidgetList"},
+            "conversion": {"strategy": "Webhook", "webhook": {
+                "clientConfig": webhook.client_config("/convert"),
+                "conversionReviewVersions": ["v1"]
+            }},
+            "versions": [
+                {"name": "v1", "served": true, "storage": true,
+                 "schema": schema(json!({"size": int, "color": string})),
+                 "additionalPrinterColumns": [
+                     {"name": "Size", "type": "integer", "jsonPath": ".spec.size"}
+                 ]},
+                {"name": "v2", "served": true, "storage": false,
+                 "schema": schema(json!({"replicas": int, "color": string})),
+                 "additionalPrinterColumns": [
+                     {"name": "Replicas", "type": "integer", "jsonPath": ".spec.replicas"}
+                 ]}
+            ]
+        }
+    })
+}
+
+/// A server serving the webhook-converted CRD, its webhook, and the webhook's mode.
+struct Converting {
+    server: TestServer,
+    webhook: HttpsWebhookServer,
+    mode: Arc<Mutex<Mode>>,
+}
+
+impl Converting {
+    fn start() -> Converting {
+        let mode = Arc::new(Mutex::new(Mode::Convert));
+        let webhook = HttpsWebhookServer::start(converter(mode.clone()));
+        let server = TestServer::start();
+        let http = server.http();
+        let created = http.send_json("POST", CRDS, &conversion_crd(&webhook));
+        assert_eq!(created.status, 201, "creating the CRD: {}", created.text());
+        for path in [CONV_V1, CONV_V2] {
+            let served = http.wait_for_status(path, 200, Duration::from_secs(20));
+            assert_eq!(served.status, 200, "{path} not served: {}", served.text());
+        }
+        webhook.clear();
+        Converting {
+            server,
+            webhook,
+            mode,
+        }
+    }
+
+    fn set_mode(&self, mode: Mode) {
+        if let Ok(mut m) = self.mode.lock() {
+            *m = mode;
+        }
+    }
+
+    /// The `ConversionReview` requests the webhook received, then forget them.
+    fn take_reviews(&self) -> Vec<Value> {
+        let reviews = self
+            .webhook
+            .requests()
+            .into_iter()
+            .map(|(_, r)| r)
+            .collect();
+        self.webhook.clear();
+        reviews
+    }
+
+    fn create(&self, path: &str, api_version: &str, name: &str, spec: Value) -> Value {
+        let r = self
+            .server
+            .http()
+            .send_json("POST", path, &widget(api_version, name, spec));
+        assert_eq!(r.status, 201, "creating {name} via {path}: {}", r.text());
+        body(&r)
+    }
+}
+
+/// The names and desired versions of the objects of one review.
+fn review_summary(review: &Value) -> (String, Vec<String>) {
+    let desired = review["request"]["desiredAPIVersion"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    let names = review["request"]["objects"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|o| {
+            o["metadata"]["name"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string()
+        })
+        .collect();
+    (desired, names)
+}
+
+#[test]
+fn webhook_converts_between_versions_on_create_get_and_update() {
+    let t = Converting::start();
+    let http = t.server.http();
+
+    // Created via the storage version: no conversion at all.
+    let created = t.create(CONV_V1, "conv.example.com/v1", "w1", json!({"size": 3}));
+    assert_eq!(created["spec"], json!({"size": 3}));
+    assert_eq!(t.take_reviews(), Vec::<Value>::new());
+
+    // Read via v2: one review with the stored object, in kube's ConversionReview v1.
+    let v2 = get_ok(&t.server, &format!("{CONV_V2}/w1"));
+    assert_eq!(v2["apiVersion"], "conv.example.com/v2");
+    assert_eq!(v2["spec"], json!({"replicas": 3}));
+    assert_eq!(v2["metadata"]["uid"], created["metadata"]["uid"]);
+    let reviews = t.take_reviews();
+    assert_eq!(reviews.len(), 1, "{reviews:?}");
+    let review = &reviews[0];
+    assert_eq!(review["apiVersion"], "apiextensions.k8s.io/v1");
+    assert_eq!(review["kind"], "ConversionReview");
+    assert!(
+        !review["request"]["uid"]
+            .as_str()
+            .unwrap_or_default()
+            .is_empty(),
+        "{review}"
+    );
+    assert_eq!(
+        review["request"]["desiredAPIVersion"],
+        "conv.example.com/v2"
+    );
+    let sent = &review["request"]["objects"][0];
+    assert_eq!(sent["apiVersion"], "conv.example.com/v1");
+    assert_eq!(sent["spec"], json!({"size": 3}));
+
+    // Created via v2: converted to v1 for storage, and back for the response.
+    let created = t.create(CONV_V2, "conv.example.com/v2", "w2", json!({"replicas": 5}));
+    assert_eq!(created["apiVersion"], "conv.example.com/v2");
+    assert_eq!(created["spec"], json!({"replicas": 5}));
+    let summaries: Vec<_> = t.take_reviews().iter().map(review_summary).collect();
+    assert_eq!(
+        summaries,
+        [
+            ("conv.example.com/v1".to_string(), vec!["w2".to_string()]),
+            ("conv.example.com/v2".to_string(), vec!["w2".to_string()])
+        ]
+    );
+    let v1 = get_ok(&t.server, &format!("{CONV_V1}/w2"));
+    assert_eq!(v1["spec"], json!({"size": 5}), "stored as v1");
+    assert_eq!(t.take_reviews(), Vec::<Value>::new());
+
+    // A dry run converts as a write does (kube encodes and decodes the object) and
+    // stores nothing.
+    let dry = http
+        .request(
+            "POST",
+            CONV_V2,
+            &[("dryRun".to_string(), "All".to_string())],
+            &common::json_accept(),
+            Some(
+                widget("conv.example.com/v2", "w3", json!({"replicas": 1}))
+                    .to_string()
+                    .into_bytes(),
+            ),
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(dry.status, 201, "{}", dry.text());
+    assert_eq!(body(&dry)["spec"], json!({"replicas": 1}));
+    assert_eq!(t.take_reviews().len(), 2);
+    assert_eq!(http.get(&format!("{CONV_V1}/w3")).status, 404);
+
+    // Updated via v2: the stored v1 object is converted to v2, the update runs in v2
+    // and is converted back to v1 for storage.
+    let mut v2 = get_ok(&t.server, &format!("{CONV_V2}/w1"));
+    v2["spec"]["replicas"] = json!(7);
+    v2["spec"]["color"] = json!("red");
+    let put = http.send_json("PUT", &format!("{CONV_V2}/w1"), &v2);
+    assert_eq!(put.status, 200, "{}", put.text());
+    assert_eq!(body(&put)["spec"], json!({"replicas": 7, "color": "red"}));
+    let v1 = get_ok(&t.server, &format!("{CONV_V1}/w1"));
+    assert_eq!(v1["spec"], json!({"size": 7, "color": "red"}));
+    assert_ne!(
+        v1["metadata"]["resourceVersion"],
+        created["metadata"]["resourceVersion"]
+    );
+}
+
+#[test]
+fn list_and_watch_via_v2_are_converted() {
+    let t = Converting::start();
+    let http = t.server.http();
+    for (i, name) in ["a", "b", "c"].iter().enumerate() {
+        t.create(CONV_V1, "conv.example.com/v1", name, json!({"size": i}));
+    }
+    t.take_reviews();
+
+    // One review for the whole list, with every object not yet in v2.
+    let list = get_ok(&t.server, CONV_V2);
+    assert_eq!(list["apiVersion"], "conv.example.com/v2");
+    let items = list["items"].as_array().cloned().unwrap_or_default();
+    let replicas: Vec<&Value> = items.iter().map(|i| &i["spec"]["replicas"]).collect();
+    assert_eq!(replicas, [&json!(0), &json!(1), &json!(2)], "{list}");
+    let summaries: Vec<_> = t.take_reviews().iter().map(review_summary).collect();
+    assert_eq!(
+        summaries,
+        [(
+            "conv.example.com/v2".to_string(),
+            vec!["a".to_string(), "b".to_string(), "c".to_string()]
+        )]
+    );
+
+    // A change made after the list's resourceVersion reaches a v2 watch converted.
+    let rv = list["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    let mut b = get_ok(&t.server, &format!("{CONV_V1}/b"));
+    b["spec"]["size"] = json!(10);
+    let put = http.send_json("PUT", &format!("{CONV_V1}/b"), &b);
+    assert_eq!(put.status, 200, "{}", put.text());
+    let query = [
+        ("watch".to_string(), "true".to_string()),
+        ("resourceVersion".to_string(), rv),
+        ("timeoutSeconds".to_string(), "1".to_string()),
+    ];
+    let watched = http
+        .request("GET", CONV_V2, &query, &common::json_accept(), None)
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(watched.status, 200, "{}", watched.text());
+    let events: Vec<Value> = watched
+        .text()
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("event {l}: {e}")))
+        .collect();
+    assert_eq!(events.len(), 1, "{events:?}");
+    assert_eq!(events[0]["type"], "MODIFIED");
+    assert_eq!(events[0]["object"]["apiVersion"], "conv.example.com/v2");
+    assert_eq!(events[0]["object"]["spec"], json!({"replicas": 10}));
+}
+
+#[test]
+fn webhook_down_fails_conversions_as_kube() {
+    let mut t = Converting::start();
+    let http = t.server.http();
+    let created = t.create(CONV_V1, "conv.example.com/v1", "w1", json!({"size": 1}));
+    let url = format!("{}/convert", t.webhook.base());
+    t.webhook.stop();
+
+    // kube: the error is no API status, so a 500 with no reason.
+    let r = http.get(&format!("{CONV_V2}/w1"));
+    assert_eq!(r.status, 500, "{}", r.text());
+    let status = body(&r);
+    assert_eq!(status["kind"], "Status");
+    assert_eq!(status["status"], "Failure");
+    assert_eq!(status["code"], 500);
+    assert_eq!(status.get("reason"), None, "{status}");
+    let message = status["message"].as_str().unwrap_or_default();
+    let prefix =
+        format!("conversion webhook for conv.example.com/v1, Kind=Widget failed: Post \"{url}");
+    assert!(message.starts_with(&prefix), "{message}");
+    assert!(
+        message.ends_with("connect: connection refused"),
+        "{message}"
+    );
+
+    // A list fails the same way; the storage version needs no webhook.
+    let r = http.get(CONV_V2);
+    assert_eq!(r.status, 500, "{}", r.text());
+    assert!(body(&r)["message"]
+        .as_str()
+        .unwrap_or_default()
+        .starts_with(&prefix));
+    assert_eq!(
+        get_ok(&t.server, &format!("{CONV_V1}/w1"))["spec"],
+        json!({"size": 1})
+    );
+
+    // A write via v2 fails converting the new object to the storage version.
+    let r = http.send_json(
+        "POST",
+        CONV_V2,
+        &widget("conv.example.com/v2", "w2", json!({"replicas": 2})),
+    );
+    assert_eq!(r.status, 500, "{}", r.text());
+    let message = body(&r)["message"].as_str().unwrap_or_default().to_string();
+    assert!(
+        message
+            .starts_with("conversion webhook for conv.example.com/v2, Kind=Widget failed: Post "),
+        "{message}"
+    );
+    assert_eq!(
+        http.get(&format!("{CONV_V1}/w2")).status,
+        404,
+        "nothing stored"
+    );
+
+    // A v2 watch meets a change it cannot convert: kube's watch sends an ERROR event
+    // (the error wrapped as an InternalError) and ends.
+    let mut v1 = get_ok(&t.server, &format!("{CONV_V1}/w1"));
+    v1["spec"]["size"] = json!(2);
+    let put = http.send_json("PUT", &format!("{CONV_V1}/w1"), &v1);
+    assert_eq!(
+        put.status,
+        200,
+        "the storage version needs no webhook: {}",
+        put.text()
+    );
+    let query = [
+        ("watch".to_string(), "true".to_string()),
+        (
+            "resourceVersion".to_string(),
+            created["metadata"]["resourceVersion"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string(),
+        ),
+        ("timeoutSeconds".to_string(), "5".to_string()),
+    ];
+    let watched = http
+        .request("GET", CONV_V2, &query, &common::json_accept(), None)
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(watched.status, 200, "{}", watched.text());
+    let events: Vec<Value> = watched
+        .text()
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("event {l}: {e}")))
+        .collect();
+    assert_eq!(events.len(), 1, "{events:?}");
+    assert_eq!(events[0]["type"], "ERROR");
+    let status = &events[0]["object"];
+    assert_eq!(status["reason"], "InternalError");
+    assert_eq!(status["code"], 500);
+    let message = status["message"].as_str().unwrap_or_default();
+    assert!(
+        message.starts_with(&format!("Internal error occurred: {prefix}")),
+        "{message}"
+    );
+}
+
+#[test]
+fn webhook_may_change_labels_but_not_the_name() {
+    let t = Converting::start();
+    let http = t.server.http();
+    let created = t.create(CONV_V1, "conv.example.com/v1", "w1", json!({"size": 1}));
+
+    t.set_mode(Mode::Rename);
+    let r = http.get(&format!("{CONV_V2}/w1"));
+    assert_eq!(r.status, 500, "{}", r.text());
+    assert_eq!(
+        body(&r)["message"],
+        "conversion webhook for conv.example.com/v1, Kind=Widget returned invalid object: must have the same name: w1 != renamed"
+    );
+
+    // Labels and annotations are the webhook's to change; the rest of metadata is
+    // restored from the stored object.
+    t.set_mode(Mode::Label);
+    let v2 = get_ok(&t.server, &format!("{CONV_V2}/w1"));
+    assert_eq!(v2["metadata"]["labels"], json!({"converted-by": "webhook"}));
+    assert_eq!(
+        v2["metadata"]["generation"],
+        created["metadata"]["generation"]
+    );
+    assert_eq!(v2["spec"], json!({"replicas": 1}));
+}
+
+#[test]
+fn kubectl_get_through_both_versions_of_a_webhook_converted_crd() {
+    let t = Converting::start();
+    t.create(CONV_V1, "conv.example.com/v1", "w1", json!({"size": 4}));
+    for (resource, header, row) in [
+        ("widgets.v1.conv.example.com", ["NAME", "SIZE"], ["w1", "4"]),
+        (
+            "widgets.v2.conv.example.com",
+            ["NAME", "REPLICAS"],
+            ["w1", "4"],
+        ),
+    ] {
+        let out = t.server.kubectl(&["get", resource]);
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(out.status.success(), "{}", common::describe_output(&out));
+        let rows: Vec<Vec<&str>> = stdout
+            .lines()
+            .map(|l| l.split_whitespace().collect())
+            .collect();
+        assert_eq!(rows, [header.to_vec(), row.to_vec()], "{stdout}");
+    }
+    let out = t
+        .server
+        .kubectl(&["get", "widgets.v2.conv.example.com", "w1", "-o", "json"]);
+    assert!(out.status.success(), "{}", common::describe_output(&out));
+    let obj: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(obj["apiVersion"], "conv.example.com/v2");
+    assert_eq!(obj["spec"], json!({"replicas": 4}));
+    let discovery = get_ok(&t.server, CONV_CRDS);
+    assert_eq!(discovery["preferredVersion"]["version"], "v2");
 }

@@ -13,17 +13,25 @@
 //!
 //! Defaults of the addressed version are therefore not applied on read (kube applies
 //! the stored version's), and fields the storage version does not know are dropped on
-//! write. Reads and writes use the `None` strategy (rewrite `apiVersion`), also for a
-//! CRD that asks for `Webhook`: the webhook's `ConversionReview` and kube's checks of
-//! its answer are here ([`webhook_review`] and after), but nothing calls a webhook yet
-//! (it needs the asynchronous HTTPS client and async reads in `rest::store`).
+//! write. "Convert" is strategy `None` (rewrite `apiVersion`, no IO: [`to_storage`],
+//! [`to_served`]) or `Webhook` ([`to_storage_by_webhook`], [`to_served_by_webhook`]):
+//! a `ConversionReview` posted to the CRD's webhook, its answer checked as kube checks
+//! it, and failures answered as kube answers them (500, no reason, message
+//! `conversion webhook for <group>/<version>, Kind=<Kind> failed: ...`).
+//!
+//! kube (without its watch cache) decodes every stored object on its own, so it sends
+//! one object per review; a list page here is converted in one review (the webhook
+//! contract allows any number of objects), with kube's per-object error texts.
 
+use crate::admission::client::{post_json, post_json_with, ServiceResolver};
 use crate::pipeline::decode::is_foreign_kind;
 use crate::pipeline::VersionSchema;
 use crate::registry::catalog::CompiledCrd;
 use crate::registry::crd::{compare_kube_aware_versions, VersionInfo};
 use crate::schema::{default, prune};
+use crate::status::Status;
 use serde_json::Value;
+use std::time::Duration;
 
 /// kube's default `Warning` text for a deprecated version: `<group>/<version> <Kind> is
 /// deprecated`, naming the highest-priority served, non-deprecated version that ranks
@@ -114,6 +122,150 @@ pub fn to_served(crd: &CompiledCrd, target: &VersionSchema, obj: &mut Value) {
     coerce(obj, target);
 }
 
+/// Whether the CRD converts through a webhook (`spec.conversion.strategy: Webhook`).
+pub fn uses_webhook(crd: &CompiledCrd) -> bool {
+    crd.object
+        .pointer("/spec/conversion/strategy")
+        .and_then(Value::as_str)
+        == Some("Webhook")
+}
+
+/// How long a conversion webhook may take. kube sets no deadline of its own (its dialer
+/// gives up after 30s and the request timeout ends the rest); 30s bounds both here.
+pub const WEBHOOK_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// [`to_storage`] for a CRD with strategy `Webhook`: the webhook converts the object
+/// to the storage version (unless it is in it already), which then prunes it.
+pub async fn to_storage_by_webhook(
+    crd: &CompiledCrd,
+    services: Option<&ServiceResolver>,
+    obj: &mut Value,
+) -> Result<(), Status> {
+    let Some(storage) = crd.versions.iter().find(|v| v.storage) else {
+        return Ok(());
+    };
+    let s = &storage.schema;
+    convert_by_webhook(crd, services, std::slice::from_mut(obj), &s.version).await?;
+    coerce(obj, s);
+    Ok(())
+}
+
+/// [`to_served`] for a CRD with strategy `Webhook`, for the stored objects of one read:
+/// each pruned and defaulted by the schema it was stored in, then the ones not in
+/// `target`'s version converted by the webhook in one review and pruned by `target`.
+pub async fn to_served_by_webhook(
+    crd: &CompiledCrd,
+    services: Option<&ServiceResolver>,
+    target: &VersionSchema,
+    objs: &mut [Value],
+) -> Result<(), Status> {
+    for obj in objs.iter_mut() {
+        if let Some(stored) = version_schema(crd, object_version(obj)) {
+            coerce(obj, stored);
+            if !is_foreign_kind(obj, stored) {
+                default::apply_defaults(obj, &stored.structural);
+            }
+        }
+    }
+    let converted = convert_by_webhook(crd, services, objs, &target.version).await?;
+    for i in converted {
+        if let Some(obj) = objs.get_mut(i) {
+            coerce(obj, target);
+        }
+    }
+    Ok(())
+}
+
+/// kube's answer to a failed conversion: an error that is no API status, which kube
+/// serves as a 500 with no reason and the error as the message.
+fn conversion_failure(message: String) -> Status {
+    Status {
+        code: 500,
+        reason: String::new(),
+        message,
+        details: None,
+    }
+}
+
+/// Convert `objs` to `version` through the CRD's webhook (kube's `webhookConverter`):
+/// objects already in it are not sent, nor is an object with nothing but `apiVersion`
+/// and `kind`. Returns the indices of the objects converted.
+async fn convert_by_webhook(
+    crd: &CompiledCrd,
+    services: Option<&ServiceResolver>,
+    objs: &mut [Value],
+    version: &str,
+) -> Result<Vec<usize>, Status> {
+    let desired = format!("{}/{version}", crd.info.group);
+    let pending: Vec<usize> = objs
+        .iter()
+        .enumerate()
+        .filter(|(_, o)| o.get("apiVersion").and_then(Value::as_str) != Some(desired.as_str()))
+        .map(|(i, _)| i)
+        .collect();
+    let Some(&first) = pending.first() else {
+        return Ok(pending);
+    };
+    if let [only] = objs {
+        if is_empty_object(only) {
+            set_version(only, &crd.info.group, version);
+            return Ok(pending);
+        }
+    }
+    let gvk = gvk_string(&objs[first]);
+    let webhook = crd.object.pointer("/spec/conversion/webhook");
+    let review_versions: Vec<String> = webhook
+        .and_then(|w| w.get("conversionReviewVersions"))
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(Value::as_str)
+                .map(String::from)
+                .collect()
+        })
+        .unwrap_or_default();
+    let client_config = webhook
+        .and_then(|w| w.get("clientConfig"))
+        .unwrap_or(&Value::Null);
+    let uid = uuid::Uuid::new_v4().to_string();
+    let objects = pending.iter().map(|&i| objs[i].clone()).collect();
+    let review =
+        webhook_review(objects, &desired, &uid, &review_versions).map_err(conversion_failure)?;
+    let review_version = if review["apiVersion"] == "apiextensions.k8s.io/v1beta1" {
+        "v1beta1"
+    } else {
+        "v1"
+    };
+    let failed =
+        |e: String| conversion_failure(format!("conversion webhook for {gvk} failed: {e}"));
+    let answer = match services {
+        Some(services) => post_json_with(client_config, WEBHOOK_TIMEOUT, &review, services).await,
+        None => post_json(client_config, WEBHOOK_TIMEOUT, &review).await,
+    }
+    .map_err(failed)?;
+    let converted = webhook_converted_objects(review_version, &uid, answer).map_err(failed)?;
+    if converted.len() != pending.len() {
+        return Err(conversion_failure(format!(
+            "conversion webhook for {gvk} returned {} objects, expected {}",
+            converted.len(),
+            pending.len()
+        )));
+    }
+    for (&i, converted) in pending.iter().zip(converted) {
+        let accepted = webhook_accept_converted(&objs[i], converted, &desired)
+            .map_err(|e| conversion_failure(e.message(&gvk)))?;
+        objs[i] = accepted;
+    }
+    Ok(pending)
+}
+
+/// kube's `isEmptyUnstructuredObject`: nothing but `apiVersion` and `kind` (converted
+/// without calling the webhook).
+fn is_empty_object(obj: &Value) -> bool {
+    obj.as_object()
+        .is_some_and(|m| m.len() == 2 && m.contains_key("apiVersion") && m.contains_key("kind"))
+}
+
 /// Go's `GroupVersionKind.String()` of an object, as kube names it in conversion errors.
 pub fn gvk_string(obj: &Value) -> String {
     let api_version = obj.get("apiVersion").and_then(Value::as_str).unwrap_or("");
@@ -122,11 +274,21 @@ pub fn gvk_string(obj: &Value) -> String {
     format!("{group}/{version}, Kind={kind}")
 }
 
+/// Go's `GroupVersion.String()` of an `apiVersion` as an unstructured object parses it
+/// (`v1` for the core group, empty when it does not parse).
+fn group_version_string(api_version: &str) -> String {
+    match api_version.split_once('/') {
+        None => api_version.to_string(),
+        Some((_, v)) if v.contains('/') => String::new(),
+        Some(("", v)) => v.to_string(),
+        Some(_) => api_version.to_string(),
+    }
+}
+
 /// Strategy `Webhook`: the `ConversionReview` kube posts for `objects` (those not yet
 /// in `desired`), in the first of the CRD's `conversionReviewVersions` it speaks.
-/// Groundwork: the webhook call itself is not wired into reads and writes yet.
 pub fn webhook_review(
-    objects: &[Value],
+    objects: Vec<Value>,
     desired: &str,
     uid: &str,
     review_versions: &[String],
@@ -148,16 +310,16 @@ pub fn webhook_review(
 pub fn webhook_converted_objects(
     review_version: &str,
     expected_uid: &str,
-    answer: &Value,
+    mut answer: Value,
 ) -> Result<Vec<Value>, String> {
     if review_version == "v1" {
-        let got = gvk_string(answer);
+        let got = gvk_string(&answer);
         let want = "apiextensions.k8s.io/v1, Kind=ConversionReview";
         if got != want {
             return Err(format!("expected webhook response of {want}, got {got}"));
         }
     }
-    let response = match answer.get("response") {
+    let response = match answer.get_mut("response") {
         Some(r) if !r.is_null() => r,
         _ => return Err("no response provided".into()),
     };
@@ -186,41 +348,120 @@ pub fn webhook_converted_objects(
             "response.result.status was '{status}', not 'Success'"
         ));
     }
-    Ok(response
-        .get("convertedObjects")
-        .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default())
+    match response.get_mut("convertedObjects").map(Value::take) {
+        Some(Value::Array(objects)) => Ok(objects),
+        _ => Ok(Vec::new()),
+    }
 }
 
-/// Check one object a webhook converted against its original and keep only what a
-/// webhook may change: everything but `metadata`, of which only labels and annotations.
-pub fn webhook_accept_converted(original: &Value, converted: &Value) -> Result<Value, String> {
+/// Why a converted object was refused, worded by the stage of kube's checks.
+#[derive(Debug, PartialEq)]
+pub enum Refusal {
+    /// Not an object with a `kind` (kube's decoding error, served as it is).
+    Undecodable(String),
+    /// Wrong group/version or kind: `returned invalid object at index 0: ...`.
+    AtIndex(String),
+    /// Kind, name, namespace or UID changed: `returned invalid object: ...`.
+    Object(String),
+    /// Labels or annotations not acceptable: `returned invalid metadata: ...`.
+    Metadata(String),
+}
+
+impl Refusal {
+    /// The message kube gives for a refused object of a conversion from `gvk`.
+    pub fn message(&self, gvk: &str) -> String {
+        match self {
+            Refusal::Undecodable(e) => e.clone(),
+            Refusal::AtIndex(e) => {
+                format!("conversion webhook for {gvk} returned invalid object at index 0: {e}")
+            }
+            Refusal::Object(e) => {
+                format!("conversion webhook for {gvk} returned invalid object: {e}")
+            }
+            Refusal::Metadata(e) => {
+                format!("conversion webhook for {gvk} returned invalid metadata: {e}")
+            }
+        }
+    }
+}
+
+/// Check one object a webhook converted to `desired` (`group/version`) against its
+/// original and keep only what a webhook may change: everything but `metadata`, of
+/// which only labels and annotations (the rest is restored from the original).
+pub fn webhook_accept_converted(
+    original: &Value,
+    mut converted: Value,
+    desired: &str,
+) -> Result<Value, Refusal> {
     let text = |v: &Value, path: &str| {
         v.pointer(path)
             .and_then(Value::as_str)
             .unwrap_or("")
             .to_string()
     };
+    let kind = converted.get("kind").and_then(Value::as_str).unwrap_or("");
+    if !converted.is_object() && !converted.is_null() {
+        return Err(Refusal::Undecodable(format!(
+            "json: cannot unmarshal {} into Go value of type map[string]interface {{}}",
+            json_type(&converted)
+        )));
+    }
+    if kind.is_empty() {
+        return Err(Refusal::Undecodable(format!(
+            "Object 'Kind' is missing in '{converted}'"
+        )));
+    }
+    let gv = group_version_string(
+        converted
+            .get("apiVersion")
+            .and_then(Value::as_str)
+            .unwrap_or(""),
+    );
+    if gv != desired {
+        return Err(Refusal::AtIndex(format!(
+            "invalid groupVersion (expected {desired}, received {gv})"
+        )));
+    }
+    let original_kind = text(original, "/kind");
+    if kind != original_kind {
+        return Err(Refusal::AtIndex(format!(
+            "invalid kind (expected {original_kind}, received {kind})"
+        )));
+    }
     for (what, path) in [
         ("kind", "/kind"),
         ("name", "/metadata/name"),
         ("namespace", "/metadata/namespace"),
         ("UID", "/metadata/uid"),
     ] {
-        let (e, a) = (text(original, path), text(converted, path));
+        let (e, a) = (text(original, path), text(&converted, path));
         if e != a {
-            return Err(format!("must have the same {what}: {e} != {a}"));
+            return Err(Refusal::Object(format!(
+                "must have the same {what}: {e} != {a}"
+            )));
         }
     }
-    let mut out = converted.clone();
-    let Some(response_meta) = converted.get("metadata") else {
+    let meta = restore_metadata(original, converted.get_mut("metadata").map(Value::take))
+        .map_err(Refusal::Metadata)?;
+    if let Some(o) = converted.as_object_mut() {
+        o.insert("metadata".into(), Value::Object(meta));
+    }
+    Ok(converted)
+}
+
+/// kube's `restoreObjectMeta`: the original's metadata with the labels and annotations
+/// the webhook answered (validated when they changed).
+fn restore_metadata(
+    original: &Value,
+    response_meta: Option<Value>,
+) -> Result<serde_json::Map<String, Value>, String> {
+    let Some(response_meta) = response_meta else {
         return Err("missing metadata in converted object".into());
     };
-    let Some(response_meta) = response_meta.as_object() else {
+    let Value::Object(mut response_meta) = response_meta else {
         return Err(format!(
             "invalid metadata of type {} in converted object",
-            go_type(response_meta)
+            go_type(&response_meta)
         ));
     };
     let mut meta = original
@@ -229,13 +470,13 @@ pub fn webhook_accept_converted(original: &Value, converted: &Value) -> Result<V
         .cloned()
         .unwrap_or_default();
     for fld in ["labels", "annotations"] {
-        match response_meta.get(fld) {
+        match response_meta.remove(fld) {
             None | Some(Value::Null) => {
                 meta.remove(fld);
             }
             Some(Value::Object(m)) => {
                 let mut strings = std::collections::BTreeMap::new();
-                for (k, v) in m {
+                for (k, v) in &m {
                     let Some(v) = v.as_str() else {
                         return Err(format!(
                             "metadata.{fld}[{k}] must be a string, but is {} in converted object",
@@ -244,7 +485,7 @@ pub fn webhook_accept_converted(original: &Value, converted: &Value) -> Result<V
                     };
                     strings.insert(k.clone(), v.to_string());
                 }
-                if meta.get(fld) != Some(&Value::Object(m.clone())) {
+                if meta.get(fld).and_then(Value::as_object) != Some(&m) {
                     let errs = if fld == "labels" {
                         crate::schema::objectmeta::validate_labels(
                             &strings,
@@ -260,20 +501,29 @@ pub fn webhook_accept_converted(original: &Value, converted: &Value) -> Result<V
                         return Err(crate::field::aggregate_message(&errs));
                     }
                 }
-                meta.insert(fld.into(), Value::Object(m.clone()));
+                meta.insert(fld.into(), Value::Object(m));
             }
             Some(other) => {
                 return Err(format!(
                     "invalid metadata.{fld} of type {} in converted object",
-                    go_type(other)
+                    go_type(&other)
                 ))
             }
         }
     }
-    if let Some(o) = out.as_object_mut() {
-        o.insert("metadata".into(), Value::Object(meta));
+    Ok(meta)
+}
+
+/// The JSON type name Go's `encoding/json` uses in unmarshal errors.
+fn json_type(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "bool",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
     }
-    Ok(out)
 }
 
 /// The Go type a JSON value decodes to, as `%T` prints it.
@@ -415,7 +665,7 @@ mod tests {
     fn webhook_review_uses_the_first_supported_review_version() {
         let obj = json!({"apiVersion": "example.com/v1beta1", "kind": "Widget"});
         let review = webhook_review(
-            std::slice::from_ref(&obj),
+            vec![obj.clone()],
             "example.com/v1",
             "u1",
             &["v2".into(), "v1".into(), "v1beta1".into()],
@@ -425,7 +675,7 @@ mod tests {
         assert_eq!(review["request"]["desiredAPIVersion"], "example.com/v1");
         assert_eq!(review["request"]["objects"], json!([obj]));
         assert_eq!(
-            webhook_review(&[], "example.com/v1", "u1", &["v2".into()]),
+            webhook_review(Vec::new(), "example.com/v1", "u1", &["v2".into()]),
             Err("no supported conversion review versions".into())
         );
     }
@@ -435,21 +685,21 @@ mod tests {
         let ok = json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "ConversionReview",
             "response": {"uid": "u1", "result": {"status": "Success"}, "convertedObjects": [{"a": 1}]}});
         assert_eq!(
-            webhook_converted_objects("v1", "u1", &ok),
+            webhook_converted_objects("v1", "u1", ok.clone()),
             Ok(vec![json!({"a": 1})])
         );
         assert_eq!(
-            webhook_converted_objects("v1", "u2", &ok),
+            webhook_converted_objects("v1", "u2", ok),
             Err("expected response.uid=\"u2\", got \"u1\"".into())
         );
         let failed = json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "ConversionReview",
             "response": {"uid": "u1", "result": {"status": "Failure"}}});
         assert_eq!(
-            webhook_converted_objects("v1", "u1", &failed),
+            webhook_converted_objects("v1", "u1", failed),
             Err("response.result.status was 'Failure', not 'Success'".into())
         );
         assert_eq!(
-            webhook_converted_objects("v1", "u1", &json!({"kind": "Other"})),
+            webhook_converted_objects("v1", "u1", json!({"kind": "Other"})),
             Err("expected webhook response of apiextensions.k8s.io/v1, Kind=ConversionReview, got /, Kind=Other".into())
         );
     }
@@ -462,15 +712,61 @@ mod tests {
             "metadata": {"name": "w", "uid": "1", "generation": 9, "labels": {"b": "2"}},
             "spec": {"x": 1}});
         assert_eq!(
-            webhook_accept_converted(&original, &converted),
+            webhook_accept_converted(&original, converted, "example.com/v1"),
             Ok(json!({"apiVersion": "example.com/v1", "kind": "Widget",
                 "metadata": {"name": "w", "uid": "1", "generation": 2, "labels": {"b": "2"}},
                 "spec": {"x": 1}}))
         );
-        let renamed = json!({"kind": "Widget", "metadata": {"name": "x", "uid": "1"}});
+        let renamed = json!({"apiVersion": "example.com/v1", "kind": "Widget",
+            "metadata": {"name": "x", "uid": "1"}});
+        let refusal = webhook_accept_converted(&original, renamed, "example.com/v1");
         assert_eq!(
-            webhook_accept_converted(&original, &renamed),
-            Err("must have the same name: w != x".into())
+            refusal.map_err(|r| r.message("example.com/v1beta1, Kind=Widget")),
+            Err("conversion webhook for example.com/v1beta1, Kind=Widget returned invalid object: must have the same name: w != x".into())
         );
+    }
+
+    #[test]
+    fn webhook_answers_in_the_wrong_version_or_kind_are_refused_at_index_0() {
+        let original = json!({"apiVersion": "example.com/v1beta1", "kind": "Widget",
+            "metadata": {"name": "w"}});
+        let gvk = "example.com/v1beta1, Kind=Widget";
+        let refuse = |converted: Value| {
+            webhook_accept_converted(&original, converted, "example.com/v1")
+                .map_err(|r| r.message(gvk))
+        };
+        assert_eq!(
+            refuse(json!({"apiVersion": "example.com/v2", "kind": "Widget", "metadata": {"name": "w"}})),
+            Err("conversion webhook for example.com/v1beta1, Kind=Widget returned invalid object at index 0: invalid groupVersion (expected example.com/v1, received example.com/v2)".into())
+        );
+        assert_eq!(
+            refuse(json!({"apiVersion": "example.com/v1", "kind": "Gadget", "metadata": {"name": "w"}})),
+            Err("conversion webhook for example.com/v1beta1, Kind=Widget returned invalid object at index 0: invalid kind (expected Widget, received Gadget)".into())
+        );
+        assert_eq!(
+            refuse(json!({"apiVersion": "example.com/v1"})),
+            Err("Object 'Kind' is missing in '{\"apiVersion\":\"example.com/v1\"}'".into())
+        );
+        assert_eq!(
+            refuse(json!({"apiVersion": "example.com/v1", "kind": "Widget"})),
+            Err("conversion webhook for example.com/v1beta1, Kind=Widget returned invalid object: must have the same name: w != ".into()),
+            "kube compares names before it looks for metadata"
+        );
+        assert_eq!(
+            refuse(json!({"apiVersion": "example.com/v1", "kind": "Widget",
+                "metadata": {"name": "w", "labels": {"a": 1}}})),
+            Err("conversion webhook for example.com/v1beta1, Kind=Widget returned invalid metadata: metadata.labels[a] must be a string, but is int64 in converted object".into())
+        );
+    }
+
+    #[test]
+    fn empty_objects_and_objects_in_the_desired_version_are_not_sent() {
+        assert!(is_empty_object(&json!({"apiVersion": "a/v1", "kind": "K"})));
+        assert!(!is_empty_object(
+            &json!({"apiVersion": "a/v1", "kind": "K", "spec": {}})
+        ));
+        assert_eq!(group_version_string("example.com/v1"), "example.com/v1");
+        assert_eq!(group_version_string("v1"), "v1");
+        assert_eq!(group_version_string("a/b/c"), "");
     }
 }

@@ -42,13 +42,25 @@ impl Watcher {
     fn event(&mut self, ty: &str, obj: &Value) -> Bytes {
         let object = match self.output {
             Output::Table(v) => {
-                let mut t = crate::table::table_for_objects(
-                    std::slice::from_ref(obj),
-                    &self.kind.printer_columns(),
-                    crate::table::IncludeObject::parse(self.include_object.as_deref())
-                        .unwrap_or_default(),
-                    json!({"resourceVersion": object::meta_str(obj, "resourceVersion")}),
-                );
+                let include = crate::table::IncludeObject::parse(self.include_object.as_deref())
+                    .unwrap_or_default();
+                let meta = json!({"resourceVersion": object::meta_str(obj, "resourceVersion")});
+                let mut t = match self.kind.builtin_printer() {
+                    Some(p) => {
+                        let options = crate::table::TableOptions {
+                            include_object: include,
+                            ..Default::default()
+                        };
+                        let objs = std::slice::from_ref(obj);
+                        crate::table::builtin_table(objs, p, &options, &meta, chrono::Utc::now())
+                    }
+                    None => crate::table::table_for_objects(
+                        std::slice::from_ref(obj),
+                        &self.kind.printer_columns(),
+                        include,
+                        meta,
+                    ),
+                };
                 if let Some(m) = t.as_object_mut() {
                     m.insert("apiVersion".into(), json!(v.api_version()));
                     if self.sent_headers {
@@ -75,6 +87,12 @@ impl Watcher {
         )
     }
 
+    /// Whether label or field selectors narrow the watch.
+    fn filtering(&self) -> bool {
+        self.opts.labels.as_ref().is_some_and(|l| !l.is_empty())
+            || self.opts.fields.as_ref().is_some_and(|f| !f.is_empty())
+    }
+
     fn matches(&self, obj: &Value) -> bool {
         let store_matches = |o: &Value| -> bool {
             if let Some(l) = &self.opts.labels {
@@ -95,6 +113,16 @@ fn line(v: &Value) -> Bytes {
     let mut b = serde_json::to_vec(v).unwrap_or_default();
     b.push(b'\n');
     Bytes::from(b)
+}
+
+/// A failed conversion of a watched object as kube's watch reports it: an error that
+/// is no API status becomes an `InternalError` (the watch then ends).
+fn conversion_error(s: Status) -> Status {
+    if s.reason.is_empty() {
+        Status::internal(s.message)
+    } else {
+        s
+    }
 }
 
 fn error_event(s: &Status) -> Bytes {
@@ -197,17 +225,28 @@ pub async fn watch(
                     let Ok(mut cur) = decode_stored(&ev.kv) else {
                         continue;
                     };
-                    watcher.kind.on_read(&mut cur);
-                    let prev = ev
-                        .prev
-                        .as_ref()
-                        .and_then(|p| decode_stored(p).ok())
-                        .map(|mut p| {
-                            watcher.kind.on_read(&mut p);
-                            p
-                        });
+                    if let Err(s) = watcher.kind.on_read(&mut cur).await {
+                        let _ = tx.send(error_event(&conversion_error(s))).await;
+                        return;
+                    }
+                    // As kube, the previous object is decoded (and converted) only when
+                    // selectors must judge it: for deletes the last value is `cur`.
+                    let prev_match = match &ev.prev {
+                        None => false,
+                        Some(_) if !watcher.filtering() => true,
+                        Some(p) if matches!(ev.kind, EventKind::Modify) => match decode_stored(p) {
+                            Ok(mut prev) => {
+                                if let Err(s) = watcher.kind.on_read(&mut prev).await {
+                                    let _ = tx.send(error_event(&conversion_error(s))).await;
+                                    return;
+                                }
+                                watcher.matches(&prev)
+                            }
+                            Err(_) => false,
+                        },
+                        Some(_) => false,
+                    };
                     let cur_match = watcher.matches(&cur);
-                    let prev_match = prev.as_ref().is_some_and(|p| watcher.matches(p));
                     let ty = match ev.kind {
                         EventKind::Delete if prev_match || cur_match => "DELETED",
                         EventKind::Delete => continue,

@@ -1,6 +1,8 @@
 //! Custom resources: every write runs the pipeline of the CRD version it addresses.
 
-use super::{Admitted, Descriptor, ResourceKind, WriteOptions};
+use super::{Admitted, Conversion, Descriptor, ResourceKind, WriteOptions};
+use crate::admission::client::ServiceResolver;
+use crate::conversion;
 use crate::pipeline::{self, VersionSchema};
 use crate::registry::catalog::CompiledCrd;
 use crate::status::Status;
@@ -12,6 +14,10 @@ pub struct CustomResourceKind {
     crd: Arc<CompiledCrd>,
     version: usize,
     descriptor: Descriptor,
+    /// Strategy `Webhook` (else `None`: conversion without IO).
+    webhook: bool,
+    /// Where a conversion webhook's Service is reached (set for strategy `Webhook`).
+    services: Option<ServiceResolver>,
 }
 
 impl CustomResourceKind {
@@ -31,10 +37,21 @@ impl CustomResourceKind {
             has_generation: true,
         };
         CustomResourceKind {
+            webhook: conversion::uses_webhook(&crd),
+            services: None,
             crd,
             version,
             descriptor,
         }
+    }
+
+    /// Reach a conversion webhook's `clientConfig.service` through `services` (only
+    /// kept when the CRD converts by webhook).
+    pub fn with_services(mut self, services: &ServiceResolver) -> Self {
+        if self.webhook {
+            self.services = Some(services.clone());
+        }
+        self
     }
 
     /// The compiled schema of the addressed version.
@@ -104,12 +121,35 @@ impl ResourceKind for CustomResourceKind {
         &self.schema().structural
     }
 
-    fn to_storage(&self, obj: &mut Value) {
-        crate::conversion::to_storage(&self.crd, obj);
+    fn to_storage<'a>(&'a self, obj: &'a mut Value) -> Conversion<'a> {
+        if self.webhook {
+            return Conversion::Pending(Box::pin(conversion::to_storage_by_webhook(
+                &self.crd,
+                self.services.as_ref(),
+                obj,
+            )));
+        }
+        conversion::to_storage(&self.crd, obj);
+        Conversion::done(Ok(()))
     }
 
-    fn on_read(&self, obj: &mut Value) {
-        crate::conversion::to_served(&self.crd, self.schema(), obj);
+    fn on_read<'a>(&'a self, obj: &'a mut Value) -> Conversion<'a> {
+        self.on_read_all(std::slice::from_mut(obj))
+    }
+
+    fn on_read_all<'a>(&'a self, objs: &'a mut [Value]) -> Conversion<'a> {
+        if self.webhook {
+            return Conversion::Pending(Box::pin(conversion::to_served_by_webhook(
+                &self.crd,
+                self.services.as_ref(),
+                self.schema(),
+                objs,
+            )));
+        }
+        for obj in objs {
+            conversion::to_served(&self.crd, self.schema(), obj);
+        }
+        Conversion::done(Ok(()))
     }
 
     fn printer_columns(&self) -> Vec<crate::table::PrinterColumn> {

@@ -4,12 +4,17 @@
 //!
 //! Handlers call this layer; it never sees HTTP.
 
+pub mod access_review;
+pub mod admission_policy;
+pub mod builtin;
 pub mod crd;
 pub mod custom_resource;
 pub mod namespace;
 pub mod object;
+pub mod rbac;
 pub mod store;
 pub mod strategic;
+pub mod typed;
 pub mod webhook_configuration;
 
 use crate::status::{GroupResource, Status};
@@ -49,6 +54,8 @@ pub enum Operation {
     Create,
     /// PUT, PATCH, apply on an existing object.
     Update,
+    /// DELETE of one object (and of each object of a deletecollection).
+    Delete,
 }
 
 /// What the request asks of a write beyond the object itself.
@@ -71,6 +78,8 @@ pub struct WriteOptions {
     pub is_apply: bool,
     /// The field manager: `?fieldManager=`, else kube's prefix of the user agent.
     pub field_manager: String,
+    /// Who asks (AdmissionReview `userInfo`).
+    pub user: crate::auth::UserInfo,
 }
 
 /// The outcome of admitting a write: the object to store, plus what the client is told.
@@ -132,6 +141,37 @@ impl Descriptor {
             format!("{}/{}/", self.key_root, namespace)
         } else {
             format!("{}/", self.key_root)
+        }
+    }
+}
+
+/// The conversion of objects between storage and a request: finished at once when no IO
+/// is needed (built-in kinds, strategy `None`: no allocation), or waiting on a CRD's
+/// conversion webhook. Awaiting it gives the outcome.
+pub enum Conversion<'a> {
+    /// Finished (`None` once the outcome has been taken).
+    Done(Option<Result<(), Status>>),
+    /// Waiting on IO.
+    Pending(futures::future::BoxFuture<'a, Result<(), Status>>),
+}
+
+impl Conversion<'_> {
+    /// A conversion finished with `result`.
+    pub fn done(result: Result<(), Status>) -> Self {
+        Conversion::Done(Some(result))
+    }
+}
+
+impl std::future::Future for Conversion<'_> {
+    type Output = Result<(), Status>;
+
+    fn poll(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Self::Output> {
+        match self.get_mut() {
+            Conversion::Done(outcome) => std::task::Poll::Ready(outcome.take().unwrap_or(Ok(()))),
+            Conversion::Pending(future) => future.as_mut().poll(cx),
         }
     }
 }
@@ -203,14 +243,29 @@ pub trait ResourceKind: Send + Sync {
         Ok(out)
     }
 
-    /// Convert an admitted object to the form kept in storage (the storage version).
-    fn to_storage(&self, obj: &mut Value) {
+    /// Convert an admitted object to the form kept in storage (custom resources: the
+    /// storage version, which may take a call to the CRD's conversion webhook).
+    fn to_storage<'a>(&'a self, obj: &'a mut Value) -> Conversion<'a> {
         let _ = obj;
+        Conversion::done(Ok(()))
     }
 
-    /// Decorate an object read from storage (prune + default for custom resources).
-    fn on_read(&self, obj: &mut Value) {
+    /// Decorate an object read from storage (custom resources: prune + default, then
+    /// convert to the addressed version).
+    fn on_read<'a>(&'a self, obj: &'a mut Value) -> Conversion<'a> {
         let _ = obj;
+        Conversion::done(Ok(()))
+    }
+
+    /// [`ResourceKind::on_read`] for the objects of one list page (custom resources
+    /// convert them in one webhook call).
+    fn on_read_all<'a>(&'a self, objs: &'a mut [Value]) -> Conversion<'a> {
+        Conversion::Pending(Box::pin(async move {
+            for obj in objs.iter_mut() {
+                self.on_read(obj).await?;
+            }
+            Ok(())
+        }))
     }
 
     /// The schema server-side apply merges by. Built-in kinds here carry no typed
@@ -239,6 +294,12 @@ pub trait ResourceKind: Send + Sync {
     /// Printer columns for Table output (empty = kube's NAME/AGE default).
     fn printer_columns(&self) -> Vec<crate::table::PrinterColumn> {
         Vec::new()
+    }
+
+    /// kube's own Table printer, for built-in kinds whose cells are computed in code
+    /// (when set, it replaces `printer_columns`).
+    fn builtin_printer(&self) -> Option<&crate::table::BuiltinPrinter> {
+        None
     }
 
     /// Extra field-selector labels this kind supports besides name/namespace.
