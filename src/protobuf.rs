@@ -15,6 +15,8 @@ enum Ty {
     Bool,
     Time,
     StrMap,
+    /// `map<string, bytes>`: values base64-encoded, as Go's JSON writes `[]byte`.
+    BytesMap,
     Msg(&'static [Field]),
 }
 
@@ -87,7 +89,73 @@ const DELETE_OPTIONS: &[Field] = &[
     r(5, "dryRun", Ty::Str),
 ];
 
+const CONFIG_MAP: &[Field] = &[
+    f(1, "metadata", Ty::Msg(OBJECT_META)),
+    f(2, "data", Ty::StrMap),
+    f(3, "binaryData", Ty::BytesMap),
+    f(4, "immutable", Ty::Bool),
+];
+const SECRET: &[Field] = &[
+    f(1, "metadata", Ty::Msg(OBJECT_META)),
+    f(2, "data", Ty::BytesMap),
+    f(3, "type", Ty::Str),
+    f(4, "stringData", Ty::StrMap),
+    f(5, "immutable", Ty::Bool),
+];
+
+const OBJECT_REFERENCE: &[Field] = &[
+    f(1, "kind", Ty::Str),
+    f(2, "namespace", Ty::Str),
+    f(3, "name", Ty::Str),
+    f(4, "uid", Ty::Str),
+    f(5, "apiVersion", Ty::Str),
+    f(6, "resourceVersion", Ty::Str),
+    f(7, "fieldPath", Ty::Str),
+];
+const LOCAL_OBJECT_REFERENCE: &[Field] = &[f(1, "name", Ty::Str)];
+const SERVICE_ACCOUNT: &[Field] = &[
+    f(1, "metadata", Ty::Msg(OBJECT_META)),
+    r(2, "secrets", Ty::Msg(OBJECT_REFERENCE)),
+    r(3, "imagePullSecrets", Ty::Msg(LOCAL_OBJECT_REFERENCE)),
+    f(4, "automountServiceAccountToken", Ty::Bool),
+];
+
 const TYPE_META: &[Field] = &[f(1, "apiVersion", Ty::Str), f(2, "kind", Ty::Str)];
+
+// authorization.k8s.io/v1 access reviews (`kubectl auth can-i`); selector requirements
+// and SubjectAccessReview `extra` are not decoded.
+const SELECTOR_ATTRIBUTES: &[Field] = &[f(1, "rawSelector", Ty::Str)];
+const RESOURCE_ATTRIBUTES: &[Field] = &[
+    f(1, "namespace", Ty::Str),
+    f(2, "verb", Ty::Str),
+    f(3, "group", Ty::Str),
+    f(4, "version", Ty::Str),
+    f(5, "resource", Ty::Str),
+    f(6, "subresource", Ty::Str),
+    f(7, "name", Ty::Str),
+    f(8, "fieldSelector", Ty::Msg(SELECTOR_ATTRIBUTES)),
+    f(9, "labelSelector", Ty::Msg(SELECTOR_ATTRIBUTES)),
+];
+const NON_RESOURCE_ATTRIBUTES: &[Field] = &[f(1, "path", Ty::Str), f(2, "verb", Ty::Str)];
+const SELF_SUBJECT_ACCESS_REVIEW_SPEC: &[Field] = &[
+    f(1, "resourceAttributes", Ty::Msg(RESOURCE_ATTRIBUTES)),
+    f(2, "nonResourceAttributes", Ty::Msg(NON_RESOURCE_ATTRIBUTES)),
+];
+const SUBJECT_ACCESS_REVIEW_SPEC: &[Field] = &[
+    f(1, "resourceAttributes", Ty::Msg(RESOURCE_ATTRIBUTES)),
+    f(2, "nonResourceAttributes", Ty::Msg(NON_RESOURCE_ATTRIBUTES)),
+    f(3, "user", Ty::Str),
+    r(4, "groups", Ty::Str),
+    f(6, "uid", Ty::Str),
+];
+const SELF_SUBJECT_ACCESS_REVIEW: &[Field] = &[
+    f(1, "metadata", Ty::Msg(OBJECT_META)),
+    f(2, "spec", Ty::Msg(SELF_SUBJECT_ACCESS_REVIEW_SPEC)),
+];
+const SUBJECT_ACCESS_REVIEW: &[Field] = &[
+    f(1, "metadata", Ty::Msg(OBJECT_META)),
+    f(2, "spec", Ty::Msg(SUBJECT_ACCESS_REVIEW_SPEC)),
+];
 
 struct Reader<'a> {
     buf: &'a [u8],
@@ -154,6 +222,10 @@ fn string(p: &Payload) -> Result<String, String> {
 }
 
 fn time(b: &[u8]) -> Result<Value, String> {
+    // kube's `Time.Unmarshal`: no bytes is the zero time (JSON null, omitted).
+    if b.is_empty() {
+        return Ok(Value::Null);
+    }
     let mut rd = Reader { buf: b, pos: 0 };
     let mut secs = 0i64;
     while let Some((num, p)) = rd.next()? {
@@ -178,13 +250,17 @@ fn message(b: &[u8], fields: &[Field]) -> Result<Map<String, Value>, String> {
             (Ty::Bool, Payload::Varint(v)) => json!(*v != 0),
             (Ty::Time, Payload::Bytes(b)) => time(b)?,
             (Ty::Msg(sub), Payload::Bytes(b)) => Value::Object(message(b, sub)?),
-            (Ty::StrMap, Payload::Bytes(b)) => {
+            (Ty::StrMap | Ty::BytesMap, Payload::Bytes(b)) => {
                 let mut entry = Reader { buf: b, pos: 0 };
                 let (mut k, mut v) = (String::new(), String::new());
                 while let Some((n, ep)) = entry.next()? {
-                    match n {
-                        1 => k = string(&ep)?,
-                        2 => v = string(&ep)?,
+                    match (n, &ep) {
+                        (1, _) => k = string(&ep)?,
+                        (2, Payload::Bytes(raw)) if matches!(field.ty, Ty::BytesMap) => {
+                            use base64::Engine;
+                            v = base64::engine::general_purpose::STANDARD.encode(raw);
+                        }
+                        (2, _) => v = string(&ep)?,
                         _ => {}
                     }
                 }
@@ -201,7 +277,10 @@ fn message(b: &[u8], fields: &[Field]) -> Result<Map<String, Value>, String> {
             if let Some(a) = list.as_array_mut() {
                 a.push(value);
             }
-        } else if !(value.as_str() == Some("") || value.as_object().is_some_and(Map::is_empty)) {
+        } else if !(value.is_null()
+            || value.as_str() == Some("")
+            || value.as_object().is_some_and(Map::is_empty))
+        {
             // Go's JSON encoding omits empty strings and empty structs.
             out.insert(field.name.into(), value);
         }
@@ -231,7 +310,12 @@ pub fn decode(body: &[u8]) -> Result<Value, String> {
         .to_string();
     let fields = match kind.as_str() {
         "Namespace" => NAMESPACE,
+        "ConfigMap" => CONFIG_MAP,
+        "Secret" => SECRET,
+        "ServiceAccount" => SERVICE_ACCOUNT,
         "DeleteOptions" => DELETE_OPTIONS,
+        "SelfSubjectAccessReview" => SELF_SUBJECT_ACCESS_REVIEW,
+        "SubjectAccessReview" | "LocalSubjectAccessReview" => SUBJECT_ACCESS_REVIEW,
         other => {
             return Err(format!(
                 "no kind \"{other}\" is registered for the protobuf encoding"

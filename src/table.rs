@@ -220,6 +220,20 @@ pub fn table_with_options(
     } else {
         columns
     };
+    let rows = objs
+        .iter()
+        .map(|o| table_row(o, columns, options, now))
+        .collect();
+    table_value(
+        table_list_meta(list_meta),
+        column_definitions(columns),
+        options,
+        rows,
+    )
+}
+
+/// The Table's `metadata`: what it carries over from the list's.
+fn table_list_meta(list_meta: &Value) -> Value {
     let mut meta = Map::new();
     for key in ["selfLink", "resourceVersion", "continue"] {
         if let Some(s) = list_meta.get(key).and_then(Value::as_str) {
@@ -234,23 +248,14 @@ pub fn table_with_options(
     {
         meta.insert("remainingItemCount".to_string(), n.clone());
     }
-    let rows = objs
-        .iter()
-        .map(|o| table_row(o, columns, options, now))
-        .collect();
-    table_value(Value::Object(meta), columns, options, rows)
+    Value::Object(meta)
 }
 
-fn table_value(
-    meta: Value,
-    columns: &[PrinterColumn],
-    options: &TableOptions,
-    rows: Vec<Value>,
-) -> Value {
+fn table_value(meta: Value, defs: Value, options: &TableOptions, rows: Vec<Value>) -> Value {
     let defs = if options.no_headers {
         Value::Null
     } else {
-        column_definitions(columns)
+        defs
     };
     json!({
         "kind": "Table",
@@ -385,6 +390,171 @@ pub fn short_human_duration(d: chrono::TimeDelta) -> String {
         return format!("{}d", hours / 24);
     }
     format!("{}y", (nanos / 3.6e12 / 24.0 / 365.0).trunc() as i64)
+}
+
+/// One column of a built-in kind's Table, as kube's printers define it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BuiltinColumn {
+    /// Column header.
+    pub name: &'static str,
+    /// `string` or `integer`.
+    pub type_: &'static str,
+    /// `name` for the object name column, else empty.
+    pub format: &'static str,
+    /// 0 for the default view, 1 for `-o wide`.
+    pub priority: i64,
+    /// kube's description (the documentation of the field shown).
+    pub description: String,
+}
+
+impl BuiltinColumn {
+    /// A column with no format.
+    pub fn new(name: &'static str, type_: &'static str, priority: i64, description: &str) -> Self {
+        BuiltinColumn {
+            name,
+            type_,
+            format: "",
+            priority,
+            description: description.to_string(),
+        }
+    }
+
+    /// kube's `Name` column of built-in kinds.
+    pub fn name(priority: i64) -> Self {
+        BuiltinColumn {
+            name: "Name",
+            type_: "string",
+            format: "name",
+            priority,
+            description: NAME_COLUMN_DESCRIPTION.to_string(),
+        }
+    }
+
+    /// kube's `Age` column of built-in kinds (a string cell, computed by the server).
+    pub fn age() -> Self {
+        BuiltinColumn::new("Age", "string", 0, AGE_COLUMN_DESCRIPTION)
+    }
+}
+
+/// kube's Table printer of a built-in kind (`pkg/printers/internalversion`): column
+/// definitions and the function computing a row's cells, one per column (kube fills
+/// the `-o wide` cells too; kubectl hides them).
+#[derive(Clone, Debug)]
+pub struct BuiltinPrinter {
+    /// Column definitions, in order (built-in kinds say where `Name` goes).
+    pub columns: Vec<BuiltinColumn>,
+    /// The cells of one object's row at the given time.
+    pub cells: fn(&Value, DateTime<Utc>) -> Vec<Value>,
+}
+
+/// The Table of a built-in kind's objects (see [`table_with_options`] for the arguments).
+pub fn builtin_table(
+    objs: &[Value],
+    printer: &BuiltinPrinter,
+    options: &TableOptions,
+    list_meta: &Value,
+    now: DateTime<Utc>,
+) -> Value {
+    let defs = printer
+        .columns
+        .iter()
+        .map(|c| {
+            json!({
+                "name": c.name,
+                "type": c.type_,
+                "format": c.format,
+                "description": c.description,
+                "priority": c.priority,
+            })
+        })
+        .collect();
+    let rows = objs
+        .iter()
+        .map(|o| {
+            let object = match options.include_object {
+                IncludeObject::None => Value::Null,
+                IncludeObject::Object => o.clone(),
+                IncludeObject::Metadata => partial_object_metadata(o, &options.group_version),
+            };
+            json!({"cells": (printer.cells)(o, now), "object": object})
+        })
+        .collect();
+    table_value(
+        table_list_meta(list_meta),
+        Value::Array(defs),
+        options,
+        rows,
+    )
+}
+
+/// kube's `translateTimestampSince` for a timestamp field: `<unknown>` when absent,
+/// else the age in kube's `HumanDuration` (`5m30s`, `3h`, `2d4h`).
+pub fn timestamp_since(timestamp: Option<&str>, now: DateTime<Utc>) -> String {
+    match timestamp.filter(|t| !t.is_empty()) {
+        None => "<unknown>".to_string(),
+        Some(t) => match DateTime::parse_from_rfc3339(t) {
+            Ok(t) => human_duration(now.signed_duration_since(t.with_timezone(&Utc))),
+            Err(_) => "<unknown>".to_string(),
+        },
+    }
+}
+
+/// kube's `duration.HumanDuration` (more precise than [`short_human_duration`]).
+pub fn human_duration(d: chrono::TimeDelta) -> String {
+    let seconds = d.num_seconds();
+    if seconds < -1 {
+        return "<invalid>".to_string();
+    }
+    if seconds < 0 {
+        return "0s".to_string();
+    }
+    if seconds < 120 {
+        return format!("{seconds}s");
+    }
+    let minutes = d.num_minutes();
+    if minutes < 10 {
+        let s = seconds % 60;
+        return if s == 0 {
+            format!("{minutes}m")
+        } else {
+            format!("{minutes}m{s}s")
+        };
+    }
+    if minutes < 180 {
+        return format!("{minutes}m");
+    }
+    let hours = d.num_hours();
+    if hours < 8 {
+        let m = minutes % 60;
+        return if m == 0 {
+            format!("{hours}h")
+        } else {
+            format!("{hours}h{m}m")
+        };
+    }
+    if hours < 48 {
+        return format!("{hours}h");
+    }
+    if hours < 24 * 8 {
+        let h = hours % 24;
+        return if h == 0 {
+            format!("{}d", hours / 24)
+        } else {
+            format!("{}d{h}h", hours / 24)
+        };
+    }
+    if hours < 24 * 365 * 2 {
+        return format!("{}d", hours / 24);
+    }
+    if hours < 24 * 365 * 8 {
+        let dy = (hours / 24) % 365;
+        return if dy == 0 {
+            format!("{}y", hours / 24 / 365)
+        } else {
+            format!("{}y{dy}d", hours / 24 / 365)
+        };
+    }
+    format!("{}y", hours / 24 / 365)
 }
 
 /// kube's JSONPath dialect (`k8s.io/client-go/util/jsonpath`), enough for printer
@@ -960,6 +1130,41 @@ pub mod jsonpath {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn human_duration_matches_kubes_human_duration() {
+        let d = chrono::TimeDelta::seconds;
+        assert_eq!(human_duration(d(-5)), "<invalid>");
+        assert_eq!(human_duration(d(-1)), "0s");
+        assert_eq!(human_duration(d(119)), "119s");
+        assert_eq!(human_duration(d(5 * 60 + 30)), "5m30s");
+        assert_eq!(human_duration(d(6 * 60)), "6m");
+        assert_eq!(human_duration(d(90 * 60)), "90m");
+        assert_eq!(human_duration(d(3 * 3600 + 5 * 60)), "3h5m");
+        assert_eq!(human_duration(d(10 * 3600)), "10h");
+        assert_eq!(human_duration(d(3 * 86400 + 4 * 3600)), "3d4h");
+        assert_eq!(human_duration(d(30 * 86400)), "30d");
+        assert_eq!(human_duration(d(800 * 86400)), "2y70d");
+    }
+
+    #[test]
+    fn builtin_table_uses_the_printers_columns_and_cells() {
+        let printer = BuiltinPrinter {
+            columns: vec![BuiltinColumn::name(0), BuiltinColumn::age()],
+            cells: |obj, _| vec![obj["metadata"]["name"].clone(), json!("5m")],
+        };
+        let t = builtin_table(
+            &[json!({"metadata": {"name": "a"}})],
+            &printer,
+            &TableOptions::default(),
+            &json!({"resourceVersion": "7"}),
+            Utc::now(),
+        );
+        assert_eq!(t["columnDefinitions"][0]["format"], "name");
+        assert_eq!(t["columnDefinitions"][1]["type"], "string");
+        assert_eq!(t["rows"][0]["cells"], json!(["a", "5m"]));
+        assert_eq!(t["metadata"], json!({"resourceVersion": "7"}));
+    }
+
     use super::*;
     use chrono::TimeZone;
 

@@ -12,6 +12,7 @@ fn merge_keys(kind: &str) -> Option<&'static [(&'static str, &'static str)]> {
         "MutatingWebhookConfiguration" | "ValidatingWebhookConfiguration" => {
             Some(&[("webhooks", "name"), ("matchConditions", "name")])
         }
+        "ServiceAccount" => Some(&[("secrets", "name")]),
         _ => None,
     }
 }

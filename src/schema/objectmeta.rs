@@ -644,6 +644,17 @@ pub fn validate_object_meta(meta: &Value, namespaced: bool, path: &Path) -> Erro
     )
 }
 
+/// kube's `validateCommonFields` (every kind, on update) and RBAC's `ValidateRBACName`:
+/// `metadata` with names checked only as path segments (no `/`, `%`, `.`, `..`).
+pub fn validate_object_meta_path_segment(meta: &Value, namespaced: bool, path: &Path) -> ErrorList {
+    validate_meta(
+        &Meta::from_unstructured(meta),
+        namespaced,
+        NameRule::PathSegment,
+        path,
+    )
+}
+
 /// Create-time validation of a Namespace's `metadata` (names are DNS-1123 labels).
 pub fn validate_namespace_meta(meta: &Value, path: &Path) -> ErrorList {
     validate_meta(

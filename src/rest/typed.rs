@@ -1,0 +1,745 @@
+//! Built-in kinds with a typed schema (ConfigMaps, Secrets, ServiceAccounts, Events,
+//! Leases): one generic `ResourceKind` parameterised by a [`Strategy`] (kube's registry
+//! strategy, defaults and validation of the kind) and a structural schema derived once
+//! from the kind's OpenAPI definition in `registry/openapi_builtin.json`.
+//!
+//! Writes: prune unknown fields (warnings or a 400 per `fieldValidation`, as kube's
+//! strict decoder) → the kind's decoding and defaults → managedFields → mutating
+//! admission → prepare (system metadata, the strategy's `PrepareFor*`) → validation.
+
+use super::{
+    object, Admitted, Conversion, Descriptor, FieldValidation, ResourceKind, WriteOptions,
+};
+use crate::apply;
+use crate::field::{self, ErrorList, Path};
+use crate::schema::prune;
+use crate::schema::structural::{AdditionalProperties, Structural};
+use crate::status::Status;
+use crate::table::BuiltinPrinter;
+use serde_json::{json, Map, Value};
+
+/// What differs between typed built-in kinds: kube's strategy, defaults and validation.
+pub trait Strategy: Send + Sync {
+    /// What kube's decoder rejects beyond the schema's types (a 400 `... cannot be
+    /// handled as a X: <message>`), e.g. Secret data that is not base64.
+    fn check_decodable(&self, obj: &Value) -> Result<(), String> {
+        let _ = obj;
+        Ok(())
+    }
+
+    /// The kind's decoding conversions and defaults (`pkg/apis/*/v1/{conversion,defaults}.go`),
+    /// on the object as the endpoint serves it.
+    fn default(&self, obj: &mut Value) {
+        let _ = obj;
+    }
+
+    /// kube's `PrepareForCreate`.
+    fn prepare_for_create(&self, obj: &mut Value) {
+        let _ = obj;
+    }
+
+    /// kube's `PrepareForUpdate`.
+    fn prepare_for_update(&self, new: &mut Value, old: &Value) {
+        let _ = (new, old);
+    }
+
+    /// kube's `Validate` (the kind's `ValidateX`, object metadata included).
+    fn validate(&self, obj: &Value) -> ErrorList;
+
+    /// kube's `ValidateUpdate` (the kind's `ValidateXUpdate`).
+    fn validate_update(&self, new: &Value, old: &Value) -> ErrorList;
+
+    /// kube's Table printer of the kind.
+    fn printer(&self) -> BuiltinPrinter;
+
+    /// The value of a field-selector label (`metadata.name`, `metadata.namespace` and
+    /// the kind's own labels); `Err` is kube's `field label not supported: x`.
+    fn field_value(&self, obj: &Value, field: &str) -> Result<Option<String>, String> {
+        meta_field_value(obj, field)
+    }
+
+    /// Convert an admitted object (as served) to the stored form.
+    fn to_storage(&self, obj: &mut Value) {
+        let _ = obj;
+    }
+
+    /// Convert a stored object to the form this endpoint serves.
+    fn on_read(&self, obj: &mut Value) {
+        let _ = obj;
+    }
+}
+
+/// `metadata.name` / `metadata.namespace`, the field labels every kind supports.
+pub fn meta_field_value(obj: &Value, field: &str) -> Result<Option<String>, String> {
+    match field {
+        "metadata.name" => Ok(Some(object::name(obj).to_string())),
+        "metadata.namespace" => Ok(Some(object::namespace(obj).to_string())),
+        _ => Err(format!("field label not supported: {field}")),
+    }
+}
+
+/// A string field of an object at a JSON pointer (`""` when absent, as Go's zero value).
+pub fn str_at<'a>(obj: &'a Value, pointer: &str) -> &'a str {
+    obj.pointer(pointer).and_then(Value::as_str).unwrap_or("")
+}
+
+/// Go's `base64.StdEncoding` check of a `[]byte` field, with its error text
+/// (`illegal base64 data at input byte N`); newlines are skipped as Go skips them.
+pub fn check_base64(s: &str) -> Result<(), String> {
+    let b = s.as_bytes();
+    let err = |at: usize| Err(format!("illegal base64 data at input byte {at}"));
+    let is_newline = |c: u8| c == b'\n' || c == b'\r';
+    let in_alphabet = |c: u8| c.is_ascii_alphanumeric() || c == b'+' || c == b'/';
+    let mut si = 0;
+    loop {
+        let mut j = 0;
+        while j < 4 {
+            if si == b.len() {
+                return if j == 0 { Ok(()) } else { err(si - j) };
+            }
+            let c = b[si];
+            si += 1;
+            if in_alphabet(c) {
+                j += 1;
+                continue;
+            }
+            if is_newline(c) {
+                continue;
+            }
+            if c != b'=' || j < 2 {
+                return err(si - 1);
+            }
+            if j == 2 {
+                // "==" is expected; the first "=" is consumed.
+                while si < b.len() && is_newline(b[si]) {
+                    si += 1;
+                }
+                if si == b.len() {
+                    return err(b.len());
+                }
+                if b[si] != b'=' {
+                    return err(si - 1);
+                }
+                si += 1;
+            }
+            while si < b.len() && is_newline(b[si]) {
+                si += 1;
+            }
+            return if si < b.len() { err(si) } else { Ok(()) };
+        }
+    }
+}
+
+/// One typed built-in resource.
+pub struct TypedKind {
+    descriptor: Descriptor,
+    definition: String,
+    schema: Structural,
+    strategy: Box<dyn Strategy>,
+    printer: BuiltinPrinter,
+}
+
+impl TypedKind {
+    /// The kind served at `descriptor`, its schema derived from the OpenAPI definition
+    /// `definition` (e.g. `io.k8s.api.core.v1.ConfigMap`).
+    pub fn new(descriptor: Descriptor, definition: &str, strategy: Box<dyn Strategy>) -> Self {
+        let defs = crate::registry::openapi::builtin_definitions();
+        let schema = defs
+            .get(definition)
+            .map(|d| structural_from_definition(d, defs, 0))
+            .unwrap_or_else(|| Structural {
+                type_: "object".into(),
+                x_preserve_unknown_fields: true,
+                ..Default::default()
+            });
+        let printer = strategy.printer();
+        TypedKind {
+            descriptor,
+            definition: definition.to_string(),
+            schema,
+            strategy,
+            printer,
+        }
+    }
+
+    /// The structural schema writes are pruned by and server-side apply merges by.
+    pub fn schema(&self) -> &Structural {
+        &self.schema
+    }
+
+    /// Prune by the schema and apply `fieldValidation` to what was dropped.
+    fn decode_stage(
+        &self,
+        obj: &mut Value,
+        opts: &WriteOptions,
+        patched: Option<&str>,
+    ) -> Result<Vec<String>, Status> {
+        let d = &self.descriptor;
+        let cannot_decode = |e: String| {
+            Status::bad_request(crate::codec::cannot_be_handled_message(
+                &d.kind, &d.version, &d.kind, &e,
+            ))
+        };
+        // kube decodes into typed structs first: type errors win over unknown fields.
+        if let Some(e) = go_type_error(obj, &self.definition) {
+            return Err(cannot_decode(e));
+        }
+        let report = prune::prune(obj, &self.schema, true, &prune::PruneOptions::default());
+        self.strategy.check_decodable(obj).map_err(cannot_decode)?;
+        unknown_field_policy(&self.descriptor, obj, opts, &report.unknown_fields, patched)
+    }
+
+    fn set_type_meta(&self, obj: &mut Value) {
+        let d = &self.descriptor;
+        if let Some(m) = obj.as_object_mut() {
+            for (key, want) in [("apiVersion", d.api_version()), ("kind", d.kind.clone())] {
+                if m.get(key).and_then(Value::as_str).unwrap_or("").is_empty() {
+                    m.insert(key.into(), json!(want));
+                }
+            }
+        }
+    }
+
+    fn managed_fields_stage(&self, old: Option<&Value>, obj: &mut Value, opts: &WriteOptions) {
+        if opts.is_apply {
+            return;
+        }
+        let (now, api_version) = (object::now(), self.descriptor.api_version());
+        let scope = apply::Scope {
+            schema: &self.schema,
+            api_version: &api_version,
+            kind: &self.descriptor.kind,
+            subresource: &opts.subresource,
+            status_subresource: false,
+            versions: &[],
+            now: &now,
+        };
+        apply::record_update(old, obj, &opts.field_manager, &scope);
+    }
+
+    fn type_meta_errors(&self, obj: &Value) -> ErrorList {
+        let d = &self.descriptor;
+        super::crd::type_meta_errors(obj, &d.api_version(), &d.kind)
+    }
+
+    fn reject(&self, obj: &Value, errs: &[field::Error]) -> Status {
+        let d = &self.descriptor;
+        Status::invalid(&d.kind, &d.gr.group, object::name(obj), errs)
+    }
+}
+
+/// kube's strict-decoding outcome for the unknown (and duplicate) fields of a body:
+/// warnings under `Warn`, a 400 under `Strict`, nothing under `Ignore`. `patched` is
+/// the patched object of a patch (kube quotes it in a 422 instead).
+fn unknown_field_policy(
+    d: &Descriptor,
+    obj: &Value,
+    opts: &WriteOptions,
+    unknown: &[String],
+    patched: Option<&str>,
+) -> Result<Vec<String>, Status> {
+    let mut problems: Vec<String> = opts
+        .duplicate_fields
+        .iter()
+        .map(|f| crate::codec::duplicate_field_message(f))
+        .collect();
+    problems.extend(
+        unknown
+            .iter()
+            .map(|f| crate::codec::unknown_field_message(f)),
+    );
+    match opts.field_validation {
+        FieldValidation::Ignore => Ok(Vec::new()),
+        FieldValidation::Warn => Ok(problems),
+        FieldValidation::Strict if problems.is_empty() => Ok(Vec::new()),
+        FieldValidation::Strict => {
+            let text = crate::codec::strict_decoding_error(&problems);
+            if let Some(patched) = patched {
+                let err = field::Error::invalid(&Path::new("patch"), json!(patched), text);
+                return Err(Status::invalid("", "", "", &[err]));
+            }
+            let kind = obj.get("kind").and_then(Value::as_str).unwrap_or(&d.kind);
+            Err(Status::bad_request(
+                crate::codec::cannot_be_handled_message(kind, &d.version, kind, &text),
+            ))
+        }
+    }
+}
+
+impl ResourceKind for TypedKind {
+    fn descriptor(&self) -> &Descriptor {
+        &self.descriptor
+    }
+
+    fn admit_create(&self, obj: Value, opts: &WriteOptions) -> Result<Admitted, Status> {
+        let input = self.create_mutating_input(obj, opts)?;
+        self.create_after_admission(input, opts)
+    }
+
+    fn admit_update(
+        &self,
+        new: Value,
+        old: &Value,
+        opts: &WriteOptions,
+    ) -> Result<Admitted, Status> {
+        let input = self.update_mutating_input(new, old, opts)?;
+        self.update_after_admission(input, old, opts)
+    }
+
+    fn create_mutating_input(
+        &self,
+        mut obj: Value,
+        opts: &WriteOptions,
+    ) -> Result<Admitted, Status> {
+        let warnings = self.decode_stage(&mut obj, opts, None)?;
+        self.set_type_meta(&mut obj);
+        self.strategy.default(&mut obj);
+        self.managed_fields_stage(None, &mut obj, opts);
+        Ok(Admitted {
+            object: obj,
+            warnings,
+            trace: Vec::new(),
+        })
+    }
+
+    fn create_after_admission(
+        &self,
+        input: Admitted,
+        _opts: &WriteOptions,
+    ) -> Result<Admitted, Status> {
+        let Admitted {
+            object: mut obj,
+            warnings,
+            trace,
+        } = input;
+        // Mutating webhooks may add unknown fields: kube's decoder drops them silently.
+        prune::prune(
+            &mut obj,
+            &self.schema,
+            true,
+            &prune::PruneOptions::default(),
+        );
+        self.strategy.default(&mut obj);
+        object::prepare_for_create(&mut obj, self.descriptor.has_generation);
+        self.strategy.prepare_for_create(&mut obj);
+        let mut errs = self.type_meta_errors(&obj);
+        errs.extend(self.strategy.validate(&obj));
+        if !errs.is_empty() {
+            return Err(self.reject(&obj, &errs));
+        }
+        Ok(Admitted {
+            object: obj,
+            warnings,
+            trace,
+        })
+    }
+
+    fn update_mutating_input(
+        &self,
+        mut new: Value,
+        old: &Value,
+        opts: &WriteOptions,
+    ) -> Result<Admitted, Status> {
+        let patched = (opts.is_patch && opts.field_validation == FieldValidation::Strict)
+            .then(|| serde_json::to_string(&new).unwrap_or_default());
+        let warnings = self.decode_stage(&mut new, opts, patched.as_deref())?;
+        self.set_type_meta(&mut new);
+        // An unconditional update (kube allows them for these kinds) writes over the
+        // stored revision.
+        if object::meta_str(&new, "resourceVersion").is_empty() {
+            let rv = object::meta_str(old, "resourceVersion").to_string();
+            object::meta_mut(&mut new).insert("resourceVersion".into(), json!(rv));
+        }
+        self.strategy.default(&mut new);
+        self.managed_fields_stage(Some(old), &mut new, opts);
+        Ok(Admitted {
+            object: new,
+            warnings,
+            trace: Vec::new(),
+        })
+    }
+
+    fn update_after_admission(
+        &self,
+        input: Admitted,
+        old: &Value,
+        _opts: &WriteOptions,
+    ) -> Result<Admitted, Status> {
+        let Admitted {
+            object: mut new,
+            warnings,
+            trace,
+        } = input;
+        prune::prune(
+            &mut new,
+            &self.schema,
+            true,
+            &prune::PruneOptions::default(),
+        );
+        self.strategy.default(&mut new);
+        object::prepare_for_update(&mut new, old);
+        if self.descriptor.has_generation {
+            object::bump_generation_if_changed(&mut new, old, false);
+        }
+        apply::revert_time_only_change(&mut new, old);
+        self.strategy.prepare_for_update(&mut new, old);
+        // kube's generic registry checks metadata before the strategy's own checks.
+        let meta_path = Path::new("metadata");
+        let meta = new.get("metadata").cloned().unwrap_or(Value::Null);
+        let old_meta = old.get("metadata").cloned().unwrap_or(Value::Null);
+        let mut errs = self.type_meta_errors(&new);
+        errs.extend(
+            crate::schema::objectmeta::validate_object_meta_path_segment(
+                &meta,
+                self.descriptor.namespaced,
+                &meta_path,
+            ),
+        );
+        errs.extend(crate::schema::objectmeta::validate_object_meta_update(
+            &meta, &old_meta, &meta_path,
+        ));
+        errs.extend(self.strategy.validate_update(&new, old));
+        if !errs.is_empty() {
+            return Err(self.reject(&new, &errs));
+        }
+        Ok(Admitted {
+            object: new,
+            warnings,
+            trace,
+        })
+    }
+
+    fn to_storage<'a>(&'a self, obj: &'a mut Value) -> Conversion<'a> {
+        self.strategy.to_storage(obj);
+        Conversion::done(Ok(()))
+    }
+
+    fn on_read<'a>(&'a self, obj: &'a mut Value) -> Conversion<'a> {
+        self.strategy.on_read(obj);
+        Conversion::done(Ok(()))
+    }
+
+    fn on_read_all<'a>(&'a self, objs: &'a mut [Value]) -> Conversion<'a> {
+        for obj in objs.iter_mut() {
+            self.strategy.on_read(obj);
+        }
+        Conversion::done(Ok(()))
+    }
+
+    fn merge_schema(&self) -> &Structural {
+        &self.schema
+    }
+
+    fn builtin_printer(&self) -> Option<&BuiltinPrinter> {
+        Some(&self.printer)
+    }
+
+    fn field_value(&self, obj: &Value, field: &str) -> Result<Option<String>, String> {
+        self.strategy.field_value(obj, field)
+    }
+}
+
+/// Go's `encoding/json` error when `obj` does not fit the Go types of OpenAPI
+/// definition `definition` (kube decodes built-in kinds into typed structs):
+/// `json: cannot unmarshal number into Go struct field ConfigMap.data of type string`.
+pub fn go_type_error(obj: &Value, definition: &str) -> Option<String> {
+    let defs = crate::registry::openapi::builtin_definitions();
+    let def = defs.get(definition)?;
+    let name = definition.rsplit('.').next().unwrap_or(definition);
+    go_struct_error(obj, def, defs, name, &mut Vec::new(), 0)
+}
+
+/// The first mismatch among the fields of a Go struct; `stack` is the field path so far.
+fn go_struct_error(
+    obj: &Value,
+    def: &Value,
+    defs: &Map<String, Value>,
+    struct_name: &str,
+    stack: &mut Vec<String>,
+    depth: usize,
+) -> Option<String> {
+    let fields = obj.as_object()?;
+    let props = def.get("properties").and_then(Value::as_object)?;
+    for (k, v) in fields {
+        let Some(prop) = props.get(k) else { continue };
+        stack.push(k.clone());
+        let err = go_value_error(v, prop, defs, struct_name, stack, depth + 1);
+        stack.pop();
+        if err.is_some() {
+            return err;
+        }
+    }
+    None
+}
+
+/// The Go type name of a schema node, the node it resolves to, and the struct's short
+/// name when it refers to a definition.
+fn go_type_of<'a>(
+    node: &'a Value,
+    defs: &'a Map<String, Value>,
+) -> (String, &'a Value, Option<&'a str>) {
+    if let Some(r) = node.get("$ref").and_then(Value::as_str) {
+        let full = r.rsplit('/').next().unwrap_or("");
+        let short = full.rsplit('.').next().unwrap_or(full);
+        if let Some(target) = defs.get(full) {
+            return (format!("v1.{short}"), target, Some(short));
+        }
+    }
+    let ty = match node.get("type").and_then(Value::as_str).unwrap_or("") {
+        "string" if node.get("format").and_then(Value::as_str) == Some("byte") => "[]uint8".into(),
+        "string" => "string".into(),
+        "boolean" => "bool".into(),
+        "number" => "float64".into(),
+        "integer" => node
+            .get("format")
+            .and_then(Value::as_str)
+            .unwrap_or("int64")
+            .to_string(),
+        "array" => match node.get("items") {
+            Some(items) => format!("[]{}", go_type_of(items, defs).0),
+            None => "[]interface {}".into(),
+        },
+        "object" => match node.get("additionalProperties") {
+            Some(ap @ Value::Object(_)) => format!("map[string]{}", go_type_of(ap, defs).0),
+            _ => "map[string]interface {}".into(),
+        },
+        _ => "interface {}".into(),
+    };
+    (ty, node, None)
+}
+
+/// The first mismatch of one value (Go names the innermost struct and the full path).
+fn go_value_error(
+    v: &Value,
+    node: &Value,
+    defs: &Map<String, Value>,
+    struct_name: &str,
+    stack: &mut Vec<String>,
+    depth: usize,
+) -> Option<String> {
+    if v.is_null() || depth > MAX_REF_DEPTH {
+        return None;
+    }
+    let (go_type, target, struct_ref) = go_type_of(node, defs);
+    let path = stack.join(".");
+    let mismatch = |what: String| {
+        Some(format!(
+            "json: cannot unmarshal {what} into Go struct field {struct_name}.{path} of type {go_type}"
+        ))
+    };
+    let kind = crate::goformat::go_json_kind(v).to_string();
+    if let Some(name) = struct_ref {
+        // Time and MicroTime decode themselves from strings.
+        if target.get("type").and_then(Value::as_str) == Some("string") {
+            return if v.is_string() { None } else { mismatch(kind) };
+        }
+        if !v.is_object() {
+            return mismatch(kind);
+        }
+        return go_struct_error(v, target, defs, name, stack, depth + 1);
+    }
+    match (go_type.as_str(), v) {
+        ("string" | "[]uint8", Value::String(_)) | ("bool", Value::Bool(_)) => None,
+        ("float64", Value::Number(_)) => None,
+        ("int32" | "int64", Value::Number(n)) => {
+            if n.is_i64() || n.is_u64() {
+                None
+            } else {
+                mismatch(format!("number {n}"))
+            }
+        }
+        (t, Value::Array(items)) if t.starts_with("[]") && t != "[]uint8" => {
+            let item = node.get("items")?;
+            items
+                .iter()
+                .find_map(|i| go_value_error(i, item, defs, struct_name, stack, depth + 1))
+        }
+        (t, Value::Object(m)) if t.starts_with("map[") => {
+            let Some(ap @ Value::Object(_)) = node.get("additionalProperties") else {
+                return None;
+            };
+            m.values()
+                .find_map(|i| go_value_error(i, ap, defs, struct_name, stack, depth + 1))
+        }
+        ("interface {}" | "map[string]interface {}", _) => None,
+        _ => mismatch(kind),
+    }
+}
+
+/// How deep `$ref`s are followed (the built-in definitions used here nest far less).
+const MAX_REF_DEPTH: usize = 16;
+
+/// The structural schema of an OpenAPI v2 definition, `$ref`s resolved against `defs`.
+/// The root's `metadata` stays a plain object: pruning treats ObjectMeta itself.
+pub fn structural_from_definition(
+    def: &Value,
+    defs: &Map<String, Value>,
+    depth: usize,
+) -> Structural {
+    let resolved;
+    let def = match def.get("$ref").and_then(Value::as_str) {
+        Some(r) if depth < MAX_REF_DEPTH => {
+            let name = r.rsplit('/').next().unwrap_or("");
+            match defs.get(name) {
+                Some(target) => {
+                    // The referring property's extensions apply on top of the target.
+                    let mut merged = target.clone();
+                    if let (Some(m), Some(own)) = (merged.as_object_mut(), def.as_object()) {
+                        for (k, v) in own.iter().filter(|(k, _)| k.starts_with("x-kubernetes-")) {
+                            m.insert(k.clone(), v.clone());
+                        }
+                    }
+                    resolved = merged;
+                    &resolved
+                }
+                None => def,
+            }
+        }
+        _ => def,
+    };
+    let str_of = |k: &str| def.get(k).and_then(Value::as_str).map(str::to_string);
+    let mut s = Structural {
+        type_: str_of("type").unwrap_or_default(),
+        x_list_type: str_of("x-kubernetes-list-type"),
+        x_map_type: str_of("x-kubernetes-map-type"),
+        x_list_map_keys: def
+            .get("x-kubernetes-list-map-keys")
+            .and_then(Value::as_array)
+            .map(|a| {
+                a.iter()
+                    .filter_map(|k| k.as_str().map(str::to_string))
+                    .collect()
+            })
+            .unwrap_or_default(),
+        ..Default::default()
+    };
+    s.value_validation.format = str_of("format");
+    // A list patched by merge key and not typed otherwise merges as a map keyed by it.
+    if s.x_list_type.is_none() && str_of("x-kubernetes-patch-strategy").as_deref() == Some("merge")
+    {
+        if let Some(key) = str_of("x-kubernetes-patch-merge-key") {
+            s.x_list_type = Some("map".into());
+            s.x_list_map_keys = vec![key];
+        }
+    }
+    if let Some(items) = def.get("items") {
+        s.items = Some(Box::new(structural_from_definition(items, defs, depth + 1)));
+    }
+    if let Some(props) = def.get("properties").and_then(Value::as_object) {
+        for (k, v) in props {
+            let child = if depth == 0 && k == "metadata" {
+                Structural {
+                    type_: "object".into(),
+                    ..Default::default()
+                }
+            } else {
+                structural_from_definition(v, defs, depth + 1)
+            };
+            s.properties.insert(k.clone(), child);
+        }
+    }
+    match def.get("additionalProperties") {
+        Some(Value::Bool(b)) => s.additional_properties = Some(AdditionalProperties::Bool(*b)),
+        Some(v @ Value::Object(_)) => {
+            s.additional_properties = Some(AdditionalProperties::Schema(Box::new(
+                structural_from_definition(v, defs, depth + 1),
+            )))
+        }
+        _ => {}
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn schema_of(definition: &str) -> Structural {
+        let defs = crate::registry::openapi::builtin_definitions();
+        structural_from_definition(&defs[definition], defs, 0)
+    }
+
+    #[test]
+    fn service_account_secrets_merge_by_name_from_openapi_extensions() {
+        let s = schema_of("io.k8s.api.core.v1.ServiceAccount");
+        let secrets = &s.properties["secrets"];
+        assert_eq!(secrets.x_list_type.as_deref(), Some("map"));
+        assert_eq!(secrets.x_list_map_keys, vec!["name".to_string()]);
+        assert_eq!(
+            s.properties["imagePullSecrets"].x_list_type.as_deref(),
+            Some("atomic")
+        );
+        let item = secrets.items.as_deref().expect("items");
+        assert!(item.properties.contains_key("fieldPath"));
+    }
+
+    #[test]
+    fn pruning_a_config_map_drops_unknown_fields_and_keeps_metadata() {
+        let s = schema_of("io.k8s.api.core.v1.ConfigMap");
+        let mut obj = json!({
+            "apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "a", "bogus": 1},
+            "data": {"k": "v"}, "spec": {"x": 1}
+        });
+        let report = prune::prune(&mut obj, &s, true, &prune::PruneOptions::default());
+        assert_eq!(report.unknown_fields, vec!["metadata.bogus", "spec"]);
+        assert_eq!(
+            obj,
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"}, "data": {"k": "v"}})
+        );
+    }
+
+    #[test]
+    fn base64_errors_name_the_byte_as_go_does() {
+        assert!(check_base64("YWJj").is_ok());
+        assert!(check_base64("YQ==").is_ok());
+        assert!(check_base64("").is_ok());
+        assert_eq!(
+            check_base64("YW!j").unwrap_err(),
+            "illegal base64 data at input byte 2"
+        );
+        assert_eq!(
+            check_base64("abc").unwrap_err(),
+            "illegal base64 data at input byte 0"
+        );
+        assert_eq!(
+            check_base64("YWJjZ").unwrap_err(),
+            "illegal base64 data at input byte 4"
+        );
+        assert_eq!(
+            check_base64("YQ=").unwrap_err(),
+            "illegal base64 data at input byte 3"
+        );
+    }
+
+    #[test]
+    fn type_mismatches_are_reported_as_gos_decoder_does() {
+        let cm = json!({"data": {"a": 1}});
+        assert_eq!(
+            go_type_error(&cm, "io.k8s.api.core.v1.ConfigMap").as_deref(),
+            Some(
+                "json: cannot unmarshal number into Go struct field ConfigMap.data of type string"
+            )
+        );
+        let lease = json!({"spec": {"leaseDurationSeconds": "15"}});
+        assert_eq!(
+            go_type_error(&lease, "io.k8s.api.coordination.v1.Lease").as_deref(),
+            Some("json: cannot unmarshal string into Go struct field LeaseSpec.spec.leaseDurationSeconds of type int32")
+        );
+        let sa = json!({"secrets": {"name": "x"}});
+        assert_eq!(
+            go_type_error(&sa, "io.k8s.api.core.v1.ServiceAccount").as_deref(),
+            Some("json: cannot unmarshal object into Go struct field ServiceAccount.secrets of type []v1.ObjectReference")
+        );
+        let ok = json!({"spec": {"holderIdentity": "a", "renewTime": "2024-01-01T00:00:00Z"}, "extra": 1});
+        assert_eq!(go_type_error(&ok, "io.k8s.api.coordination.v1.Lease"), None);
+    }
+
+    #[test]
+    fn lease_spec_times_resolve_to_strings() {
+        let s = schema_of("io.k8s.api.coordination.v1.Lease");
+        let spec = &s.properties["spec"];
+        assert_eq!(spec.properties["renewTime"].type_, "string");
+        assert_eq!(spec.properties["leaseDurationSeconds"].type_, "integer");
+    }
+}
