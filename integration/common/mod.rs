@@ -14,6 +14,8 @@ use std::sync::Mutex;
 use std::thread;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+pub mod webhook;
+
 /// The kubectl every kubectl test drives (1.32 on the project's machines).
 pub const KUBECTL: &str = "/usr/bin/kubectl";
 
@@ -99,6 +101,17 @@ impl TestServer {
     /// `--etcd-servers` in `extra`) the server gets its own fresh etcd, so every suite
     /// runs unchanged against the etcd backend.
     pub fn start_with(extra: &[&str]) -> TestServer {
+        TestServer::start_listening(&["--port", "0"], extra)
+    }
+
+    /// Starts the server serving only HTTPS (`--secure-port 0`) plus `extra`; its URL
+    /// is `https://127.0.0.1:PORT` and its kubeconfig carries the CA and admin token.
+    pub fn start_secure(extra: &[&str]) -> TestServer {
+        TestServer::start_listening(&["--secure-port", "0"], extra)
+    }
+
+    /// Starts the server with the `listen` flags, `--kubeconfig-out` and `extra`.
+    fn start_listening(listen: &[&str], extra: &[&str]) -> TestServer {
         let etcd = match std::env::var("TEST_BACKEND").as_deref() {
             Ok("etcd") if !extra.contains(&"--etcd-servers") => {
                 let etcd = Etcd::start();
@@ -127,8 +140,7 @@ impl TestServer {
         let stderr_file = fs::File::create(&stderr_path)
             .unwrap_or_else(|e| panic!("creating {}: {e}", stderr_path.display()));
         let mut child = Command::new(&binary)
-            .arg("--port")
-            .arg("0")
+            .args(listen)
             .arg("--kubeconfig-out")
             .arg(&kubeconfig)
             .args(extra)
@@ -347,6 +359,7 @@ fn wait_for_ready_line(stdout: ChildStdout) -> Result<String, String> {
         .ok_or_else(|| format!("first stdout line is not the ready line: {line:?}"))?;
     let port = url
         .strip_prefix("http://127.0.0.1:")
+        .or_else(|| url.strip_prefix("https://127.0.0.1:"))
         .ok_or_else(|| format!("ready line has an unexpected address: {line:?}"))?;
     match port.parse::<u16>() {
         Ok(p) if p != 0 => Ok(url.to_string()),
@@ -496,6 +509,41 @@ impl Http {
             .user_agent(user_agent)
             // The server is local: environment proxies must not apply.
             .proxy(None)
+            .build()
+            .new_agent();
+        Http {
+            agent,
+            base: base.trim_end_matches('/').to_string(),
+        }
+    }
+
+    /// An HTTPS client for `base` trusting only the PEM CA `ca_pem`, presenting the
+    /// PEM client certificate and key `client` when given.
+    pub fn new_tls(
+        base: &str,
+        user_agent: &str,
+        ca_pem: &str,
+        client: Option<(&str, &str)>,
+    ) -> Http {
+        use ureq::tls::{Certificate, ClientCert, PrivateKey, RootCerts, TlsConfig};
+        let ca = Certificate::from_pem(ca_pem.as_bytes()).unwrap_or_else(|e| panic!("CA PEM: {e}"));
+        let client = client.map(|(cert, key)| {
+            let cert =
+                Certificate::from_pem(cert.as_bytes()).unwrap_or_else(|e| panic!("cert PEM: {e}"));
+            let key =
+                PrivateKey::from_pem(key.as_bytes()).unwrap_or_else(|e| panic!("key PEM: {e}"));
+            ClientCert::new_with_certs(&[cert], key)
+        });
+        let tls = TlsConfig::builder()
+            .root_certs(RootCerts::new_with_certs(&[ca]))
+            .client_cert(client)
+            .build();
+        let agent = ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .timeout_global(Some(Duration::from_secs(15)))
+            .user_agent(user_agent)
+            .proxy(None)
+            .tls_config(tls)
             .build()
             .new_agent();
         Http {

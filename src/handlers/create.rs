@@ -40,3 +40,27 @@ pub async fn create(
         StatusCode::CREATED,
     ))
 }
+
+/// Answer an access review (`authorization.k8s.io`): decoded as a create, judged by the
+/// server's authorizer, never stored.
+pub async fn access_review(
+    api: &Arc<ApiServer>,
+    req: &ApiRequest,
+    kind: &dyn ResourceKind,
+    review: crate::rest::access_review::Review,
+) -> Result<Response<Body>, Status> {
+    let d = kind.descriptor();
+    let mut opts = write_options(api, req, "CreateOptions")?;
+    let mut obj = decode_object(req, kind, &mut opts)?;
+    object::ensure_namespace(&mut obj, &req.info.namespace, d.namespaced)?;
+    let answer = crate::rest::access_review::review(
+        review,
+        &obj,
+        &req.user,
+        &req.info.namespace,
+        api.authorizer.as_ref(),
+    )
+    .await?;
+    let reply = crate::http::response::Reply::with_code(StatusCode::CREATED, answer);
+    Ok(super::object_reply(req, kind, reply))
+}

@@ -90,6 +90,15 @@ async fn resource(api: &Arc<ApiServer>, req: &ApiRequest) -> Result<Response<Bod
         ));
     }
     let sub = info.subresource.as_str();
+    // Access reviews are answered, never stored: create is their only verb.
+    if let Some(review) = crate::rest::access_review::Review::of(&d.gr) {
+        return match (info.verb.as_str(), sub) {
+            ("create", "") if info.name.is_empty() => {
+                create::access_review(api, req, kind, review).await
+            }
+            _ => Err(method_not_allowed()),
+        };
+    }
     let status_ok = d.status_subresource;
     let scale_ok = matches!(&resolved, Resolved::Custom(k) if k.schema().scale.is_some());
     match (info.verb.as_str(), sub) {
@@ -155,6 +164,7 @@ pub fn write_options(
         is_patch: options_kind == "PatchOptions",
         is_apply,
         field_manager: apply::manager_name(field_manager, req.header("user-agent").unwrap_or("")),
+        user: req.user.clone(),
     })
 }
 

@@ -6,7 +6,8 @@ pub mod request_info;
 pub mod response;
 
 use crate::apiserver::ApiServer;
-use crate::handlers;
+use crate::auth::authz::{self, AlwaysAllow, Attributes, Authorizer, Decision};
+use crate::auth::{Authenticator, Connection, UserInfo};
 use crate::status::Status;
 use bytes::Bytes;
 use http::{Method, Request, Response};
@@ -16,9 +17,50 @@ use negotiate::Output;
 use response::Body;
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::time::Duration;
 
-/// Largest request body accepted (kube's default is 3 MiB for most writes).
+/// Largest request body accepted (kube's `MaxRequestBodyBytes`, 3 MiB).
 pub const MAX_BODY_BYTES: usize = 3 * 1024 * 1024;
+
+/// Largest request line plus headers, as Go's `net/http` with kube's `MaxHeaderBytes`
+/// (1 MiB) and Go's 4 KiB allowance; beyond it the answer is 431.
+pub const MAX_HEADER_BYTES: usize = (1 << 20) + 4096;
+
+/// hyper's HTTP/1 read buffer bound. hyper only checks its bound on incomplete heads,
+/// so heads between it and twice it may pass: it is set well above
+/// [`MAX_HEADER_BYTES`] and `serve_gated` measures each head exactly.
+pub const MAX_READ_BUFFER_BYTES: usize = 4 * MAX_HEADER_BYTES;
+
+/// Most header lines in one HTTP/1 request (Go has no count limit; hyper's default
+/// of 100 is too few for front proxies sending many group headers).
+pub const MAX_HEADERS: usize = 512;
+
+/// kube's `--request-timeout` default.
+pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// What every request passes before dispatch: who sent it, whether they may, and how
+/// long it may take.
+pub struct Gate {
+    /// Authenticators (`--token-auth-file`, `--client-ca-file`, ...).
+    pub authenticator: Authenticator,
+    /// The authorizer (`--authorization-mode`).
+    pub authorizer: Arc<dyn Authorizer>,
+    /// Time limit of non-long-running requests (`--request-timeout`).
+    pub request_timeout: Duration,
+}
+
+impl Default for Gate {
+    fn default() -> Self {
+        Gate {
+            authenticator: Authenticator {
+                anonymous: true,
+                ..Default::default()
+            },
+            authorizer: Arc::new(AlwaysAllow),
+            request_timeout: DEFAULT_REQUEST_TIMEOUT,
+        }
+    }
+}
 
 /// A parsed API request, as handlers see it.
 pub struct ApiRequest {
@@ -36,6 +78,8 @@ pub struct ApiRequest {
     pub output: Output,
     /// The raw path.
     pub path: String,
+    /// Who sent it.
+    pub user: UserInfo,
 }
 
 impl ApiRequest {
@@ -93,13 +137,39 @@ pub fn percent_decode(s: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
+/// Decode `%XX` escapes only (Go's `url.PathUnescape`; `+` stays).
+pub fn percent_decode_path(s: &str) -> String {
+    percent_decode(&s.replace('+', "%2B"))
+}
+
 fn hex(b: u8) -> Option<u8> {
     (b as char).to_digit(16).map(|d| d as u8)
 }
 
-/// Serve one HTTP request.
-pub async fn serve(api: Arc<ApiServer>, req: Request<Incoming>) -> Response<Body> {
+/// Serve one HTTP request from a plain-HTTP connection with the default gate.
+pub async fn serve(
+    api: Arc<ApiServer>,
+    faults: &crate::fault::Faults,
+    req: Request<Incoming>,
+) -> Response<Body> {
+    let gate = Arc::new(Gate::default());
+    serve_gated(api, faults, gate, Arc::new(Connection::default()), req).await
+}
+
+/// Serve one HTTP request: the request timeout (non-long-running requests),
+/// authentication, authorization, then the handler with the server's injected faults
+/// applied. A panic anywhere becomes kube's 500.
+pub async fn serve_gated(
+    api: Arc<ApiServer>,
+    faults: &crate::fault::Faults,
+    gate: Arc<Gate>,
+    conn: Arc<Connection>,
+    req: Request<Incoming>,
+) -> Response<Body> {
     let (parts, body) = req.into_parts();
+    if head_size(&parts) > MAX_HEADER_BYTES {
+        return header_too_large();
+    }
     let path = parts.uri.path().to_string();
     let query = parse_query(parts.uri.query());
     let watch = matches!(
@@ -107,6 +177,109 @@ pub async fn serve(api: Arc<ApiServer>, req: Request<Incoming>) -> Response<Body
         Some("true") | Some("1")
     );
     let info = request_info::parse(&parts.method, &path, watch);
+    let timeout = if is_long_running(&info) {
+        None
+    } else {
+        match request_timeout(
+            query.get("timeout").map(String::as_str),
+            gate.request_timeout,
+        ) {
+            Ok(t) => Some(t),
+            Err(s) => return response::status(&s, Output::Json),
+        }
+    };
+    let method = parts.method.clone();
+    let uri = parts.uri.to_string();
+    let faults = faults.clone();
+    let work = async move {
+        let user = match admit(&gate, &conn, &parts.headers, &info, &path).await {
+            Ok(u) => u,
+            Err(resp) => return resp,
+        };
+        let request = Parsed {
+            parts,
+            info,
+            query,
+            path,
+            user,
+        };
+        handle(api, &faults, request, body).await
+    };
+    run_with_deadline(work, timeout, &method, &uri).await
+}
+
+/// Authenticate and authorize a request: its user, or kube's 401/403 response.
+/// Every request passes here once, before any handler (`/metrics` included).
+pub async fn admit(
+    gate: &Gate,
+    conn: &Connection,
+    headers: &http::HeaderMap,
+    info: &request_info::RequestInfo,
+    path: &str,
+) -> Result<UserInfo, Response<Body>> {
+    let user = gate
+        .authenticator
+        .authenticate(headers, conn)
+        .map_err(|s| response::status(&s, Output::Json))?;
+    let attrs = Attributes::new(&user, info, path);
+    let (decision, reason) = gate.authorizer.authorize(&attrs).await;
+    if decision != Decision::Allow {
+        tracing::debug!(user = %user.username, verb = %info.verb, %path, %reason, "forbidden");
+        return Err(response::status(
+            &authz::forbidden(&attrs, &reason),
+            Output::Json,
+        ));
+    }
+    Ok(user)
+}
+
+/// The size of a request's HTTP/1 request line and header lines.
+fn head_size(parts: &http::request::Parts) -> usize {
+    let line = parts.method.as_str().len() + parts.uri.to_string().len() + " HTTP/1.1\r\n".len();
+    let headers: usize = parts
+        .headers
+        .iter()
+        .map(|(k, v)| k.as_str().len() + 2 + v.len() + 2)
+        .sum();
+    line + headers + 2
+}
+
+/// Go's answer to an oversized head (plain text; the connection is closed).
+fn header_too_large() -> Response<Body> {
+    let mut resp = response::text(
+        http::StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
+        "431 Request Header Fields Too Large",
+    );
+    resp.headers_mut().insert(
+        http::header::CONNECTION,
+        http::HeaderValue::from_static("close"),
+    );
+    resp
+}
+
+/// An authorized request before negotiation and its body.
+struct Parsed {
+    parts: http::request::Parts,
+    info: request_info::RequestInfo,
+    query: HashMap<String, String>,
+    path: String,
+    user: UserInfo,
+}
+
+/// Negotiate, read the body and dispatch an authorized request.
+async fn handle(
+    api: Arc<ApiServer>,
+    faults: &crate::fault::Faults,
+    parsed: Parsed,
+    body: Incoming,
+) -> Response<Body> {
+    let Parsed {
+        parts,
+        info,
+        query,
+        path,
+        user,
+    } = parsed;
     let accept = parts
         .headers
         .get(http::header::ACCEPT)
@@ -122,19 +295,9 @@ pub async fn serve(api: Arc<ApiServer>, req: Request<Incoming>) -> Response<Body
             );
         }
     };
-    let body = match Limited::new(body, MAX_BODY_BYTES).collect().await {
-        Ok(b) => b.to_bytes(),
-        Err(_) => {
-            let s = Status {
-                code: 413,
-                reason: "RequestEntityTooLarge".into(),
-                message:
-                    "the server has rejected the request because the request body is too large"
-                        .into(),
-                details: None,
-            };
-            return response::status(&s, output);
-        }
+    let body = match read_body(body, parts.headers.get(http::header::CONTENT_LENGTH)).await {
+        Ok(b) => b,
+        Err(s) => return response::status(&s, output),
     };
     let request = ApiRequest {
         method: parts.method,
@@ -144,15 +307,126 @@ pub async fn serve(api: Arc<ApiServer>, req: Request<Incoming>) -> Response<Body
         body,
         output,
         path,
+        user,
     };
     let started = std::time::Instant::now();
-    let resp = handlers::dispatch(&api, request).await;
+    let resp = crate::fault::around_dispatch(faults, &api, request).await;
     tracing::debug!(
         elapsed_us = started.elapsed().as_micros() as u64,
         status = resp.status().as_u16(),
         "request"
     );
     resp
+}
+
+/// The whole body, or kube's 413 past [`MAX_BODY_BYTES`] (at once when the declared
+/// length says so).
+async fn read_body(
+    body: Incoming,
+    content_length: Option<&http::HeaderValue>,
+) -> Result<Bytes, Status> {
+    let declared = content_length
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > MAX_BODY_BYTES as u64) {
+        return Err(too_large());
+    }
+    match Limited::new(body, MAX_BODY_BYTES).collect().await {
+        Ok(b) => Ok(b.to_bytes()),
+        Err(e) if e.is::<http_body_util::LengthLimitError>() => Err(too_large()),
+        Err(e) => Err(Status::bad_request(format!(
+            "reading the request body: {e}"
+        ))),
+    }
+}
+
+/// kube's 413 for a body over [`MAX_BODY_BYTES`].
+pub fn too_large() -> Status {
+    Status {
+        code: 413,
+        reason: "RequestEntityTooLarge".into(),
+        message: format!("Request entity too large: limit is {MAX_BODY_BYTES}"),
+        details: None,
+    }
+}
+
+/// Watches are long-running (kube's `BasicLongRunningRequestCheck`: verb `watch`,
+/// subresources attach/exec/proxy/log/portforward): no request timeout.
+pub fn is_long_running(info: &request_info::RequestInfo) -> bool {
+    matches!(info.verb.as_str(), "watch" | "proxy")
+        || matches!(
+            info.subresource.as_str(),
+            "attach" | "exec" | "proxy" | "log" | "portforward"
+        )
+}
+
+/// The time limit of a request: `?timeout=` (a Go duration) when shorter than the
+/// server's limit and positive, else the server's; kube's 400 for an invalid value.
+pub fn request_timeout(query: Option<&str>, server: Duration) -> Result<Duration, Status> {
+    let Some(value) = query.filter(|v| !v.is_empty()) else {
+        return Ok(server);
+    };
+    let nanos = crate::cel::library::go_parse_duration(value).ok_or_else(|| {
+        Status::bad_request(format!(
+            "invalid timeout specified in the request URL - time: invalid duration {}",
+            crate::field::go_quote(value)
+        ))
+    })?;
+    let asked = Duration::from_nanos(nanos.max(0) as u64);
+    Ok(if nanos > 0 && asked < server {
+        asked
+    } else {
+        server
+    })
+}
+
+/// Run `work` on its own task within `timeout`: past it, kube's 504 (the work goes on,
+/// as kube's handler goroutine does); a panic in it, kube's plain-text 500, logged.
+pub async fn run_with_deadline<F>(
+    work: F,
+    timeout: Option<Duration>,
+    method: &Method,
+    uri: &str,
+) -> Response<Body>
+where
+    F: std::future::Future<Output = Response<Body>> + Send + 'static,
+{
+    let task = tokio::spawn(work);
+    let joined = match timeout {
+        Some(t) => match tokio::time::timeout(t, task).await {
+            Ok(joined) => joined,
+            Err(_) => {
+                tracing::info!(%method, %uri, timeout = ?t, "request timed out");
+                return response::status(&timed_out(), Output::Json);
+            }
+        },
+        None => task.await,
+    };
+    match joined {
+        Ok(resp) => resp,
+        Err(e) => {
+            tracing::error!(%method, %uri, error = %e, "apiserver panic'd");
+            panic_response()
+        }
+    }
+}
+
+/// kube's 504 for a request that outlived its deadline.
+pub fn timed_out() -> Status {
+    Status {
+        code: 504,
+        reason: "Timeout".into(),
+        message: "Timeout: request did not complete within the allotted timeout".into(),
+        details: Some(Box::default()),
+    }
+}
+
+/// kube's answer to a request whose handler panicked (plain text, not a Status).
+pub fn panic_response() -> Response<Body> {
+    response::text(
+        http::StatusCode::INTERNAL_SERVER_ERROR,
+        "This request caused apiserver to panic. Look in the logs for details.\n",
+    )
 }
 
 #[cfg(test)]
@@ -167,5 +441,60 @@ mod tests {
         assert_eq!(q["labelSelector"], "tier in (gold),extra");
         assert_eq!(q["limit"], "1");
         assert_eq!(percent_decode("a%2"), "a%2");
+    }
+
+    async fn body_text(resp: Response<Body>) -> String {
+        let bytes = resp.into_body().collect().await.map(|b| b.to_bytes());
+        String::from_utf8_lossy(&bytes.unwrap_or_default()).into_owned()
+    }
+
+    #[tokio::test]
+    async fn slow_request_past_its_deadline_is_kubes_504() {
+        let slow = async {
+            tokio::time::sleep(Duration::from_secs(5)).await;
+            response::text(http::StatusCode::OK, "late")
+        };
+        let resp =
+            run_with_deadline(slow, Some(Duration::from_millis(50)), &Method::GET, "/x").await;
+        assert_eq!(resp.status(), 504);
+        let body: serde_json::Value = serde_json::from_str(&body_text(resp).await).unwrap();
+        assert_eq!(
+            body,
+            serde_json::json!({"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure",
+                "message":"Timeout: request did not complete within the allotted timeout",
+                "reason":"Timeout","details":{},"code":504})
+        );
+    }
+
+    #[tokio::test]
+    async fn panicking_handler_is_kubes_500_not_a_dropped_connection() {
+        let boom = async {
+            let v: Vec<u8> = Vec::new();
+            let i = v.len() + 3;
+            response::text(http::StatusCode::OK, format!("{}", v[i]))
+        };
+        let resp = run_with_deadline(boom, None, &Method::GET, "/x").await;
+        assert_eq!(resp.status(), 500);
+        assert_eq!(
+            body_text(resp).await,
+            "This request caused apiserver to panic. Look in the logs for details.\n"
+        );
+    }
+
+    #[test]
+    fn timeout_query_as_kube() {
+        let server = Duration::from_secs(60);
+        assert_eq!(request_timeout(None, server).unwrap(), server);
+        assert_eq!(
+            request_timeout(Some("1s"), server).unwrap(),
+            Duration::from_secs(1)
+        );
+        // Longer than the server's limit, zero or negative: the server's limit.
+        assert_eq!(request_timeout(Some("2m"), server).unwrap(), server);
+        assert_eq!(request_timeout(Some("-1s"), server).unwrap(), server);
+        assert_eq!(
+            request_timeout(Some("abc"), server).unwrap_err().message,
+            "invalid timeout specified in the request URL - time: invalid duration \"abc\""
+        );
     }
 }

@@ -1,0 +1,540 @@
+//! RBAC end to end against the real binary (`--authorization-mode=RBAC`, users from a
+//! `--token-auth-file`): kube's 403 bodies, Roles and bindings taking effect at once,
+//! kube's bootstrap roles (`view`, `edit`, discovery), ServiceAccount subjects,
+//! resourceNames, access reviews and `kubectl auth can-i`, kubectl's 403 message.
+
+mod common;
+
+use common::{describe_output, json_accept, poll, Http, HttpResponse, TestServer};
+use serde_json::{json, Value};
+use std::time::Duration;
+
+/// Users of the token file: an admin (`system:masters`), two plain users, a service
+/// account with the groups kube's service account authenticator gives it.
+const TOKENS: &str = "admin-token,admin,uid-admin,system:masters
+alice-token,alice,uid-alice
+bob-token,bob,uid-bob,devs
+robot-token,system:serviceaccount:team:robot,uid-robot,\"system:serviceaccounts,system:serviceaccounts:team\"
+";
+
+const RBAC: &str = "/apis/rbac.authorization.k8s.io/v1";
+const WIDGETS: &str = "/apis/example.com/v1/namespaces/default/widgets";
+
+/// A server with RBAC on, the widgets CRD and a `team` namespace.
+struct Cluster {
+    server: TestServer,
+    http: Http,
+}
+
+impl Cluster {
+    fn start() -> Cluster {
+        let dir = std::env::temp_dir().join(format!(
+            "crd-apiserver-rbac-{}-{:?}",
+            std::process::id(),
+            std::thread::current().id()
+        ));
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        let tokens = dir.join("tokens.csv");
+        std::fs::write(&tokens, TOKENS).expect("token file");
+        let server = TestServer::start_secure(&[
+            "--token-auth-file",
+            tokens.to_str().unwrap_or_default(),
+            "--authorization-mode",
+            "RBAC",
+        ]);
+        let _ = std::fs::remove_dir_all(&dir);
+        let http = Http::new_tls(server.url(), "rbac-test", &kubeconfig_ca(&server), None);
+        let cluster = Cluster { server, http };
+        let crd: Value =
+            serde_norway::from_str(&common::testdata("crds/widgets.yaml")).expect("CRD YAML");
+        let r = cluster.send(
+            "admin",
+            "POST",
+            "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+            &crd,
+        );
+        assert_eq!(r.status, 201, "{}", r.text());
+        let r = cluster.send(
+            "admin",
+            "POST",
+            "/api/v1/namespaces",
+            &json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team"}}),
+        );
+        assert_eq!(r.status, 201, "{}", r.text());
+        let served = poll(Duration::from_secs(30), || {
+            (cluster.get("admin", WIDGETS).status == 200).then_some(())
+        });
+        assert!(served.is_some(), "widgets never served");
+        cluster
+    }
+
+    fn headers(user: &str) -> Vec<(String, String)> {
+        let mut h = json_accept();
+        if !user.is_empty() {
+            h.push(("Authorization".into(), format!("Bearer {user}-token")));
+        }
+        h
+    }
+
+    /// GET as `user` (`""`: anonymous).
+    fn get(&self, user: &str, path: &str) -> HttpResponse {
+        self.http
+            .request("GET", path, &[], &Cluster::headers(user), None)
+            .unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    fn send(&self, user: &str, method: &str, path: &str, body: &Value) -> HttpResponse {
+        let mut h = Cluster::headers(user);
+        h.push(("Content-Type".into(), "application/json".into()));
+        let bytes = serde_json::to_vec(body).expect("JSON");
+        self.http
+            .request(method, path, &[], &h, Some(bytes))
+            .unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// Create `obj` at `path` as the admin.
+    fn admin_create(&self, path: &str, obj: Value) -> Value {
+        let r = self.send("admin", "POST", path, &obj);
+        assert_eq!(r.status, 201, "POST {path}: {}", r.text());
+        r.json().expect("JSON")
+    }
+
+    /// A kubeconfig for `user` (the server's, with the user's token).
+    fn kubeconfig_for(&self, user: &str) -> std::path::PathBuf {
+        let text = std::fs::read_to_string(self.server.kubeconfig()).expect("kubeconfig");
+        let mut config: Value = serde_norway::from_str(&text).expect("kubeconfig YAML");
+        config["users"][0]["user"] = json!({"token": format!("{user}-token")});
+        let yaml = serde_norway::to_string(&config).expect("YAML");
+        self.server.write_file(&format!("kubeconfig-{user}"), &yaml)
+    }
+
+    fn kubectl_as(&self, user: &str, args: &[&str]) -> std::process::Output {
+        let config = self.kubeconfig_for(user);
+        let mut all = vec!["--kubeconfig", config.to_str().unwrap_or_default()];
+        all.extend_from_slice(args);
+        self.server
+            .kubectl_command(&[])
+            .args(&all)
+            .output()
+            .expect("kubectl")
+    }
+}
+
+/// The serving CA the server put into its kubeconfig.
+fn kubeconfig_ca(server: &TestServer) -> String {
+    let text = std::fs::read_to_string(server.kubeconfig()).expect("kubeconfig");
+    let config: Value = serde_norway::from_str(&text).expect("kubeconfig YAML");
+    let data = config
+        .pointer("/clusters/0/cluster/certificate-authority-data")
+        .and_then(Value::as_str)
+        .expect("certificate-authority-data");
+    use base64::Engine;
+    let pem = base64::engine::general_purpose::STANDARD
+        .decode(data)
+        .expect("base64 CA");
+    String::from_utf8(pem).expect("PEM")
+}
+
+/// kube's 403 `Status` body.
+fn forbidden(message: &str, name: &str, group: &str, kind: &str) -> Value {
+    let mut details = json!({"group": group, "kind": kind});
+    if !name.is_empty() {
+        details["name"] = json!(name);
+    }
+    if group.is_empty() {
+        details.as_object_mut().map(|d| d.remove("group"));
+    }
+    json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+        "message": message, "reason": "Forbidden", "details": details, "code": 403})
+}
+
+fn role_binding(ns: &str, name: &str, role_kind: &str, role: &str, subjects: Value) -> Value {
+    json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+        "metadata": {"name": name, "namespace": ns},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": role_kind, "name": role},
+        "subjects": subjects})
+}
+
+fn user(name: &str) -> Value {
+    json!({"kind": "User", "name": name, "apiGroup": "rbac.authorization.k8s.io"})
+}
+
+#[test]
+fn unprivileged_user_gets_kubes_403_for_custom_resources() {
+    let c = Cluster::start();
+    let r = c.get("alice", WIDGETS);
+    assert_eq!(
+        r.json(),
+        Some(forbidden(
+            "widgets.example.com is forbidden: User \"alice\" cannot list resource \"widgets\" in API group \"example.com\" in the namespace \"default\"",
+            "",
+            "example.com",
+            "widgets"
+        ))
+    );
+    let widget =
+        json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w1"}});
+    let r = c.send("alice", "POST", WIDGETS, &widget);
+    assert_eq!(r.status, 403);
+    assert_eq!(
+        r.json().expect("Status")["message"],
+        "widgets.example.com is forbidden: User \"alice\" cannot create resource \"widgets\" in API group \"example.com\" in the namespace \"default\""
+    );
+    let r = c.get("alice", &format!("{WIDGETS}/w1"));
+    assert_eq!(
+        r.json().expect("Status")["message"],
+        "widgets.example.com \"w1\" is forbidden: User \"alice\" cannot get resource \"widgets\" in API group \"example.com\" in the namespace \"default\""
+    );
+    // kube's bootstrap bindings: discovery for authenticated users, health for everyone.
+    assert_eq!(c.get("alice", "/apis").status, 200);
+    assert_eq!(c.get("alice", "/version").status, 200);
+    assert_eq!(c.get("", "/healthz").status, 200);
+    let r = c.get("", "/apis");
+    assert_eq!(
+        r.json(),
+        Some(
+            json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+            "message": "forbidden: User \"system:anonymous\" cannot get path \"/apis\"",
+            "reason": "Forbidden", "details": {}, "code": 403})
+        )
+    );
+    // system:masters may do anything without a binding of its own.
+    assert_eq!(c.send("admin", "POST", WIDGETS, &widget).status, 201);
+}
+
+#[test]
+fn role_and_role_binding_grant_list_in_one_namespace_at_once() {
+    let c = Cluster::start();
+    c.admin_create(
+        &format!("{RBAC}/namespaces/default/roles"),
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+            "metadata": {"name": "widget-reader"},
+            "rules": [{"apiGroups": ["example.com"], "resources": ["widgets"], "verbs": ["get", "list"]}]}),
+    );
+    // No poll: a binding created through the server applies to the next request.
+    c.admin_create(
+        &format!("{RBAC}/namespaces/default/rolebindings"),
+        role_binding(
+            "default",
+            "alice-reads",
+            "Role",
+            "widget-reader",
+            json!([user("alice")]),
+        ),
+    );
+    let r = c.get("alice", WIDGETS);
+    assert_eq!(r.status, 200, "{}", r.text());
+    let r = c.get("alice", "/apis/example.com/v1/namespaces/team/widgets");
+    assert_eq!(r.status, 403);
+    assert_eq!(c.get("alice", "/apis/example.com/v1/widgets").status, 403);
+    let r = c.send(
+        "alice",
+        "POST",
+        WIDGETS,
+        &json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}}),
+    );
+    assert_eq!(r.status, 403);
+    // Deleting the binding takes the grant away at once too.
+    let r = c.send(
+        "admin",
+        "DELETE",
+        &format!("{RBAC}/namespaces/default/rolebindings/alice-reads"),
+        &json!({}),
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(c.get("alice", WIDGETS).status, 403);
+}
+
+#[test]
+fn cluster_role_binding_to_view_grants_reads_everywhere_but_not_secrets() {
+    let c = Cluster::start();
+    c.admin_create(
+        &format!("{RBAC}/clusterrolebindings"),
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+            "metadata": {"name": "devs-view"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "view"},
+            "subjects": [{"kind": "Group", "name": "devs", "apiGroup": "rbac.authorization.k8s.io"}]}),
+    );
+    assert_eq!(
+        c.get("bob", "/api/v1/namespaces/team/configmaps").status,
+        200
+    );
+    assert_eq!(c.get("bob", "/api/v1/configmaps").status, 200);
+    let r = c.get("bob", "/api/v1/namespaces/team/secrets");
+    assert_eq!(
+        r.json(),
+        Some(forbidden(
+            "secrets is forbidden: User \"bob\" cannot list resource \"secrets\" in API group \"\" in the namespace \"team\"",
+            "",
+            "",
+            "secrets"
+        ))
+    );
+    let cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}});
+    assert_eq!(
+        c.send("bob", "POST", "/api/v1/namespaces/team/configmaps", &cm)
+            .status,
+        403
+    );
+    // The bootstrap roles are served like any others.
+    let view = c.get("admin", &format!("{RBAC}/clusterroles/view"));
+    assert_eq!(view.status, 200);
+    let view = view.json().expect("JSON");
+    assert_eq!(
+        view["aggregationRule"]["clusterRoleSelectors"][0]["matchLabels"]
+            ["rbac.authorization.k8s.io/aggregate-to-view"],
+        "true"
+    );
+    assert!(!view["rules"].as_array().expect("rules").is_empty());
+}
+
+#[test]
+fn service_account_subject_defaults_to_the_binding_namespace() {
+    let c = Cluster::start();
+    c.admin_create(
+        &format!("{RBAC}/namespaces/team/rolebindings"),
+        role_binding(
+            "team",
+            "robot-edits",
+            "ClusterRole",
+            "edit",
+            json!([{"kind": "ServiceAccount", "name": "robot"}]),
+        ),
+    );
+    let cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}});
+    let r = c.send("robot", "POST", "/api/v1/namespaces/team/configmaps", &cm);
+    assert_eq!(r.status, 201, "{}", r.text());
+    let r = c.send(
+        "robot",
+        "POST",
+        "/api/v1/namespaces/default/configmaps",
+        &cm,
+    );
+    assert_eq!(
+        r.json().expect("Status")["message"],
+        "configmaps is forbidden: User \"system:serviceaccount:team:robot\" cannot create resource \"configmaps\" in API group \"\" in the namespace \"default\""
+    );
+}
+
+#[test]
+fn resource_names_allow_only_the_named_objects() {
+    let c = Cluster::start();
+    for name in ["cm1", "cm2"] {
+        c.admin_create(
+            "/api/v1/namespaces/default/configmaps",
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}}),
+        );
+    }
+    c.admin_create(
+        &format!("{RBAC}/namespaces/default/roles"),
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+            "metadata": {"name": "cm1-reader"},
+            "rules": [{"apiGroups": [""], "resources": ["configmaps"], "resourceNames": ["cm1"], "verbs": ["get", "list"]}]}),
+    );
+    c.admin_create(
+        &format!("{RBAC}/namespaces/default/rolebindings"),
+        role_binding(
+            "default",
+            "alice-cm1",
+            "Role",
+            "cm1-reader",
+            json!([user("alice")]),
+        ),
+    );
+    assert_eq!(
+        c.get("alice", "/api/v1/namespaces/default/configmaps/cm1")
+            .status,
+        200
+    );
+    let r = c.get("alice", "/api/v1/namespaces/default/configmaps/cm2");
+    assert_eq!(
+        r.json(),
+        Some(forbidden(
+            "configmaps \"cm2\" is forbidden: User \"alice\" cannot get resource \"configmaps\" in API group \"\" in the namespace \"default\"",
+            "cm2",
+            "",
+            "configmaps"
+        ))
+    );
+    assert_eq!(
+        c.get("alice", "/api/v1/namespaces/default/configmaps")
+            .status,
+        403
+    );
+}
+
+#[test]
+fn binding_to_a_missing_role_names_it_in_the_denial() {
+    let c = Cluster::start();
+    c.admin_create(
+        &format!("{RBAC}/namespaces/default/rolebindings"),
+        role_binding(
+            "default",
+            "dangling",
+            "Role",
+            "gone",
+            json!([user("alice")]),
+        ),
+    );
+    let r = c.get("alice", WIDGETS);
+    assert_eq!(
+        r.json().expect("Status")["message"],
+        "widgets.example.com is forbidden: User \"alice\" cannot list resource \"widgets\" in API group \"example.com\" in the namespace \"default\": RBAC: role.rbac.authorization.k8s.io \"gone\" not found"
+    );
+}
+
+#[test]
+fn role_ref_is_immutable_and_validated_as_kube() {
+    let c = Cluster::start();
+    let path = format!("{RBAC}/namespaces/default/rolebindings");
+    let mut rb = c.admin_create(
+        &path,
+        role_binding(
+            "default",
+            "rb",
+            "ClusterRole",
+            "view",
+            json!([user("alice")]),
+        ),
+    );
+    rb["roleRef"]["name"] = json!("edit");
+    let r = c.send("admin", "PUT", &format!("{path}/rb"), &rb);
+    assert_eq!(r.status, 422, "{}", r.text());
+    assert_eq!(
+        r.json().expect("Status")["message"],
+        "RoleBinding.rbac.authorization.k8s.io \"rb\" is invalid: roleRef: Invalid value: {\"APIGroup\":\"rbac.authorization.k8s.io\",\"Kind\":\"ClusterRole\",\"Name\":\"edit\"}: cannot change roleRef"
+    );
+    let r = c.send(
+        "admin",
+        "POST",
+        &format!("{RBAC}/clusterroles"),
+        &json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+            "metadata": {"name": "system:bad"}, "rules": [{"apiGroups": [""], "resources": ["pods"]}]}),
+    );
+    assert_eq!(
+        r.json().expect("Status")["message"],
+        "ClusterRole.rbac.authorization.k8s.io \"system:bad\" is invalid: rules[0].verbs: Required value: verbs must contain at least one value"
+    );
+    // Names with colons (as kube's own roles) can be updated.
+    let mut role = c.admin_create(
+        &format!("{RBAC}/clusterroles"),
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+            "metadata": {"name": "example:reader"}, "rules": []}),
+    );
+    role["metadata"]["labels"] = json!({"a": "b"});
+    let r = c.send(
+        "admin",
+        "PUT",
+        &format!("{RBAC}/clusterroles/example:reader"),
+        &role,
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+}
+
+#[test]
+fn access_reviews_and_kubectl_auth_can_i_answer_as_the_authorizer() {
+    let c = Cluster::start();
+    c.admin_create(
+        &format!("{RBAC}/namespaces/default/rolebindings"),
+        role_binding(
+            "default",
+            "alice-view",
+            "ClusterRole",
+            "view",
+            json!([user("alice")]),
+        ),
+    );
+    let ssar = json!({"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
+        "spec": {"resourceAttributes": {"namespace": "default", "verb": "list", "resource": "configmaps"}}});
+    let r = c.send(
+        "alice",
+        "POST",
+        "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews",
+        &ssar,
+    );
+    assert_eq!(r.status, 201, "{}", r.text());
+    assert_eq!(
+        r.json().expect("JSON")["status"],
+        json!({"allowed": true,
+            "reason": "RBAC: allowed by RoleBinding \"alice-view/default\" of ClusterRole \"view\" to User \"alice\""})
+    );
+    let sar = json!({"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview",
+        "spec": {"resourceAttributes": {"namespace": "default", "verb": "delete", "resource": "configmaps"},
+                 "user": "alice"}});
+    let r = c.send(
+        "admin",
+        "POST",
+        "/apis/authorization.k8s.io/v1/subjectaccessreviews",
+        &sar,
+    );
+    assert_eq!(r.json().expect("JSON")["status"], json!({"allowed": false}));
+    // Reviews are not stored: create is their only verb.
+    let r = c.get(
+        "admin",
+        "/apis/authorization.k8s.io/v1/subjectaccessreviews",
+    );
+    assert_eq!(r.status, 405, "{}", r.text());
+
+    let yes = c.kubectl_as(
+        "alice",
+        &["auth", "can-i", "list", "configmaps", "-n", "default"],
+    );
+    assert!(yes.status.success(), "{}", describe_output(&yes));
+    assert_eq!(String::from_utf8_lossy(&yes.stdout).trim(), "yes");
+    let no = c.kubectl_as(
+        "alice",
+        &["auth", "can-i", "list", "configmaps", "-n", "team"],
+    );
+    assert!(!no.status.success(), "{}", describe_output(&no));
+    assert_eq!(String::from_utf8_lossy(&no.stdout).trim(), "no");
+    let no = c.kubectl_as("alice", &["auth", "can-i", "create", "widgets.example.com"]);
+    assert_eq!(
+        String::from_utf8_lossy(&no.stdout).trim(),
+        "no",
+        "{}",
+        describe_output(&no)
+    );
+}
+
+#[test]
+fn kubectl_with_a_user_token_shows_kubes_403_message() {
+    let c = Cluster::start();
+    let out = c.kubectl_as("alice", &["get", "widgets", "-n", "default"]);
+    assert!(!out.status.success(), "{}", describe_output(&out));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr).trim(),
+        "Error from server (Forbidden): widgets.example.com is forbidden: User \"alice\" cannot list resource \"widgets\" in API group \"example.com\" in the namespace \"default\""
+    );
+    // The admin kubeconfig lists RBAC objects with kube's columns.
+    let out = c
+        .server
+        .kubectl(&["get", "clusterrolebindings", "cluster-admin", "-o", "wide"]);
+    assert!(out.status.success(), "{}", describe_output(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    let header: Vec<&str> = text
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .split_whitespace()
+        .collect();
+    assert_eq!(
+        header,
+        ["NAME", "ROLE", "AGE", "USERS", "GROUPS", "SERVICEACCOUNTS"]
+    );
+    assert!(text.contains("ClusterRole/cluster-admin"), "{text}");
+    assert!(text.contains("system:masters"), "{text}");
+    let out = c.server.kubectl(&["get", "clusterroles", "view"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let header: Vec<&str> = text
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .split_whitespace()
+        .collect();
+    assert_eq!(
+        header,
+        ["NAME", "CREATED", "AT"],
+        "{}",
+        describe_output(&out)
+    );
+}

@@ -1,0 +1,350 @@
+//! Authorization, as kube's: an [`Authorizer`] judges a request's [`Attributes`];
+//! `--authorization-mode` lists authorizers that are asked in order until one allows
+//! or denies. The check runs once per request in `http::serve`, before dispatch.
+//!
+//! To add a mode (RBAC): implement [`Authorizer`], add a [`Mode`] variant and its
+//! flag name in [`Mode::parse`], and build it in [`build`].
+
+use super::UserInfo;
+use crate::field::go_quote;
+use crate::http::request_info::RequestInfo;
+use crate::status::{Details, Status};
+use std::sync::Arc;
+
+/// What a request asks to do (kube's `authorizer.Attributes`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Attributes {
+    /// Who asks.
+    pub user: UserInfo,
+    /// kube verb: get, list, watch, create, update, patch, delete, deletecollection
+    /// for resources; the lowercased HTTP method for other paths.
+    pub verb: String,
+    /// True for `/api/...`, `/apis/...` resource requests.
+    pub resource_request: bool,
+    /// API group (empty for core).
+    pub api_group: String,
+    /// API version.
+    pub api_version: String,
+    /// Plural resource.
+    pub resource: String,
+    /// Subresource (`status`, `scale`).
+    pub subresource: String,
+    /// Namespace (empty for cluster-scoped requests).
+    pub namespace: String,
+    /// Object name (empty for collections).
+    pub name: String,
+    /// The URL path (non-resource requests).
+    pub path: String,
+}
+
+impl Attributes {
+    /// The attributes of a parsed request.
+    pub fn new(user: &UserInfo, info: &RequestInfo, path: &str) -> Attributes {
+        Attributes {
+            user: user.clone(),
+            verb: info.verb.clone(),
+            resource_request: info.is_resource_request,
+            api_group: info.group.clone(),
+            api_version: info.version.clone(),
+            resource: info.resource.clone(),
+            subresource: info.subresource.clone(),
+            namespace: info.namespace.clone(),
+            name: info.name.clone(),
+            path: path.to_string(),
+        }
+    }
+}
+
+/// An authorizer's answer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Decision {
+    /// Allowed: later authorizers are not asked.
+    Allow,
+    /// Denied: later authorizers are not asked.
+    Deny,
+    /// No opinion: ask the next authorizer; forbidden when none is left.
+    NoOpinion,
+}
+
+/// Judges requests (kube's `authorizer.Authorizer`).
+#[async_trait::async_trait]
+pub trait Authorizer: Send + Sync {
+    /// The decision and its reason (appended to kube's 403 message when not empty).
+    async fn authorize(&self, attrs: &Attributes) -> (Decision, String);
+}
+
+/// Allows everything (kube's `AlwaysAllow`, the default here).
+pub struct AlwaysAllow;
+
+#[async_trait::async_trait]
+impl Authorizer for AlwaysAllow {
+    async fn authorize(&self, _: &Attributes) -> (Decision, String) {
+        (Decision::Allow, String::new())
+    }
+}
+
+/// Allows nothing (kube's `AlwaysDeny`: no opinion, with kube's reason).
+pub struct AlwaysDeny;
+
+#[async_trait::async_trait]
+impl Authorizer for AlwaysDeny {
+    async fn authorize(&self, _: &Attributes) -> (Decision, String) {
+        (Decision::NoOpinion, "Everything is forbidden.".into())
+    }
+}
+
+/// Allows members of `system:masters` and has no opinion on anyone else: kube puts it
+/// before the configured modes, whatever they are.
+pub struct PrivilegedGroups;
+
+#[async_trait::async_trait]
+impl Authorizer for PrivilegedGroups {
+    async fn authorize(&self, attrs: &Attributes) -> (Decision, String) {
+        if attrs.user.groups.iter().any(|g| g == super::MASTERS_GROUP) {
+            (Decision::Allow, String::new())
+        } else {
+            (Decision::NoOpinion, String::new())
+        }
+    }
+}
+
+/// Authorizers asked in order (kube's union): the first `Allow` or `Deny` decides;
+/// reasons of those without an opinion are joined with ", ".
+pub struct Union(pub Vec<Arc<dyn Authorizer>>);
+
+#[async_trait::async_trait]
+impl Authorizer for Union {
+    async fn authorize(&self, attrs: &Attributes) -> (Decision, String) {
+        let mut reasons = Vec::new();
+        for a in &self.0 {
+            let (decision, reason) = a.authorize(attrs).await;
+            match decision {
+                Decision::Allow | Decision::Deny => return (decision, reason),
+                Decision::NoOpinion => {
+                    if !reason.is_empty() {
+                        reasons.push(reason);
+                    }
+                }
+            }
+        }
+        (Decision::NoOpinion, reasons.join(", "))
+    }
+}
+
+/// An `--authorization-mode` value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// `AlwaysAllow`.
+    AlwaysAllow,
+    /// `AlwaysDeny`.
+    AlwaysDeny,
+    /// `RBAC` (`auth::rbac`).
+    Rbac,
+}
+
+impl Mode {
+    /// Parse `--authorization-mode` (comma-separated), with kube's errors.
+    pub fn parse(flag: &str) -> Result<Vec<Mode>, String> {
+        let names: Vec<&str> = flag.split(',').filter(|m| !m.is_empty()).collect();
+        if names.is_empty() {
+            return Err("at least one authorization-mode must be passed".into());
+        }
+        let mut modes = Vec::new();
+        for name in &names {
+            let mode = match *name {
+                "AlwaysAllow" => Mode::AlwaysAllow,
+                "AlwaysDeny" => Mode::AlwaysDeny,
+                "RBAC" => Mode::Rbac,
+                "ABAC" | "Webhook" | "Node" => {
+                    return Err(format!(
+                        "authorization-mode {} is not supported by crd-apiserver",
+                        go_quote(name)
+                    ))
+                }
+                _ => {
+                    return Err(format!(
+                        "authorization-mode {} is not a valid mode",
+                        go_quote(name)
+                    ))
+                }
+            };
+            if modes.contains(&mode) {
+                let quoted: Vec<String> = names.iter().map(|n| go_quote(n)).collect();
+                return Err(format!(
+                    "authorization-mode [{}] has mode specified more than once",
+                    quoted.join(" ")
+                ));
+            }
+            modes.push(mode);
+        }
+        Ok(modes)
+    }
+}
+
+/// The authorizer of `--authorization-mode`: one mode alone, several as a [`Union`];
+/// `rbac` serves the `RBAC` mode.
+pub fn build(modes: &[Mode], rbac: Arc<dyn Authorizer>) -> Arc<dyn Authorizer> {
+    let mut each: Vec<Arc<dyn Authorizer>> = modes
+        .iter()
+        .map(|m| -> Arc<dyn Authorizer> {
+            match m {
+                Mode::AlwaysAllow => Arc::new(AlwaysAllow),
+                Mode::AlwaysDeny => Arc::new(AlwaysDeny),
+                Mode::Rbac => rbac.clone(),
+            }
+        })
+        .collect();
+    if each.len() == 1 && modes == [Mode::AlwaysAllow] {
+        return each.remove(0);
+    }
+    each.insert(0, Arc::new(PrivilegedGroups));
+    Arc::new(Union(each))
+}
+
+/// kube's 403 for a request its authorizers did not allow.
+pub fn forbidden(attrs: &Attributes, reason: &str) -> Status {
+    let user = go_quote(&attrs.user.username);
+    let verb = &attrs.verb;
+    let mut message = if !attrs.resource_request {
+        format!("User {user} cannot {verb} path {}", go_quote(&attrs.path))
+    } else {
+        let mut resource = attrs.resource.clone();
+        if !attrs.subresource.is_empty() {
+            resource = format!("{resource}/{}", attrs.subresource);
+        }
+        let scope = if attrs.namespace.is_empty() {
+            "at the cluster scope".to_string()
+        } else {
+            format!("in the namespace {}", go_quote(&attrs.namespace))
+        };
+        format!(
+            "User {user} cannot {verb} resource {} in API group {} {scope}",
+            go_quote(&resource),
+            go_quote(&attrs.api_group)
+        )
+    };
+    // kube escapes HTML in the message.
+    message = message
+        .replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;");
+    if !reason.is_empty() {
+        message = format!("{message}: {reason}");
+    }
+    let (group, resource) = if attrs.resource_request {
+        (attrs.api_group.as_str(), attrs.resource.as_str())
+    } else {
+        ("", "")
+    };
+    let qualified = if group.is_empty() {
+        resource.to_string()
+    } else {
+        format!("{resource}.{group}")
+    };
+    let full = if qualified.is_empty() {
+        format!("forbidden: {message}")
+    } else if attrs.name.is_empty() {
+        format!("{qualified} is forbidden: {message}")
+    } else {
+        format!(
+            "{qualified} {} is forbidden: {message}",
+            go_quote(&attrs.name)
+        )
+    };
+    Status {
+        code: 403,
+        reason: "Forbidden".into(),
+        message: full,
+        details: Some(Box::new(Details {
+            name: attrs.name.clone(),
+            group: group.to_string(),
+            kind: resource.to_string(),
+            ..Default::default()
+        })),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn attrs(verb: &str, ns: &str, name: &str) -> Attributes {
+        Attributes {
+            user: UserInfo {
+                username: "alice".into(),
+                ..Default::default()
+            },
+            verb: verb.into(),
+            resource_request: true,
+            api_group: "stable.example.com".into(),
+            api_version: "v1".into(),
+            resource: "crontabs".into(),
+            namespace: ns.into(),
+            name: name.into(),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn forbidden_messages_as_kube() {
+        let s = forbidden(&attrs("get", "default", "my-cron"), "");
+        assert_eq!(
+            s.message,
+            "crontabs.stable.example.com \"my-cron\" is forbidden: User \"alice\" cannot get resource \"crontabs\" in API group \"stable.example.com\" in the namespace \"default\""
+        );
+        let s = forbidden(&attrs("list", "", ""), "Everything is forbidden.");
+        assert_eq!(
+            s.message,
+            "crontabs.stable.example.com is forbidden: User \"alice\" cannot list resource \"crontabs\" in API group \"stable.example.com\" at the cluster scope: Everything is forbidden."
+        );
+        let mut a = attrs("get", "", "");
+        a.resource_request = false;
+        a.path = "/healthz".into();
+        let s = forbidden(&a, "");
+        assert_eq!(
+            s.message,
+            "forbidden: User \"alice\" cannot get path \"/healthz\""
+        );
+        assert_eq!(s.to_json()["details"], serde_json::json!({}));
+    }
+
+    #[test]
+    fn mode_flag_errors_as_kube() {
+        assert_eq!(Mode::parse("AlwaysAllow"), Ok(vec![Mode::AlwaysAllow]));
+        assert_eq!(
+            Mode::parse("Bogus").unwrap_err(),
+            "authorization-mode \"Bogus\" is not a valid mode"
+        );
+        assert_eq!(
+            Mode::parse("AlwaysDeny,AlwaysDeny").unwrap_err(),
+            "authorization-mode [\"AlwaysDeny\" \"AlwaysDeny\"] has mode specified more than once"
+        );
+        assert_eq!(
+            Mode::parse("").unwrap_err(),
+            "at least one authorization-mode must be passed"
+        );
+    }
+
+    #[tokio::test]
+    async fn union_stops_at_the_first_opinion() {
+        let u = Union(vec![Arc::new(AlwaysDeny), Arc::new(AlwaysAllow)]);
+        assert_eq!(u.authorize(&attrs("get", "", "")).await.0, Decision::Allow);
+        let u = Union(vec![Arc::new(AlwaysDeny)]);
+        assert_eq!(
+            u.authorize(&attrs("get", "", "")).await,
+            (Decision::NoOpinion, "Everything is forbidden.".to_string())
+        );
+    }
+
+    #[tokio::test]
+    async fn system_masters_are_allowed_whatever_the_modes() {
+        let deny = build(&[Mode::AlwaysDeny], Arc::new(AlwaysDeny));
+        let mut root = attrs("delete", "default", "x");
+        root.user.groups = vec![crate::auth::MASTERS_GROUP.into()];
+        assert_eq!(deny.authorize(&root).await.0, Decision::Allow);
+        assert_eq!(
+            deny.authorize(&attrs("delete", "default", "x")).await,
+            (Decision::NoOpinion, "Everything is forbidden.".to_string())
+        );
+    }
+}

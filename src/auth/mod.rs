@@ -1,0 +1,403 @@
+//! Who sent a request and whether they may do it, as kube's authentication and
+//! authorization filters: `authenticate` runs kube's authenticators in kube's order
+//! (front-proxy request headers, client certificates, bearer tokens, then anonymous),
+//! `authz` decides with an [`authz::Authorizer`].
+
+pub mod authz;
+pub mod rbac;
+pub mod token;
+pub mod x509;
+
+use crate::status::Status;
+use http::HeaderMap;
+use rustls::pki_types::CertificateDer;
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+/// kube's user of unauthenticated requests.
+pub const ANONYMOUS_USER: &str = "system:anonymous";
+/// kube's group of unauthenticated requests.
+pub const UNAUTHENTICATED_GROUP: &str = "system:unauthenticated";
+/// kube's group every authenticated user is in.
+pub const AUTHENTICATED_GROUP: &str = "system:authenticated";
+/// kube's group whose members may do anything (RBAC's privileged group).
+pub const MASTERS_GROUP: &str = "system:masters";
+/// The user of plain-HTTP requests without credentials, as kube's former insecure port.
+pub const UNSECURED_USER: &str = "system:unsecured";
+/// The user of the token the server writes into its `--kubeconfig-out` over HTTPS.
+pub const ADMIN_USER: &str = "system:admin";
+
+/// The authentication and authorization flags (kube's names and defaults; the
+/// request-header defaults are those of kube's aggregated API servers).
+#[derive(Clone, Debug)]
+pub struct AuthConfig {
+    /// `--token-auth-file`: CSV of `token,user,uid,"group1,group2"`.
+    pub token_auth_file: Option<PathBuf>,
+    /// `--client-ca-file`: CA bundle for client certificates (CN = user, O = groups).
+    pub client_ca_file: Option<PathBuf>,
+    /// `--requestheader-client-ca-file`: CA of front-proxy client certificates.
+    pub requestheader_client_ca_file: Option<PathBuf>,
+    /// `--requestheader-allowed-names`: allowed front-proxy common names (empty: any).
+    pub requestheader_allowed_names: Vec<String>,
+    /// `--requestheader-username-headers`.
+    pub requestheader_username_headers: Vec<String>,
+    /// `--requestheader-group-headers`.
+    pub requestheader_group_headers: Vec<String>,
+    /// `--requestheader-extra-headers-prefix`.
+    pub requestheader_extra_headers_prefix: Vec<String>,
+    /// `--anonymous-auth`.
+    pub anonymous_auth: bool,
+    /// `--authorization-mode`, in order.
+    pub authorization_modes: Vec<authz::Mode>,
+}
+
+impl Default for AuthConfig {
+    fn default() -> Self {
+        AuthConfig {
+            token_auth_file: None,
+            client_ca_file: None,
+            requestheader_client_ca_file: None,
+            requestheader_allowed_names: Vec::new(),
+            requestheader_username_headers: vec!["X-Remote-User".into()],
+            requestheader_group_headers: vec!["X-Remote-Group".into()],
+            requestheader_extra_headers_prefix: vec!["X-Remote-Extra-".into()],
+            anonymous_auth: true,
+            authorization_modes: vec![authz::Mode::AlwaysAllow],
+        }
+    }
+}
+
+impl AuthConfig {
+    /// Read the files the flags name and build the authenticators.
+    pub fn authenticator(&self) -> Result<Authenticator, String> {
+        let request_header = match &self.requestheader_client_ca_file {
+            Some(path) => Some(RequestHeader {
+                ca: x509::CaVerifier::from_pem_file(path)
+                    .map_err(|e| format!("--requestheader-client-ca-file: {e}"))?,
+                allowed_names: self.requestheader_allowed_names.clone(),
+                username_headers: self.requestheader_username_headers.clone(),
+                group_headers: self.requestheader_group_headers.clone(),
+                extra_headers_prefixes: self.requestheader_extra_headers_prefix.clone(),
+            }),
+            None => None,
+        };
+        let client_ca = match &self.client_ca_file {
+            Some(path) => Some(
+                x509::CaVerifier::from_pem_file(path)
+                    .map_err(|e| format!("--client-ca-file: {e}"))?,
+            ),
+            None => None,
+        };
+        let tokens = match &self.token_auth_file {
+            Some(path) => Some(token::TokenFile::load(path)?),
+            None => None,
+        };
+        Ok(Authenticator {
+            request_header,
+            client_ca,
+            tokens,
+            anonymous: self.anonymous_auth,
+            admin_token: None,
+        })
+    }
+}
+
+/// The authenticated user of a request (kube's `user.Info`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct UserInfo {
+    /// User name.
+    pub username: String,
+    /// Unique id (empty when the authenticator knows none).
+    pub uid: String,
+    /// Groups.
+    pub groups: Vec<String>,
+    /// Extra attributes (front-proxy `X-Remote-Extra-*` headers), keys lowercased.
+    pub extra: BTreeMap<String, Vec<String>>,
+}
+
+impl UserInfo {
+    /// kube's anonymous user.
+    pub fn anonymous() -> Self {
+        UserInfo {
+            username: ANONYMOUS_USER.into(),
+            groups: vec![UNAUTHENTICATED_GROUP.into()],
+            ..Default::default()
+        }
+    }
+
+    /// The user of credential-less requests on the loopback plain-HTTP port: a
+    /// superuser, as kube's former insecure port.
+    pub fn unsecured() -> Self {
+        UserInfo {
+            username: UNSECURED_USER.into(),
+            groups: vec![MASTERS_GROUP.into(), AUTHENTICATED_GROUP.into()],
+            ..Default::default()
+        }
+    }
+
+    /// The `userInfo` of an AdmissionReview or SubjectAccessReview (kube's
+    /// `authentication/v1.UserInfo`: empty fields left out).
+    pub fn to_json(&self) -> serde_json::Value {
+        let mut out = serde_json::Map::new();
+        if !self.username.is_empty() {
+            out.insert("username".into(), self.username.clone().into());
+        }
+        if !self.uid.is_empty() {
+            out.insert("uid".into(), self.uid.clone().into());
+        }
+        if !self.groups.is_empty() {
+            out.insert("groups".into(), serde_json::json!(self.groups));
+        }
+        if !self.extra.is_empty() {
+            out.insert("extra".into(), serde_json::json!(self.extra));
+        }
+        serde_json::Value::Object(out)
+    }
+
+    /// Add `system:authenticated` unless the user is anonymous or already in it
+    /// (kube's `AuthenticatedGroupAdder`).
+    fn with_authenticated_group(mut self) -> Self {
+        let marked = self
+            .groups
+            .iter()
+            .any(|g| g == AUTHENTICATED_GROUP || g == UNAUTHENTICATED_GROUP);
+        if self.username != ANONYMOUS_USER && !marked {
+            self.groups.push(AUTHENTICATED_GROUP.into());
+        }
+        self
+    }
+}
+
+/// What a request's connection tells about its client.
+#[derive(Clone, Debug, Default)]
+pub struct Connection {
+    /// The connection is TLS (HTTPS).
+    pub tls: bool,
+    /// The certificates the client presented (leaf first; empty when none).
+    pub peer_certificates: Vec<CertificateDer<'static>>,
+}
+
+/// Front-proxy authentication (kube's `--requestheader-*` flags): a client certificate
+/// signed by `ca`, with a common name in `allowed_names` (any when empty), vouches for
+/// the user named in its headers.
+pub struct RequestHeader {
+    /// CA of the front proxy's client certificate.
+    pub ca: x509::CaVerifier,
+    /// Allowed common names of the front proxy's certificate (empty: any).
+    pub allowed_names: Vec<String>,
+    /// Headers naming the user; the first non-empty one wins.
+    pub username_headers: Vec<String>,
+    /// Headers listing groups (every value of each).
+    pub group_headers: Vec<String>,
+    /// Prefixes of headers carrying extra attributes.
+    pub extra_headers_prefixes: Vec<String>,
+}
+
+/// The authenticators of a server, in kube's order.
+#[derive(Default)]
+pub struct Authenticator {
+    /// `--requestheader-client-ca-file` and friends.
+    pub request_header: Option<RequestHeader>,
+    /// `--client-ca-file`.
+    pub client_ca: Option<x509::CaVerifier>,
+    /// `--token-auth-file`.
+    pub tokens: Option<token::TokenFile>,
+    /// `--anonymous-auth`.
+    pub anonymous: bool,
+    /// The bearer token of [`ADMIN_USER`] (group `system:masters`), minted at start-up
+    /// for the server's own kubeconfig, as kube's loopback token.
+    pub admin_token: Option<String>,
+}
+
+impl Authenticator {
+    /// Whether any authenticator reads client certificates (the TLS server then asks
+    /// clients for one).
+    pub fn wants_client_certificates(&self) -> bool {
+        self.request_header.is_some() || self.client_ca.is_some()
+    }
+
+    /// The CAs whose names the TLS server hints to clients asking for a certificate.
+    pub fn client_ca_subjects(&self) -> Vec<rustls::DistinguishedName> {
+        let mut out = Vec::new();
+        if let Some(rh) = &self.request_header {
+            out.extend(rh.ca.subjects().iter().cloned());
+        }
+        if let Some(ca) = &self.client_ca {
+            out.extend(ca.subjects().iter().cloned());
+        }
+        out
+    }
+
+    /// Authenticate a request: the first authenticator that recognises the request
+    /// decides; credentials that fail everywhere are a 401 even with anonymous access
+    /// on (kube's union with fail-on-error before anonymous).
+    pub fn authenticate(&self, headers: &HeaderMap, conn: &Connection) -> Result<UserInfo, Status> {
+        let mut errors: Vec<String> = Vec::new();
+        let mut found = None;
+        if let Some(rh) = &self.request_header {
+            match rh.authenticate(headers, conn) {
+                Ok(user) => found = user,
+                Err(e) => errors.push(e),
+            }
+        }
+        if found.is_none() {
+            if let Some(ca) = &self.client_ca {
+                match x509::authenticate(ca, conn) {
+                    Ok(user) => found = user,
+                    Err(e) => errors.push(e),
+                }
+            }
+        }
+        if found.is_none() {
+            found = self.admin(headers);
+        }
+        if found.is_none() && (self.tokens.is_some() || self.admin_token.is_some()) {
+            let empty = token::TokenFile::default();
+            match self.tokens.as_ref().unwrap_or(&empty).authenticate(headers) {
+                Ok(user) => found = user,
+                Err(e) => errors.push(e),
+            }
+        }
+        match found {
+            Some(user) => Ok(user.with_authenticated_group()),
+            None if !errors.is_empty() => {
+                tracing::debug!(errors = %errors.join("; "), "unable to authenticate the request");
+                Err(Status::unauthorized())
+            }
+            // Plain HTTP listens on loopback only: whoever reaches it is local.
+            None if !conn.tls => Ok(UserInfo::unsecured()),
+            None if self.anonymous => Ok(UserInfo::anonymous()),
+            None => Err(Status::unauthorized()),
+        }
+    }
+}
+
+impl Authenticator {
+    /// The admin user when the request bears the admin token.
+    fn admin(&self, headers: &HeaderMap) -> Option<UserInfo> {
+        let want = self.admin_token.as_deref()?;
+        let got = token::bearer_token(headers)?;
+        // Compare in constant time: the token is a superuser credential.
+        let same = want.len() == got.len()
+            && want
+                .bytes()
+                .zip(got.bytes())
+                .fold(0u8, |acc, (a, b)| acc | (a ^ b))
+                == 0;
+        same.then(|| UserInfo {
+            username: ADMIN_USER.into(),
+            groups: vec![MASTERS_GROUP.into()],
+            ..Default::default()
+        })
+    }
+}
+
+impl RequestHeader {
+    /// `Ok(None)` when the request carries no front-proxy certificate or no user header.
+    fn authenticate(
+        &self,
+        headers: &HeaderMap,
+        conn: &Connection,
+    ) -> Result<Option<UserInfo>, String> {
+        let Some(leaf) = conn.peer_certificates.first() else {
+            return Ok(None);
+        };
+        self.ca.verify(&conn.peer_certificates)?;
+        if !self.allowed_names.is_empty() {
+            let (cn, _) = x509::subject(leaf)?;
+            if !self.allowed_names.contains(&cn) {
+                return Err(format!(
+                    "x509: subject with cn={cn} is not in the allowed list"
+                ));
+            }
+        }
+        let header_values = |name: &str| -> Vec<String> {
+            headers
+                .get_all(name)
+                .iter()
+                .filter_map(|v| v.to_str().ok())
+                .map(str::to_string)
+                .collect()
+        };
+        let Some(username) = self
+            .username_headers
+            .iter()
+            .filter_map(|h| header_values(h).into_iter().next())
+            .find(|v| !v.is_empty())
+        else {
+            return Ok(None);
+        };
+        let groups = self
+            .group_headers
+            .iter()
+            .flat_map(|h| header_values(h))
+            .collect();
+        let mut extra: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        for (name, value) in headers {
+            let lower = name.as_str();
+            for prefix in &self.extra_headers_prefixes {
+                let prefix = prefix.to_ascii_lowercase();
+                if let Some(key) = lower.strip_prefix(prefix.as_str()) {
+                    if let Ok(v) = value.to_str() {
+                        // kube unescapes keys so they may carry characters headers cannot.
+                        let key = crate::http::percent_decode_path(key).to_ascii_lowercase();
+                        extra.entry(key).or_default().push(v.to_string());
+                    }
+                }
+            }
+        }
+        Ok(Some(UserInfo {
+            username,
+            uid: String::new(),
+            groups,
+            extra,
+        }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn authenticated_group_is_added_once() {
+        let u = UserInfo {
+            username: "alice".into(),
+            groups: vec!["dev".into()],
+            ..Default::default()
+        }
+        .with_authenticated_group();
+        assert_eq!(u.groups, ["dev", AUTHENTICATED_GROUP]);
+        assert_eq!(u.clone().with_authenticated_group(), u);
+        let anon = UserInfo::anonymous().with_authenticated_group();
+        assert_eq!(anon.groups, [UNAUTHENTICATED_GROUP]);
+    }
+
+    #[test]
+    fn no_credentials_is_anonymous_on_tls_and_unsecured_on_plain_http() {
+        let tls = Connection {
+            tls: true,
+            ..Default::default()
+        };
+        let mut authn = Authenticator {
+            anonymous: true,
+            ..Default::default()
+        };
+        let headers = HeaderMap::new();
+        assert_eq!(
+            authn.authenticate(&headers, &tls).map_err(|s| s.code),
+            Ok(UserInfo::anonymous())
+        );
+        assert_eq!(
+            authn
+                .authenticate(&headers, &Connection::default())
+                .map_err(|s| s.code),
+            Ok(UserInfo::unsecured())
+        );
+        authn.anonymous = false;
+        assert_eq!(
+            authn.authenticate(&headers, &tls).map_err(|s| s.code),
+            Err(401)
+        );
+    }
+}

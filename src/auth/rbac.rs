@@ -1,0 +1,971 @@
+//! RBAC authorization, as kube's `plugin/pkg/auth/authorizer/rbac`: a request is allowed
+//! when a rule of a role bound to its user allows it. ClusterRoleBindings apply
+//! everywhere, RoleBindings (to a Role of their namespace or to a ClusterRole) in their
+//! namespace only; `system:masters` may do anything (kube's privileged-group authorizer).
+//!
+//! - [`RbacRules`]: the roles and bindings, cached in memory: loaded at start-up, kept in
+//!   step by a storage watch (writes by other servers on the same etcd) and updated
+//!   synchronously by writes through this server (`ApiServer::after_write`), so a
+//!   binding created by a test applies to its next request.
+//! - [`RbacAuthorizer`]: the `--authorization-mode=RBAC` authorizer over that cache.
+//! - [`bootstrap_policy`]: kube's bootstrap ClusterRoles and bindings that tests bind to
+//!   (`cluster-admin`, `admin`, `edit`, `view`, discovery), created at start-up.
+
+use super::authz::{Attributes, Authorizer, Decision};
+use super::{UserInfo, MASTERS_GROUP};
+use crate::rest::object;
+use crate::storage::{EventKind, ListOptions, Storage, WatchItem};
+use futures::StreamExt;
+use serde_json::Value;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, RwLock, Weak};
+
+/// The API group of RBAC objects.
+pub const GROUP: &str = crate::rest::rbac::GROUP;
+
+/// kube's prefix of service account user names.
+pub const SERVICE_ACCOUNT_PREFIX: &str = "system:serviceaccount:";
+
+/// One rule of a role (kube's `PolicyRule`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PolicyRule {
+    /// Verbs (`*` for all).
+    pub verbs: Vec<String>,
+    /// API groups (`*` for all, `""` for core).
+    pub api_groups: Vec<String>,
+    /// Resources (`*`, `pods`, `pods/status`, `*/scale`).
+    pub resources: Vec<String>,
+    /// Object names (empty: any).
+    pub resource_names: Vec<String>,
+    /// Non-resource paths (`/healthz`, `/apis/*`, `*`).
+    pub non_resource_urls: Vec<String>,
+}
+
+/// The strings of a list field (empty when absent or null).
+fn strings(v: &Value, field: &str) -> Vec<String> {
+    v.get(field)
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_string)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn str_field<'a>(v: &'a Value, field: &str) -> &'a str {
+    v.get(field).and_then(Value::as_str).unwrap_or("")
+}
+
+impl PolicyRule {
+    /// A rule as written in a role.
+    pub fn from_json(v: &Value) -> PolicyRule {
+        PolicyRule {
+            verbs: strings(v, "verbs"),
+            api_groups: strings(v, "apiGroups"),
+            resources: strings(v, "resources"),
+            resource_names: strings(v, "resourceNames"),
+            non_resource_urls: strings(v, "nonResourceURLs"),
+        }
+    }
+
+    /// The rules of a role object (`rules`).
+    pub fn list_from(role: &Value) -> Vec<PolicyRule> {
+        role.get("rules")
+            .and_then(Value::as_array)
+            .map(|a| a.iter().map(PolicyRule::from_json).collect())
+            .unwrap_or_default()
+    }
+
+    fn verb_matches(&self, verb: &str) -> bool {
+        self.verbs.iter().any(|v| v == "*" || v == verb)
+    }
+
+    fn api_group_matches(&self, group: &str) -> bool {
+        self.api_groups.iter().any(|g| g == "*" || g == group)
+    }
+
+    fn resource_matches(&self, combined: &str, subresource: &str) -> bool {
+        self.resources.iter().any(|r| {
+            r == "*"
+                || r == combined
+                || (!subresource.is_empty() && r.strip_prefix("*/") == Some(subresource))
+        })
+    }
+
+    fn resource_name_matches(&self, name: &str) -> bool {
+        self.resource_names.is_empty() || self.resource_names.iter().any(|n| n == name)
+    }
+
+    fn non_resource_url_matches(&self, path: &str) -> bool {
+        self.non_resource_urls.iter().any(|u| {
+            u == "*" || u == path || (u.ends_with('*') && path.starts_with(u.trim_end_matches('*')))
+        })
+    }
+
+    /// Whether this rule allows the request (kube's `RuleAllows`).
+    pub fn allows(&self, attrs: &Attributes) -> bool {
+        if !self.verb_matches(&attrs.verb) {
+            return false;
+        }
+        if !attrs.resource_request {
+            return self.non_resource_url_matches(&attrs.path);
+        }
+        let combined = if attrs.subresource.is_empty() {
+            attrs.resource.clone()
+        } else {
+            format!("{}/{}", attrs.resource, attrs.subresource)
+        };
+        self.api_group_matches(&attrs.api_group)
+            && self.resource_matches(&combined, &attrs.subresource)
+            && self.resource_name_matches(&attrs.name)
+    }
+}
+
+/// Who a binding grants its role to (kube's `Subject`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Subject {
+    /// `User`, `Group` or `ServiceAccount`.
+    pub kind: String,
+    /// Name.
+    pub name: String,
+    /// Namespace of a ServiceAccount (empty: the binding's).
+    pub namespace: String,
+}
+
+impl Subject {
+    fn from_json(v: &Value) -> Subject {
+        Subject {
+            kind: str_field(v, "kind").to_string(),
+            name: str_field(v, "name").to_string(),
+            namespace: str_field(v, "namespace").to_string(),
+        }
+    }
+
+    /// Whether the subject is `user` (kube's `appliesToUser`); `namespace` is the
+    /// binding's, the default of ServiceAccount subjects.
+    pub fn applies_to(&self, user: &UserInfo, namespace: &str) -> bool {
+        match self.kind.as_str() {
+            "User" => user.username == self.name,
+            "Group" => user.groups.contains(&self.name),
+            "ServiceAccount" => {
+                let ns = if self.namespace.is_empty() {
+                    namespace
+                } else {
+                    &self.namespace
+                };
+                !ns.is_empty() && user.username == service_account_user(ns, &self.name)
+            }
+            _ => false,
+        }
+    }
+
+    /// kube's `describeSubject`: `User "alice"`, `ServiceAccount "name/namespace"`.
+    fn describe(&self, binding_namespace: &str) -> String {
+        if self.kind == "ServiceAccount" {
+            let ns = if self.namespace.is_empty() {
+                binding_namespace
+            } else {
+                &self.namespace
+            };
+            return format!(
+                "{} {}",
+                self.kind,
+                crate::field::go_quote(&format!("{}/{ns}", self.name))
+            );
+        }
+        format!("{} {}", self.kind, crate::field::go_quote(&self.name))
+    }
+}
+
+/// `system:serviceaccount:<namespace>:<name>`.
+pub fn service_account_user(namespace: &str, name: &str) -> String {
+    format!("{SERVICE_ACCOUNT_PREFIX}{namespace}:{name}")
+}
+
+/// A RoleBinding or ClusterRoleBinding.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Binding {
+    /// Name.
+    pub name: String,
+    /// Namespace (empty for ClusterRoleBindings).
+    pub namespace: String,
+    /// `roleRef.kind`: `Role` or `ClusterRole`.
+    pub role_kind: String,
+    /// `roleRef.name`.
+    pub role_name: String,
+    /// Subjects.
+    pub subjects: Vec<Subject>,
+}
+
+impl Binding {
+    /// A binding object.
+    pub fn from_json(v: &Value) -> Binding {
+        let role_ref = v.get("roleRef").cloned().unwrap_or(Value::Null);
+        Binding {
+            name: object::name(v).to_string(),
+            namespace: object::namespace(v).to_string(),
+            role_kind: str_field(&role_ref, "kind").to_string(),
+            role_name: str_field(&role_ref, "name").to_string(),
+            subjects: v
+                .get("subjects")
+                .and_then(Value::as_array)
+                .map(|a| a.iter().map(Subject::from_json).collect())
+                .unwrap_or_default(),
+        }
+    }
+
+    /// kube's source describer: `ClusterRoleBinding "b" of ClusterRole "r" to User "u"`,
+    /// `RoleBinding "b/ns" of Role "r" to Group "g"`.
+    fn describe(&self, subject: &Subject) -> String {
+        let q = crate::field::go_quote;
+        if self.namespace.is_empty() {
+            format!(
+                "ClusterRoleBinding {} of {} {} to {}",
+                q(&self.name),
+                self.role_kind,
+                q(&self.role_name),
+                subject.describe("")
+            )
+        } else {
+            format!(
+                "RoleBinding {} of {} {} to {}",
+                q(&format!("{}/{}", self.name, self.namespace)),
+                self.role_kind,
+                q(&self.role_name),
+                subject.describe(&self.namespace)
+            )
+        }
+    }
+}
+
+/// A cached object at the storage revision it was last seen at (`None`: deleted), so
+/// an older watch event never undoes a newer synchronous update.
+struct Slot<T> {
+    revision: i64,
+    value: Option<Arc<T>>,
+}
+
+#[derive(Default)]
+struct State {
+    /// `namespace/name` → rules.
+    roles: HashMap<String, Slot<Vec<PolicyRule>>>,
+    /// name → rules.
+    cluster_roles: HashMap<String, Slot<Vec<PolicyRule>>>,
+    /// `namespace/name` → binding (ordered, to range over one namespace).
+    role_bindings: BTreeMap<String, Slot<Binding>>,
+    /// name → binding.
+    cluster_role_bindings: BTreeMap<String, Slot<Binding>>,
+}
+
+/// Which of the four RBAC resources a storage key belongs to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Which {
+    Roles,
+    ClusterRoles,
+    RoleBindings,
+    ClusterRoleBindings,
+}
+
+/// The roles and bindings in storage, cached for authorization.
+pub struct RbacRules {
+    /// Key roots (`/registry/roles`, ...), in [`Which`] order.
+    roots: [(Which, String); 4],
+    state: RwLock<State>,
+}
+
+/// What visiting the rules of a user meets: a rule with the binding that grants it, or
+/// an error resolving a binding's role.
+enum Visit<'a> {
+    Rule(&'a Binding, &'a Subject, &'a PolicyRule),
+    Error(String),
+}
+
+impl RbacRules {
+    /// An empty cache of the objects stored under `prefix` (`/registry`).
+    pub fn new(prefix: &str) -> RbacRules {
+        let root = |r: &str| format!("{prefix}/{r}");
+        RbacRules {
+            roots: [
+                (Which::Roles, root("roles")),
+                (Which::ClusterRoles, root("clusterroles")),
+                (Which::RoleBindings, root("rolebindings")),
+                (Which::ClusterRoleBindings, root("clusterrolebindings")),
+            ],
+            state: RwLock::new(State::default()),
+        }
+    }
+
+    /// Which resource `key` belongs to, and its `namespace/name` or `name`.
+    fn classify<'k>(&self, key: &'k str) -> Option<(Which, &'k str)> {
+        self.roots.iter().find_map(|(which, root)| {
+            key.strip_prefix(root.as_str())
+                .and_then(|rest| rest.strip_prefix('/'))
+                .map(|rest| (*which, rest))
+        })
+    }
+
+    /// Record the object at `key` (`None`: deleted) as of `revision`.
+    fn apply(&self, key: &str, revision: i64, obj: Option<&Value>) {
+        let Some((which, id)) = self.classify(key) else {
+            return;
+        };
+        let Ok(mut state) = self.state.write() else {
+            return;
+        };
+        fn put<T>(map: &mut impl SlotMap<T>, id: &str, revision: i64, value: Option<T>) {
+            map.put(id, revision, value);
+        }
+        match which {
+            Which::Roles => put(
+                &mut state.roles,
+                id,
+                revision,
+                obj.map(PolicyRule::list_from),
+            ),
+            Which::ClusterRoles => put(
+                &mut state.cluster_roles,
+                id,
+                revision,
+                obj.map(PolicyRule::list_from),
+            ),
+            Which::RoleBindings => put(
+                &mut state.role_bindings,
+                id,
+                revision,
+                obj.map(Binding::from_json),
+            ),
+            Which::ClusterRoleBindings => put(
+                &mut state.cluster_role_bindings,
+                id,
+                revision,
+                obj.map(Binding::from_json),
+            ),
+        }
+    }
+
+    /// Keep the cache in step with a write through this server. `obj` carries its
+    /// `resourceVersion`; `key` is its storage key.
+    pub fn written(&self, key: &str, obj: &Value, deleted: bool) {
+        let rev = object::resource_version(obj).ok().flatten().unwrap_or(0);
+        self.apply(key, rev, (!deleted).then_some(obj));
+    }
+
+    /// Load every stored role and binding; the revision to watch from.
+    pub async fn load(&self, storage: &dyn Storage) -> Result<i64, crate::storage::StorageError> {
+        let mut revision = 0;
+        for (_, root) in &self.roots {
+            let res = storage
+                .list(&format!("{root}/"), &ListOptions::default())
+                .await?;
+            revision = revision.max(res.revision);
+            for kv in &res.items {
+                if let Ok(v) = serde_json::from_slice::<Value>(&kv.value) {
+                    self.apply(&kv.key, kv.mod_revision, Some(&v));
+                }
+            }
+        }
+        Ok(revision)
+    }
+
+    /// Follow RBAC writes in storage after `revision` (one watch for roles and
+    /// rolebindings, one for the cluster kinds: their roots share a prefix).
+    pub fn follow(self: &Arc<Self>, storage: Arc<dyn Storage>, revision: i64) {
+        let prefixes = [
+            common_prefix(&self.roots[0].1, &self.roots[2].1),
+            common_prefix(&self.roots[1].1, &self.roots[3].1),
+        ];
+        for prefix in prefixes {
+            tokio::spawn(follow(
+                Arc::downgrade(self),
+                storage.clone(),
+                prefix,
+                revision,
+            ));
+        }
+    }
+
+    /// Visit the rules that apply to `user` in `namespace` (all namespaces' cluster-wide
+    /// rules when empty), as kube's `VisitRulesFor`: ClusterRoleBindings first, then the
+    /// namespace's RoleBindings; `f` returns false to stop.
+    fn visit(&self, user: &UserInfo, namespace: &str, f: &mut dyn FnMut(Visit<'_>) -> bool) {
+        let Ok(state) = self.state.read() else {
+            return;
+        };
+        for slot in state.cluster_role_bindings.values() {
+            let Some(binding) = &slot.value else { continue };
+            if !visit_binding(&state, binding, user, "", f) {
+                return;
+            }
+        }
+        if namespace.is_empty() {
+            return;
+        }
+        let from = format!("{namespace}/");
+        for (key, slot) in state.role_bindings.range(from.clone()..) {
+            if !key.starts_with(&from) {
+                break;
+            }
+            let Some(binding) = &slot.value else { continue };
+            if !visit_binding(&state, binding, user, namespace, f) {
+                return;
+            }
+        }
+    }
+
+    /// kube's RBAC decision: allowed with the granting binding as the reason, or no
+    /// opinion with the role resolution errors met (`RBAC: ...`) as the reason.
+    pub fn authorize(&self, attrs: &Attributes) -> (Decision, String) {
+        let mut allowed_by = None;
+        let mut errors: Vec<String> = Vec::new();
+        self.visit(&attrs.user, &attrs.namespace, &mut |v| match v {
+            Visit::Rule(binding, subject, rule) => {
+                if rule.allows(attrs) {
+                    allowed_by = Some(binding.describe(subject));
+                    return false;
+                }
+                true
+            }
+            Visit::Error(e) => {
+                errors.push(e);
+                true
+            }
+        });
+        if let Some(source) = allowed_by {
+            return (Decision::Allow, format!("RBAC: allowed by {source}"));
+        }
+        if errors.is_empty() {
+            return (Decision::NoOpinion, String::new());
+        }
+        (Decision::NoOpinion, format!("RBAC: {}", aggregate(&errors)))
+    }
+
+    /// Every rule that applies to `user` in `namespace`, and the errors resolving them.
+    pub fn rules_for(&self, user: &UserInfo, namespace: &str) -> (Vec<PolicyRule>, Vec<String>) {
+        let (mut rules, mut errors) = (Vec::new(), Vec::new());
+        self.visit(user, namespace, &mut |v| {
+            match v {
+                Visit::Rule(_, _, rule) => rules.push(rule.clone()),
+                Visit::Error(e) => errors.push(e),
+            }
+            true
+        });
+        (rules, errors)
+    }
+}
+
+/// Visit the rules one binding grants `user` (none when no subject applies).
+fn visit_binding(
+    state: &State,
+    binding: &Binding,
+    user: &UserInfo,
+    namespace: &str,
+    f: &mut dyn FnMut(Visit<'_>) -> bool,
+) -> bool {
+    let Some(subject) = binding
+        .subjects
+        .iter()
+        .find(|s| s.applies_to(user, namespace))
+    else {
+        return true;
+    };
+    let q = crate::field::go_quote;
+    let rules = match binding.role_kind.as_str() {
+        "Role" => state
+            .roles
+            .get(&format!("{namespace}/{}", binding.role_name))
+            .and_then(|s| s.value.clone())
+            .ok_or_else(|| format!("role.{GROUP} {} not found", q(&binding.role_name))),
+        "ClusterRole" => state
+            .cluster_roles
+            .get(&binding.role_name)
+            .and_then(|s| s.value.clone())
+            .ok_or_else(|| format!("clusterrole.{GROUP} {} not found", q(&binding.role_name))),
+        other => Err(format!("unsupported role reference kind: {}", q(other))),
+    };
+    match rules {
+        Ok(rules) => rules
+            .iter()
+            .all(|rule| f(Visit::Rule(binding, subject, rule))),
+        Err(e) => f(Visit::Error(e)),
+    }
+}
+
+/// kube's error aggregate: one message bare, several as `[a, b]` (duplicates once).
+fn aggregate(errors: &[String]) -> String {
+    let mut seen = std::collections::HashSet::new();
+    let unique: Vec<&str> = errors
+        .iter()
+        .filter(|e| seen.insert(e.as_str()))
+        .map(String::as_str)
+        .collect();
+    if unique.len() == 1 {
+        unique[0].to_string()
+    } else {
+        format!("[{}]", unique.join(", "))
+    }
+}
+
+/// The maps of the cache, keyed by `namespace/name` or `name`.
+trait SlotMap<T> {
+    fn put(&mut self, id: &str, revision: i64, value: Option<T>);
+}
+
+fn newer<T>(slot: Option<&Slot<T>>, revision: i64) -> bool {
+    slot.is_none_or(|s| s.revision <= revision)
+}
+
+impl<T> SlotMap<T> for HashMap<String, Slot<T>> {
+    fn put(&mut self, id: &str, revision: i64, value: Option<T>) {
+        if newer(self.get(id), revision) {
+            let value = value.map(Arc::new);
+            self.insert(id.to_string(), Slot { revision, value });
+        }
+    }
+}
+
+impl<T> SlotMap<T> for BTreeMap<String, Slot<T>> {
+    fn put(&mut self, id: &str, revision: i64, value: Option<T>) {
+        if newer(self.get(id), revision) {
+            let value = value.map(Arc::new);
+            self.insert(id.to_string(), Slot { revision, value });
+        }
+    }
+}
+
+fn common_prefix(a: &str, b: &str) -> String {
+    let n = a.bytes().zip(b.bytes()).take_while(|(x, y)| x == y).count();
+    a[..n].to_string()
+}
+
+/// Follow one watch prefix; on a lost or compacted watch, reload and watch again.
+async fn follow(cache: Weak<RbacRules>, storage: Arc<dyn Storage>, prefix: String, mut rev: i64) {
+    loop {
+        if cache.strong_count() == 0 {
+            return;
+        }
+        let mut stream = match storage.watch(&prefix, rev).await {
+            Ok(s) => s,
+            Err(_) => {
+                tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+                if let Some(c) = cache.upgrade() {
+                    if let Ok(r) = c.load(storage.as_ref()).await {
+                        rev = r;
+                    }
+                }
+                continue;
+            }
+        };
+        while let Some(item) = stream.next().await {
+            let Some(c) = cache.upgrade() else { return };
+            match item {
+                Ok(WatchItem::Event(ev)) => {
+                    rev = rev.max(ev.kv.mod_revision);
+                    match ev.kind {
+                        EventKind::Delete => c.apply(&ev.kv.key, ev.kv.mod_revision, None),
+                        _ => {
+                            if let Ok(v) = serde_json::from_slice::<Value>(&ev.kv.value) {
+                                c.apply(&ev.kv.key, ev.kv.mod_revision, Some(&v));
+                            }
+                        }
+                    }
+                }
+                Ok(WatchItem::Progress(r)) => rev = rev.max(r),
+                Err(_) => {
+                    if let Ok(r) = c.load(storage.as_ref()).await {
+                        rev = r;
+                    }
+                    break;
+                }
+            }
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+}
+
+/// The `RBAC` authorization mode.
+pub struct RbacAuthorizer {
+    rules: Arc<RbacRules>,
+}
+
+impl RbacAuthorizer {
+    /// The authorizer over `rules`.
+    pub fn new(rules: Arc<RbacRules>) -> RbacAuthorizer {
+        RbacAuthorizer { rules }
+    }
+}
+
+#[async_trait::async_trait]
+impl Authorizer for RbacAuthorizer {
+    async fn authorize(&self, attrs: &Attributes) -> (Decision, String) {
+        // kube asks its privileged-group authorizer first: masters need no binding.
+        if attrs.user.groups.iter().any(|g| g == MASTERS_GROUP) {
+            return (Decision::Allow, String::new());
+        }
+        self.rules.authorize(attrs)
+    }
+}
+
+/// kube's bootstrap ClusterRoles and ClusterRoleBindings tests commonly bind to, with
+/// the aggregated roles (`admin`, `edit`, `view`) holding their aggregated rules, as
+/// kube's aggregation controller leaves them.
+pub fn bootstrap_policy() -> Vec<Value> {
+    let doc = include_str!("../../testdata/rbac/bootstrap-policy.yaml");
+    let items = match crate::codec::decode_body(doc.as_bytes(), "application/yaml") {
+        Ok(list) => list.get("items").and_then(Value::as_array).cloned(),
+        Err(_) => None,
+    };
+    let mut items = items.unwrap_or_default();
+    aggregate_cluster_roles(&mut items);
+    items
+}
+
+/// kube's ClusterRole aggregation (`clusterroleaggregation` controller) over `objects`,
+/// repeated until nothing changes (aggregated roles may aggregate each other): each
+/// role with an `aggregationRule` gets the rules of the other ClusterRoles its
+/// selectors match, in name order, each rule once.
+pub fn aggregate_cluster_roles(objects: &mut [Value]) {
+    let is_role = |o: &Value| o.get("kind").and_then(Value::as_str) == Some("ClusterRole");
+    for _ in 0..objects.len() {
+        let mut changed = false;
+        for i in 0..objects.len() {
+            if !is_role(&objects[i]) {
+                continue;
+            }
+            let Some(selectors) = objects[i]
+                .pointer("/aggregationRule/clusterRoleSelectors")
+                .and_then(Value::as_array)
+                .cloned()
+            else {
+                continue;
+            };
+            let selectors: Vec<_> = selectors
+                .iter()
+                .filter_map(|s| crate::selector::labels::from_label_selector_json(s).ok())
+                .collect();
+            let me = object::name(&objects[i]).to_string();
+            let mut sources: Vec<&Value> = objects
+                .iter()
+                .filter(|o| is_role(o) && object::name(o) != me)
+                .filter(|o| selectors.iter().any(|s| s.matches_object(o)))
+                .collect();
+            sources.sort_by_key(|o| object::name(o));
+            let mut rules: Vec<Value> = Vec::new();
+            for rule in sources
+                .iter()
+                .filter_map(|o| o.get("rules").and_then(Value::as_array))
+                .flatten()
+            {
+                if !rules.contains(rule) {
+                    rules.push(rule.clone());
+                }
+            }
+            let rules = Value::Array(rules);
+            if objects[i].get("rules") != Some(&rules) {
+                objects[i]["rules"] = rules;
+                changed = true;
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn rule(v: Value) -> PolicyRule {
+        PolicyRule::from_json(&v)
+    }
+
+    fn resource(verb: &str, group: &str, resource: &str, sub: &str, name: &str) -> Attributes {
+        Attributes {
+            verb: verb.into(),
+            resource_request: true,
+            api_group: group.into(),
+            resource: resource.into(),
+            subresource: sub.into(),
+            name: name.into(),
+            namespace: "ns1".into(),
+            ..Default::default()
+        }
+    }
+
+    fn path(verb: &str, p: &str) -> Attributes {
+        Attributes {
+            verb: verb.into(),
+            path: p.into(),
+            ..Default::default()
+        }
+    }
+
+    // Cases of kube's rbac_test.go `TestRuleMatches`.
+    #[test]
+    fn star_verb_and_group_match_everything() {
+        let r = rule(json!({"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]}));
+        assert!(r.allows(&resource("get", "", "pods", "", "")));
+        assert!(r.allows(&resource("delete", "example.com", "widgets", "status", "w")));
+        assert!(!r.allows(&path("get", "/healthz")));
+    }
+
+    #[test]
+    fn resource_with_subresource_needs_the_combined_name() {
+        let r = rule(json!({"verbs": ["get"], "apiGroups": [""], "resources": ["pods"]}));
+        assert!(r.allows(&resource("get", "", "pods", "", "")));
+        assert!(!r.allows(&resource("get", "", "pods", "status", "")));
+        let r = rule(json!({"verbs": ["get"], "apiGroups": [""], "resources": ["pods/status"]}));
+        assert!(r.allows(&resource("get", "", "pods", "status", "")));
+        assert!(!r.allows(&resource("get", "", "pods", "", "")));
+    }
+
+    #[test]
+    fn star_slash_subresource_matches_that_subresource_of_any_resource() {
+        let r = rule(json!({"verbs": ["get"], "apiGroups": ["*"], "resources": ["*/scale"]}));
+        assert!(r.allows(&resource("get", "apps", "deployments", "scale", "")));
+        assert!(!r.allows(&resource("get", "apps", "deployments", "status", "")));
+        assert!(!r.allows(&resource("get", "apps", "deployments", "", "")));
+    }
+
+    #[test]
+    fn resource_names_restrict_named_requests() {
+        let r = rule(
+            json!({"verbs": ["get", "list"], "apiGroups": [""], "resources": ["configmaps"], "resourceNames": ["cm1"]}),
+        );
+        assert!(r.allows(&resource("get", "", "configmaps", "", "cm1")));
+        assert!(!r.allows(&resource("get", "", "configmaps", "", "cm2")));
+        // A list has no name: resourceNames rules never allow it.
+        assert!(!r.allows(&resource("list", "", "configmaps", "", "")));
+    }
+
+    #[test]
+    fn non_resource_urls_match_exactly_or_by_trailing_star() {
+        let r = rule(json!({"verbs": ["get"], "nonResourceURLs": ["/apis/*", "/healthz"]}));
+        assert!(r.allows(&path("get", "/healthz")));
+        assert!(r.allows(&path("get", "/apis/example.com/v1")));
+        assert!(r.allows(&path("get", "/apis/")));
+        assert!(!r.allows(&path("get", "/apis")));
+        assert!(!r.allows(&path("get", "/healthz/etcd")));
+        assert!(!r.allows(&path("post", "/healthz")));
+        let all = rule(json!({"verbs": ["*"], "nonResourceURLs": ["*"]}));
+        assert!(all.allows(&path("delete", "/anything")));
+        assert!(!all.allows(&resource("get", "", "pods", "", "")));
+    }
+
+    #[test]
+    fn group_mismatch_denies() {
+        let r = rule(json!({"verbs": ["get"], "apiGroups": ["apps"], "resources": ["*"]}));
+        assert!(!r.allows(&resource("get", "", "pods", "", "")));
+    }
+
+    fn user(name: &str, groups: &[&str]) -> UserInfo {
+        UserInfo {
+            username: name.into(),
+            groups: groups.iter().map(|g| g.to_string()).collect(),
+            ..Default::default()
+        }
+    }
+
+    fn cache(objects: &[(&str, Value)]) -> RbacRules {
+        let rules = RbacRules::new("/registry");
+        for (i, (key, obj)) in objects.iter().enumerate() {
+            rules.apply(&format!("/registry/{key}"), i as i64 + 1, Some(obj));
+        }
+        rules
+    }
+
+    fn role_binding(ns: &str, name: &str, kind: &str, role: &str, subjects: Value) -> Value {
+        json!({"metadata": {"name": name, "namespace": ns},
+               "roleRef": {"apiGroup": GROUP, "kind": kind, "name": role}, "subjects": subjects})
+    }
+
+    fn widgets(verb: &str, ns: &str, u: UserInfo) -> Attributes {
+        Attributes {
+            user: u,
+            verb: verb.into(),
+            resource_request: true,
+            api_group: "example.com".into(),
+            api_version: "v1".into(),
+            resource: "widgets".into(),
+            namespace: ns.into(),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn role_binding_grants_in_its_namespace_only() {
+        let c = cache(&[
+            (
+                "roles/ns1/reader",
+                json!({"rules": [{"verbs": ["list"], "apiGroups": ["example.com"], "resources": ["widgets"]}]}),
+            ),
+            (
+                "rolebindings/ns1/rb",
+                role_binding(
+                    "ns1",
+                    "rb",
+                    "Role",
+                    "reader",
+                    json!([{"kind": "User", "name": "alice"}]),
+                ),
+            ),
+        ]);
+        let alice = user("alice", &["system:authenticated"]);
+        assert_eq!(
+            c.authorize(&widgets("list", "ns1", alice.clone())),
+            (
+                Decision::Allow,
+                "RBAC: allowed by RoleBinding \"rb/ns1\" of Role \"reader\" to User \"alice\""
+                    .into()
+            )
+        );
+        assert_eq!(
+            c.authorize(&widgets("list", "ns2", alice.clone())).0,
+            Decision::NoOpinion
+        );
+        assert_eq!(
+            c.authorize(&widgets("list", "", alice.clone())).0,
+            Decision::NoOpinion
+        );
+        assert_eq!(
+            c.authorize(&widgets("create", "ns1", alice)).0,
+            Decision::NoOpinion
+        );
+        let bob = user("bob", &[]);
+        assert_eq!(
+            c.authorize(&widgets("list", "ns1", bob)).0,
+            Decision::NoOpinion
+        );
+    }
+
+    #[test]
+    fn cluster_role_binding_to_a_group_grants_everywhere() {
+        let c = cache(&[
+            (
+                "clusterroles/viewer",
+                json!({"rules": [{"verbs": ["get", "list"], "apiGroups": ["*"], "resources": ["*"]}]}),
+            ),
+            (
+                "clusterrolebindings/devs",
+                json!({"metadata": {"name": "devs"}, "roleRef": {"kind": "ClusterRole", "name": "viewer"},
+                       "subjects": [{"kind": "Group", "name": "devs"}]}),
+            ),
+        ]);
+        let (d, reason) = c.authorize(&widgets("list", "any", user("carol", &["devs"])));
+        assert_eq!(d, Decision::Allow);
+        assert_eq!(
+            reason,
+            "RBAC: allowed by ClusterRoleBinding \"devs\" of ClusterRole \"viewer\" to Group \"devs\""
+        );
+        assert_eq!(
+            c.authorize(&widgets("list", "", user("carol", &["devs"])))
+                .0,
+            Decision::Allow
+        );
+    }
+
+    #[test]
+    fn service_account_subjects_default_to_the_binding_namespace() {
+        let c = cache(&[
+            (
+                "clusterroles/cr",
+                json!({"rules": [{"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]}]}),
+            ),
+            (
+                "rolebindings/ns1/sa",
+                role_binding(
+                    "ns1",
+                    "sa",
+                    "ClusterRole",
+                    "cr",
+                    json!([{"kind": "ServiceAccount", "name": "ctrl"}]),
+                ),
+            ),
+        ]);
+        let sa = user(
+            "system:serviceaccount:ns1:ctrl",
+            &["system:serviceaccounts"],
+        );
+        let (d, reason) = c.authorize(&widgets("create", "ns1", sa.clone()));
+        assert_eq!(d, Decision::Allow);
+        assert_eq!(
+            reason,
+            "RBAC: allowed by RoleBinding \"sa/ns1\" of ClusterRole \"cr\" to ServiceAccount \"ctrl/ns1\""
+        );
+        let other = user("system:serviceaccount:ns2:ctrl", &[]);
+        assert_eq!(
+            c.authorize(&widgets("create", "ns1", other)).0,
+            Decision::NoOpinion
+        );
+    }
+
+    #[test]
+    fn missing_roles_are_reasons_of_the_denial() {
+        let c = cache(&[(
+            "rolebindings/ns1/rb",
+            role_binding(
+                "ns1",
+                "rb",
+                "Role",
+                "gone",
+                json!([{"kind": "User", "name": "alice"}]),
+            ),
+        )]);
+        assert_eq!(
+            c.authorize(&widgets("list", "ns1", user("alice", &[]))),
+            (
+                Decision::NoOpinion,
+                "RBAC: role.rbac.authorization.k8s.io \"gone\" not found".into()
+            )
+        );
+    }
+
+    #[test]
+    fn older_watch_events_do_not_undo_newer_writes() {
+        let c = RbacRules::new("/registry");
+        let key = "/registry/clusterroles/r";
+        let v = json!({"rules": [{"verbs": ["get"], "nonResourceURLs": ["/x"]}]});
+        c.apply(key, 10, None);
+        c.apply(key, 9, Some(&v));
+        let state = c.state.read().expect("lock");
+        assert!(state.cluster_roles["r"].value.is_none());
+    }
+
+    #[tokio::test]
+    async fn masters_are_always_allowed() {
+        let a = RbacAuthorizer::new(Arc::new(RbacRules::new("/registry")));
+        let attrs = widgets("delete", "x", user("root", &[MASTERS_GROUP]));
+        assert_eq!(a.authorize(&attrs).await.0, Decision::Allow);
+        let attrs = widgets("delete", "x", user("root", &[]));
+        assert_eq!(a.authorize(&attrs).await.0, Decision::NoOpinion);
+    }
+
+    #[test]
+    fn bootstrap_view_aggregates_the_view_rules_and_edit_includes_them() {
+        let items = bootstrap_policy();
+        let find = |name: &str| {
+            items
+                .iter()
+                .find(|o| o["kind"] == "ClusterRole" && object::name(o) == name)
+                .cloned()
+                .expect("role")
+        };
+        let view = find("view");
+        let aggregate_to_view = find("system:aggregate-to-view");
+        assert_eq!(view["rules"], aggregate_to_view["rules"]);
+        let edit = PolicyRule::list_from(&find("edit"));
+        for r in PolicyRule::list_from(&view) {
+            assert!(edit.contains(&r));
+        }
+        let admin = PolicyRule::list_from(&find("admin"));
+        assert!(admin
+            .iter()
+            .any(|r| r.resources.contains(&"rolebindings".to_string())));
+        assert!(items.iter().any(|o| o["kind"] == "ClusterRoleBinding"
+            && object::name(o) == "cluster-admin"
+            && o["subjects"][0]["name"] == MASTERS_GROUP));
+    }
+}

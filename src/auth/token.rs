@@ -1,0 +1,196 @@
+//! Static bearer tokens from kube's `--token-auth-file`: a CSV of
+//! `token,user,uid,"group1,group2"`, presented as `Authorization: Bearer <token>`.
+
+use super::UserInfo;
+use http::HeaderMap;
+use std::collections::HashMap;
+use std::path::Path;
+
+/// The tokens of a token file.
+#[derive(Debug, Default)]
+pub struct TokenFile {
+    users: HashMap<String, UserInfo>,
+}
+
+impl TokenFile {
+    /// Read a token file; kube's start-up errors for a malformed one.
+    pub fn load(path: &Path) -> Result<TokenFile, String> {
+        let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        Self::parse(&text, &path.display().to_string())
+    }
+
+    /// Parse the CSV text of a token file named `name` (in messages).
+    pub fn parse(text: &str, name: &str) -> Result<TokenFile, String> {
+        let mut users = HashMap::new();
+        for (i, record) in csv_records(text)?.into_iter().enumerate() {
+            let number = i + 1;
+            if record.first().is_none_or(String::is_empty) {
+                tracing::warn!(
+                    "empty token has been found in token file '{name}', record number '{number}'"
+                );
+                continue;
+            }
+            if record.len() < 3 {
+                return Err(format!(
+                    "token file '{name}' must have at least 3 columns (token, user name, user uid), found {}",
+                    record.len()
+                ));
+            }
+            let groups = match record.get(3) {
+                Some(g) => g.split(',').map(str::to_string).collect(),
+                None => Vec::new(),
+            };
+            let user = UserInfo {
+                username: record[1].clone(),
+                uid: record[2].clone(),
+                groups,
+                ..Default::default()
+            };
+            if users.insert(record[0].clone(), user).is_some() {
+                tracing::warn!("duplicate token has been found in token file '{name}', record number '{number}'");
+            }
+        }
+        Ok(TokenFile { users })
+    }
+
+    /// `Ok(None)` without a bearer token; `Err` for a token the file does not know
+    /// (kube's bearer-token authenticator: "invalid bearer token").
+    pub fn authenticate(&self, headers: &HeaderMap) -> Result<Option<UserInfo>, String> {
+        let Some(token) = bearer_token(headers) else {
+            return Ok(None);
+        };
+        match self.users.get(token) {
+            Some(user) => Ok(Some(user.clone())),
+            None => Err("invalid bearer token".into()),
+        }
+    }
+}
+
+/// The token of an `Authorization: Bearer <token>` header, as kube splits it: the
+/// scheme is case-insensitive and the token is the second space-separated part.
+pub fn bearer_token(headers: &HeaderMap) -> Option<&str> {
+    let value = headers.get(http::header::AUTHORIZATION)?.to_str().ok()?;
+    let mut parts = value.splitn(3, ' ');
+    let scheme = parts.next()?;
+    let token = parts.next()?;
+    (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then_some(token)
+}
+
+/// Records of CSV text as Go's `encoding/csv` reads them: quoted fields may hold
+/// commas, `""` and line breaks; blank lines are skipped; records may differ in length.
+fn csv_records(text: &str) -> Result<Vec<Vec<String>>, String> {
+    let mut records = Vec::new();
+    let mut record: Vec<String> = Vec::new();
+    let mut field = String::new();
+    let mut chars = text.chars().peekable();
+    let mut line = 1;
+    let mut at_field_start = true;
+    while let Some(c) = chars.next() {
+        match c {
+            '"' if at_field_start => {
+                at_field_start = false;
+                loop {
+                    match chars.next() {
+                        Some('"') if chars.peek() == Some(&'"') => {
+                            chars.next();
+                            field.push('"');
+                        }
+                        Some('"') => break,
+                        Some(ch) => {
+                            if ch == '\n' {
+                                line += 1;
+                            }
+                            field.push(ch);
+                        }
+                        None => {
+                            return Err(format!(
+                                "record on line {line}: extraneous or missing \" in quoted-field"
+                            ))
+                        }
+                    }
+                }
+                if !matches!(chars.peek(), None | Some(',') | Some('\n') | Some('\r')) {
+                    return Err(format!(
+                        "parse error on line {line}: extraneous or missing \" in quoted-field"
+                    ));
+                }
+            }
+            ',' => {
+                record.push(std::mem::take(&mut field));
+                at_field_start = true;
+            }
+            '\r' if chars.peek() == Some(&'\n') => {}
+            '\n' => {
+                line += 1;
+                if !(record.is_empty() && field.is_empty() && at_field_start) {
+                    record.push(std::mem::take(&mut field));
+                    records.push(std::mem::take(&mut record));
+                }
+                at_field_start = true;
+            }
+            c => {
+                at_field_start = false;
+                field.push(c);
+            }
+        }
+    }
+    if !(record.is_empty() && field.is_empty() && at_field_start) {
+        record.push(field);
+        records.push(record);
+    }
+    Ok(records)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn headers(auth: &str) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        h.insert(http::header::AUTHORIZATION, auth.parse().unwrap());
+        h
+    }
+
+    #[test]
+    fn kube_token_file_with_quoted_groups() {
+        let file = TokenFile::parse(
+            "abc123,alice,uid-1,\"dev,ops\"\n\ndef456,bob,uid-2\n",
+            "tokens.csv",
+        )
+        .unwrap();
+        let alice = file
+            .authenticate(&headers("Bearer abc123"))
+            .unwrap()
+            .unwrap();
+        assert_eq!(alice.username, "alice");
+        assert_eq!(alice.uid, "uid-1");
+        assert_eq!(alice.groups, ["dev", "ops"]);
+        let bob = file
+            .authenticate(&headers("bearer def456"))
+            .unwrap()
+            .unwrap();
+        assert!(bob.groups.is_empty());
+        assert_eq!(
+            file.authenticate(&headers("Bearer nope")),
+            Err("invalid bearer token".to_string())
+        );
+        assert_eq!(file.authenticate(&headers("Basic abc123")), Ok(None));
+        assert_eq!(file.authenticate(&HeaderMap::new()), Ok(None));
+    }
+
+    #[test]
+    fn too_few_columns_is_kubes_start_up_error() {
+        assert_eq!(
+            TokenFile::parse("abc,alice\n", "t.csv").unwrap_err(),
+            "token file 't.csv' must have at least 3 columns (token, user name, user uid), found 2"
+        );
+    }
+
+    #[test]
+    fn csv_quotes_and_line_breaks() {
+        assert_eq!(
+            csv_records("a,\"b \"\"q\"\"\",c\r\n\"x\ny\",z").unwrap(),
+            vec![vec!["a", "b \"q\"", "c"], vec!["x\ny", "z"]]
+        );
+    }
+}

@@ -1,0 +1,436 @@
+//! `authorization.k8s.io/v1` SelfSubjectAccessReviews, SubjectAccessReviews and
+//! LocalSubjectAccessReviews (`pkg/registry/authorization/*`): create-only kinds that
+//! are never stored. A create asks the server's authorizer about the attributes in the
+//! spec and answers with the review and its `status` (`allowed`, `denied`, `reason`);
+//! `kubectl auth can-i` is a SelfSubjectAccessReview.
+//!
+//! Not done: SelfSubjectRulesReviews (`kubectl auth can-i --list`) and the checks of
+//! `fieldSelector`/`labelSelector` attributes (RBAC ignores selectors anyway).
+
+use super::{Admitted, Descriptor, ResourceKind, WriteOptions};
+use crate::auth::authz::{Attributes, Authorizer, Decision};
+use crate::auth::UserInfo;
+use crate::field::{Error, ErrorList, Path};
+use crate::status::{GroupResource, Status};
+use serde_json::{json, Map, Value};
+
+/// The API group of access reviews.
+pub const GROUP: &str = "authorization.k8s.io";
+
+/// Which review.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Review {
+    /// `SelfSubjectAccessReview`: may the requesting user ...?
+    SelfSubject,
+    /// `SubjectAccessReview`: may the user in the spec ...?
+    Subject,
+    /// `LocalSubjectAccessReview`: a SubjectAccessReview within one namespace.
+    LocalSubject,
+}
+
+impl Review {
+    /// Every review kind.
+    pub const ALL: [Review; 3] = [Review::SelfSubject, Review::Subject, Review::LocalSubject];
+
+    /// The review served at `gr`, if any.
+    pub fn of(gr: &GroupResource) -> Option<Review> {
+        if gr.group != GROUP {
+            return None;
+        }
+        Review::ALL
+            .into_iter()
+            .find(|r| r.resource() == gr.resource)
+    }
+
+    /// Plural resource name.
+    pub fn resource(self) -> &'static str {
+        match self {
+            Review::SelfSubject => "selfsubjectaccessreviews",
+            Review::Subject => "subjectaccessreviews",
+            Review::LocalSubject => "localsubjectaccessreviews",
+        }
+    }
+
+    /// `Kind`.
+    pub fn kind(self) -> &'static str {
+        match self {
+            Review::SelfSubject => "SelfSubjectAccessReview",
+            Review::Subject => "SubjectAccessReview",
+            Review::LocalSubject => "LocalSubjectAccessReview",
+        }
+    }
+}
+
+/// A review resource as the registry sees it: served (discovery, OpenAPI, routing) but
+/// never written through the store; handlers answer creates with [`review`].
+pub struct AccessReviewKind {
+    descriptor: Descriptor,
+}
+
+impl AccessReviewKind {
+    /// The kind of `review`.
+    pub fn new(review: Review, prefix: &str) -> Self {
+        AccessReviewKind {
+            descriptor: crate::registry::builtin::descriptor(GROUP, review.resource(), prefix),
+        }
+    }
+}
+
+fn not_stored() -> Status {
+    Status::method_not_allowed("the server does not allow this method on the requested resource")
+}
+
+impl ResourceKind for AccessReviewKind {
+    fn descriptor(&self) -> &Descriptor {
+        &self.descriptor
+    }
+
+    fn admit_create(&self, _obj: Value, _opts: &WriteOptions) -> Result<Admitted, Status> {
+        Err(not_stored())
+    }
+
+    fn admit_update(&self, _: Value, _: &Value, _: &WriteOptions) -> Result<Admitted, Status> {
+        Err(not_stored())
+    }
+}
+
+fn str_of<'a>(v: &'a Value, field: &str) -> &'a str {
+    v.get(field).and_then(Value::as_str).unwrap_or("")
+}
+
+/// A present, non-null object field.
+fn object_of<'a>(v: &'a Value, field: &str) -> Option<&'a Value> {
+    v.get(field).filter(|x| x.is_object())
+}
+
+/// Copy the non-empty string fields `names` of `from` (kube's `omitempty` encoding).
+fn strings_of(from: &Value, names: &[&str]) -> Map<String, Value> {
+    let mut out = Map::new();
+    for n in names {
+        let s = str_of(from, n);
+        if !s.is_empty() {
+            out.insert((*n).to_string(), json!(s));
+        }
+    }
+    out
+}
+
+/// The spec as kube encodes it back (known fields only, empty ones omitted).
+fn normalized_spec(review: Review, spec: &Value) -> Value {
+    let mut out = Map::new();
+    if let Some(ra) = object_of(spec, "resourceAttributes") {
+        let mut m = strings_of(
+            ra,
+            &[
+                "namespace",
+                "verb",
+                "group",
+                "version",
+                "resource",
+                "subresource",
+                "name",
+            ],
+        );
+        for sel in ["fieldSelector", "labelSelector"] {
+            if let Some(s) = object_of(ra, sel) {
+                m.insert(sel.to_string(), s.clone());
+            }
+        }
+        out.insert("resourceAttributes".into(), Value::Object(m));
+    }
+    if let Some(nra) = object_of(spec, "nonResourceAttributes") {
+        out.insert(
+            "nonResourceAttributes".into(),
+            Value::Object(strings_of(nra, &["path", "verb"])),
+        );
+    }
+    if review != Review::SelfSubject {
+        out.extend(strings_of(spec, &["user"]));
+        if let Some(g) = spec
+            .get("groups")
+            .and_then(Value::as_array)
+            .filter(|g| !g.is_empty())
+        {
+            out.insert("groups".into(), Value::Array(g.clone()));
+        }
+        if let Some(e) = spec
+            .get("extra")
+            .and_then(Value::as_object)
+            .filter(|e| !e.is_empty())
+        {
+            out.insert("extra".into(), Value::Object(e.clone()));
+        }
+        out.extend(strings_of(spec, &["uid"]));
+    }
+    Value::Object(out)
+}
+
+/// kube's `Validate*AccessReview` (selector attributes not checked).
+fn validate(review: Review, obj: &Value, spec: &Value) -> ErrorList {
+    let path = Path::new("spec");
+    let mut errs = Vec::new();
+    let ra = object_of(spec, "resourceAttributes");
+    let nra = object_of(spec, "nonResourceAttributes");
+    match (ra, nra) {
+        (Some(_), Some(n)) => errs.push(Error::invalid(
+            &path.child("nonResourceAttributes"),
+            n.clone(),
+            "cannot be specified in combination with resourceAttributes",
+        )),
+        (None, None) => errs.push(Error::invalid(
+            &path.child("resourceAttributes"),
+            Value::Null,
+            "exactly one of nonResourceAttributes or resourceAttributes must be specified",
+        )),
+        _ => {}
+    }
+    if review != Review::SelfSubject {
+        let user = str_of(spec, "user");
+        let no_groups = spec
+            .get("groups")
+            .and_then(Value::as_array)
+            .is_none_or(|g| g.is_empty());
+        if user.is_empty() && no_groups {
+            errs.push(Error::invalid(
+                &path.child("user"),
+                json!(user),
+                "at least one of user or group must be specified",
+            ));
+        }
+    }
+    let mut meta = obj
+        .get("metadata")
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default();
+    meta.remove("managedFields");
+    // kube compares with the zero ObjectMeta: zero values count as empty.
+    meta.retain(|_, v| !is_zero(v));
+    let namespace = meta
+        .remove("namespace")
+        .and_then(|n| n.as_str().map(str::to_string))
+        .unwrap_or_default();
+    if review == Review::LocalSubject {
+        if !meta.is_empty() {
+            errs.push(Error::invalid(
+                &Path::new("metadata"),
+                Value::Object(meta),
+                "must be empty except for namespace",
+            ));
+        }
+        if let Some(ra) = ra {
+            let ns = str_of(ra, "namespace");
+            if ns != namespace {
+                errs.push(Error::invalid(
+                    &Path::new("spec.resourceAttributes.namespace"),
+                    json!(ns),
+                    "must match metadata.namespace",
+                ));
+            }
+        }
+        if let Some(n) = nra {
+            errs.push(Error::invalid(
+                &Path::new("spec.nonResourceAttributes"),
+                n.clone(),
+                "disallowed on this kind of request",
+            ));
+        }
+    } else if !meta.is_empty() || !namespace.is_empty() {
+        if !namespace.is_empty() {
+            meta.insert("namespace".into(), json!(namespace));
+        }
+        errs.push(Error::invalid(
+            &Path::new("metadata"),
+            Value::Object(meta),
+            "must be empty",
+        ));
+    }
+    errs
+}
+
+/// Go's zero value of a JSON field (what `omitempty` drops).
+fn is_zero(v: &Value) -> bool {
+    match v {
+        Value::Null => true,
+        Value::Bool(b) => !b,
+        Value::Number(n) => n.as_f64() == Some(0.0),
+        Value::String(s) => s.is_empty(),
+        Value::Array(a) => a.is_empty(),
+        Value::Object(o) => o.is_empty(),
+    }
+}
+
+/// The user a SubjectAccessReview asks about.
+fn spec_user(spec: &Value) -> UserInfo {
+    let strings = |v: &Value| -> Vec<String> {
+        v.as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(Value::as_str)
+                    .map(str::to_string)
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    UserInfo {
+        username: str_of(spec, "user").to_string(),
+        uid: str_of(spec, "uid").to_string(),
+        groups: spec.get("groups").map(strings).unwrap_or_default(),
+        extra: spec
+            .get("extra")
+            .and_then(Value::as_object)
+            .map(|m| m.iter().map(|(k, v)| (k.clone(), strings(v))).collect())
+            .unwrap_or_default(),
+    }
+}
+
+/// The authorizer attributes a spec describes (kube's `ResourceAttributesFrom` and
+/// `NonResourceAttributesFrom`: an empty version means all versions).
+fn attributes(user: UserInfo, spec: &Value) -> Attributes {
+    if let Some(ra) = object_of(spec, "resourceAttributes") {
+        let version = match str_of(ra, "version") {
+            "" => "*",
+            v => v,
+        };
+        return Attributes {
+            user,
+            verb: str_of(ra, "verb").to_string(),
+            resource_request: true,
+            api_group: str_of(ra, "group").to_string(),
+            api_version: version.to_string(),
+            resource: str_of(ra, "resource").to_string(),
+            subresource: str_of(ra, "subresource").to_string(),
+            namespace: str_of(ra, "namespace").to_string(),
+            name: str_of(ra, "name").to_string(),
+            path: String::new(),
+        };
+    }
+    let nra = spec
+        .get("nonResourceAttributes")
+        .cloned()
+        .unwrap_or(Value::Null);
+    Attributes {
+        user,
+        verb: str_of(&nra, "verb").to_string(),
+        path: str_of(&nra, "path").to_string(),
+        ..Default::default()
+    }
+}
+
+/// Answer a review created by `requester`: the review with kube's `status`, or kube's
+/// 422 for an invalid one. `namespace` is the request's (LocalSubjectAccessReviews).
+pub async fn review(
+    which: Review,
+    obj: &Value,
+    requester: &UserInfo,
+    namespace: &str,
+    authorizer: &dyn Authorizer,
+) -> Result<Value, Status> {
+    let spec = obj.get("spec").cloned().unwrap_or(Value::Null);
+    let errs = validate(which, obj, &spec);
+    if !errs.is_empty() {
+        // kube's decoder clears the internal object's kind: the message names none.
+        return Err(Status::invalid("", GROUP, "", &errs));
+    }
+    let user = match which {
+        Review::SelfSubject => requester.clone(),
+        Review::Subject | Review::LocalSubject => spec_user(&spec),
+    };
+    let (decision, reason) = authorizer.authorize(&attributes(user, &spec)).await;
+    let mut status = json!({"allowed": decision == Decision::Allow});
+    if decision == Decision::Deny {
+        status["denied"] = json!(true);
+    }
+    if !reason.is_empty() {
+        status["reason"] = json!(reason);
+    }
+    let metadata = if which == Review::LocalSubject {
+        json!({"namespace": namespace})
+    } else {
+        json!({})
+    };
+    Ok(json!({
+        "kind": which.kind(),
+        "apiVersion": format!("{GROUP}/v1"),
+        "metadata": metadata,
+        "spec": normalized_spec(which, &spec),
+        "status": status,
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::auth::authz::{AlwaysAllow, AlwaysDeny};
+
+    fn alice() -> UserInfo {
+        UserInfo {
+            username: "alice".into(),
+            groups: vec!["system:authenticated".into()],
+            ..Default::default()
+        }
+    }
+
+    #[tokio::test]
+    async fn self_review_answers_allowed_with_the_spec_echoed() {
+        let body = json!({"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
+            "spec": {"resourceAttributes": {"namespace": "default", "verb": "list", "resource": "widgets", "group": "example.com", "bogus": 1}}});
+        let out = review(Review::SelfSubject, &body, &alice(), "", &AlwaysAllow)
+            .await
+            .expect("review");
+        assert_eq!(
+            out,
+            json!({"kind": "SelfSubjectAccessReview", "apiVersion": "authorization.k8s.io/v1",
+                "metadata": {},
+                "spec": {"resourceAttributes": {"namespace": "default", "verb": "list", "group": "example.com", "resource": "widgets"}},
+                "status": {"allowed": true}})
+        );
+    }
+
+    #[tokio::test]
+    async fn no_opinion_is_not_allowed_and_not_denied_with_the_reason() {
+        let body = json!({"spec": {"nonResourceAttributes": {"path": "/healthz", "verb": "get"}, "user": "bob"}});
+        let out = review(Review::Subject, &body, &alice(), "", &AlwaysDeny)
+            .await
+            .expect("review");
+        assert_eq!(
+            out["status"],
+            json!({"allowed": false, "reason": "Everything is forbidden."})
+        );
+        assert_eq!(out["spec"]["user"], "bob");
+    }
+
+    #[tokio::test]
+    async fn subject_review_needs_a_user_or_group_and_one_kind_of_attributes() {
+        let body = json!({"spec": {}});
+        let err = review(Review::Subject, &body, &alice(), "", &AlwaysAllow)
+            .await
+            .expect_err("invalid");
+        assert_eq!(err.code, 422);
+        assert_eq!(
+            err.message,
+            ".authorization.k8s.io \"\" is invalid: [spec.resourceAttributes: Invalid value: null: exactly one of nonResourceAttributes or resourceAttributes must be specified, spec.user: Invalid value: \"\": at least one of user or group must be specified]"
+        );
+    }
+
+    #[tokio::test]
+    async fn local_review_namespace_must_match() {
+        let body = json!({"metadata": {"namespace": "a"},
+            "spec": {"resourceAttributes": {"namespace": "b", "verb": "get", "resource": "pods"}, "user": "u"}});
+        let err = review(Review::LocalSubject, &body, &alice(), "a", &AlwaysAllow)
+            .await
+            .expect_err("invalid");
+        assert_eq!(
+            err.message,
+            ".authorization.k8s.io \"\" is invalid: spec.resourceAttributes.namespace: Invalid value: \"b\": must match metadata.namespace"
+        );
+    }
+
+    #[test]
+    fn empty_version_asks_about_all_versions() {
+        let spec = json!({"resourceAttributes": {"verb": "get", "resource": "pods"}});
+        let a = attributes(alice(), &spec);
+        assert_eq!(a.api_version, "*");
+        assert!(a.resource_request);
+    }
+}
