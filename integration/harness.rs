@@ -1,0 +1,874 @@
+//! The test harness (issue 9) used exactly as a controller's tests use it: in-process
+//! servers, fixtures, reset, isolated namespaces, admission hooks, the example
+//! controller (`examples/widget_controller`) and fault injection seen through kube-rs.
+//!
+//! With `TEST_BACKEND=etcd` every server stores in its own etcd.
+
+mod common;
+
+#[path = "../examples/widget_controller/reconcile.rs"]
+mod widget_controller;
+
+use crd_apiserver::admission::{AdmissionResponse, Matcher};
+use crd_apiserver::fault::FaultRule;
+use crd_apiserver::harness::{TestServer, TestServerBuilder};
+use crd_apiserver::rest::Operation;
+use futures::StreamExt;
+use kube::api::{Api, DynamicObject, ListParams, Patch, PatchParams, PostParams};
+use kube::runtime::{watcher, WatchStreamExt};
+use serde_json::{json, Value};
+use std::future::Future;
+use std::time::{Duration, Instant};
+use widget_controller::{widget_resource, Widget, WidgetSpec};
+
+/// Upper bound for any single step; the machine is shared and loaded.
+const STEP_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// kube's conflict text for widget `x` (`apimachinery/pkg/api/errors.NewConflict` with
+/// the registry's `OptimisticLockErrorMsg`).
+const CONFLICT_X: &str = "Operation cannot be fulfilled on widgets.example.com \"x\": the object \
+                          has been modified; please apply your changes to the latest version \
+                          and try again";
+
+/// Awaits `fut` with [`STEP_TIMEOUT`], failing the test with `what` on timeout.
+async fn within<T>(what: &str, fut: impl Future<Output = T>) -> T {
+    match tokio::time::timeout(STEP_TIMEOUT, fut).await {
+        Ok(v) => v,
+        Err(_) => panic!("{what}: no answer within {STEP_TIMEOUT:?}"),
+    }
+}
+
+/// Polls `check` until it returns `Some`, failing with `what` after [`STEP_TIMEOUT`].
+async fn eventually<T, F, Fut>(what: &str, mut check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Option<T>>,
+{
+    let deadline = Instant::now() + STEP_TIMEOUT;
+    loop {
+        if let Some(v) = check().await {
+            return v;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{what}: not within {STEP_TIMEOUT:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+}
+
+/// A harness server and, under `TEST_BACKEND=etcd`, the etcd it stores in (dropped after it).
+struct Harnessed {
+    server: TestServer,
+    _etcd: Option<common::Etcd>,
+}
+
+impl std::ops::Deref for Harnessed {
+    type Target = TestServer;
+    fn deref(&self) -> &TestServer {
+        &self.server
+    }
+}
+
+/// Starts a server from `builder`, on its own etcd when `TEST_BACKEND=etcd`.
+async fn start_with(builder: TestServerBuilder) -> Harnessed {
+    let etcd = match std::env::var("TEST_BACKEND").as_deref() {
+        Ok("etcd") => Some(
+            tokio::task::spawn_blocking(|| {
+                let etcd = common::Etcd::start();
+                etcd.wait_ready();
+                etcd
+            })
+            .await
+            .unwrap_or_else(|e| panic!("starting etcd: {e}")),
+        ),
+        _ => None,
+    };
+    let builder = match &etcd {
+        Some(e) => builder.etcd([e.url()]),
+        None => builder,
+    };
+    let server = within("harness start", builder.start())
+        .await
+        .unwrap_or_else(|e| panic!("harness start: {e}"));
+    Harnessed {
+        server,
+        _etcd: etcd,
+    }
+}
+
+async fn start() -> Harnessed {
+    start_with(TestServer::builder()).await
+}
+
+/// A server with the example's Widget CRD loaded.
+async fn start_with_widgets(builder: TestServerBuilder) -> Harnessed {
+    let server = start_with(builder).await;
+    within("load CRD", server.load_yaml(widget_controller::CRD))
+        .await
+        .unwrap_or_else(|e| panic!("loading the Widget CRD: {e}"));
+    server
+}
+
+fn widgets(server: &TestServer, namespace: &str) -> Api<Widget> {
+    let client = server
+        .client()
+        .unwrap_or_else(|e| panic!("kube client: {e}"));
+    Api::namespaced_with(client, namespace, &widget_resource())
+}
+
+fn new_widget(name: &str, replicas: i64) -> Widget {
+    Widget::new(
+        name,
+        &widget_resource(),
+        WidgetSpec {
+            color: "blue".into(),
+            replicas,
+        },
+    )
+}
+
+/// The kube `Status` of a failed call.
+fn api_error<T: std::fmt::Debug>(result: kube::Result<T>) -> kube::core::Status {
+    match result {
+        Err(kube::Error::Api(status)) => *status,
+        other => panic!("expected an API error, got {other:?}"),
+    }
+}
+
+/// Runs the example controller until the returned sender is dropped or fires.
+fn spawn_controller(server: &TestServer) -> tokio::sync::oneshot::Sender<()> {
+    let client = server
+        .client()
+        .unwrap_or_else(|e| panic!("kube client: {e}"));
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    tokio::spawn(widget_controller::run(client, async move {
+        let _ = stopped.await;
+    }));
+    stop
+}
+
+/// Waits until widget `name` reports `replicas` in its status for its current generation.
+async fn wait_reconciled(api: &Api<Widget>, name: &str, replicas: i64) {
+    eventually(
+        &format!("widget {name} reconciled to {replicas}"),
+        || async {
+            let w = api.get(name).await.ok()?;
+            let s = w.status?;
+            (s.replicas == replicas
+                && s.phase == "Ready"
+                && Some(s.observed_generation) == w.metadata.generation)
+                .then_some(())
+        },
+    )
+    .await
+}
+
+/// A CRD, a namespace and objects, with the objects first in the text: the harness
+/// must apply the CRD and namespace first.
+const FIXTURE: &str = r#"
+apiVersion: example.com/v1
+kind: Widget
+metadata: {name: w1, namespace: team-a}
+spec: {color: red}
+---
+apiVersion: example.com/v1
+kind: Widget
+metadata: {name: w2}
+spec: {color: green, replicas: 2}
+---
+apiVersion: v1
+kind: Namespace
+metadata: {name: team-a}
+"#;
+
+fn fixture_with_crd() -> String {
+    format!("{FIXTURE}---\n{}", widget_controller::CRD)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_servers_side_by_side_are_isolated() {
+    let (a, b) = tokio::join!(start(), start());
+    assert_ne!(a.url(), b.url());
+    within("load", a.load_yaml(widget_controller::CRD))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let on_a = widgets(&a, "default");
+    let on_b = widgets(&b, "default");
+    within(
+        "create on a",
+        on_a.create(&PostParams::default(), &new_widget("x", 1)),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("create on a: {e}"));
+    let err = api_error(within("list on b", on_b.list(&ListParams::default())).await);
+    assert_eq!(err.code, 404, "b has no widgets CRD: {err:?}");
+    assert_eq!(a.kubeconfig_path().parent(), Some(a.dir()));
+    let kubeconfig = std::fs::read_to_string(a.kubeconfig_path())
+        .unwrap_or_else(|e| panic!("reading the kubeconfig: {e}"));
+    assert_eq!(kubeconfig, a.kubeconfig());
+    assert!(kubeconfig.contains(&format!("server: {}", a.url())));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn load_multi_document_yaml_crd_namespace_and_objects() {
+    let server = start().await;
+    let written = within("load", server.load_yaml(&fixture_with_crd()))
+        .await
+        .unwrap_or_else(|e| panic!("loading the fixture: {e}"));
+    let kinds: Vec<&str> = written
+        .iter()
+        .map(|o| o["kind"].as_str().unwrap_or(""))
+        .collect();
+    assert_eq!(
+        kinds,
+        ["CustomResourceDefinition", "Namespace", "Widget", "Widget"]
+    );
+    // Stored as the pipeline writes them: defaults applied, namespace defaulted.
+    assert_eq!(written[2]["spec"]["replicas"], json!(1));
+    assert_eq!(written[3]["metadata"]["namespace"], json!("default"));
+    let crd = &written[0];
+    let established = crd["status"]["conditions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .any(|c| c["type"] == "Established" && c["status"] == "True");
+    assert!(established, "CRD not Established when load returned: {crd}");
+    let w1 = within("get w1", widgets(&server, "team-a").get("w1"))
+        .await
+        .unwrap_or_else(|e| panic!("get w1: {e}"));
+    assert_eq!(w1.spec.color, "red");
+
+    // load(value) and load_file(path) go the same way.
+    let w3 = within(
+        "load w3",
+        server.load(json!({"apiVersion": "example.com/v1", "kind": "Widget",
+                           "metadata": {"name": "w3"}, "spec": {"color": "blue"}})),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("load w3: {e}"));
+    assert_eq!(w3["metadata"]["name"], json!("w3"));
+    let path = server.dir().join("w4.yaml");
+    std::fs::write(
+        &path,
+        "apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w4}\nspec: {color: blue}\n",
+    )
+    .unwrap_or_else(|e| panic!("writing {}: {e}", path.display()));
+    within("load_file", server.load_file(&path))
+        .await
+        .unwrap_or_else(|e| panic!("load_file: {e}"));
+    let names: Vec<String> = within(
+        "list",
+        widgets(&server, "default").list(&ListParams::default()),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("list: {e}"))
+    .items
+    .into_iter()
+    .map(|w| w.metadata.name.unwrap_or_default())
+    .collect();
+    assert_eq!(names, ["w2", "w3", "w4"]);
+
+    // An invalid object fails the load with kube's message and where it came from.
+    let err = within(
+        "load invalid",
+        server.load_yaml("apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: bad}\nspec: {replicas: -1}\n"),
+    )
+    .await
+    .map(|_| ());
+    let text = match err {
+        Err(e) => e.to_string(),
+        Ok(()) => panic!("an invalid widget must fail the load"),
+    };
+    assert!(
+        text.starts_with("loading document 1: Widget.example.com \"bad\" is invalid: "),
+        "{text}"
+    );
+    assert!(text.contains("spec.color: Required value"), "{text}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reset_keeps_crds_and_drops_objects() {
+    let server = start().await;
+    within("load", server.load_yaml(&fixture_with_crd()))
+        .await
+        .unwrap_or_else(|e| panic!("loading the fixture: {e}"));
+    let ns = within("namespace", server.namespace())
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    within(
+        "create in ns",
+        widgets(&server, &ns).create(&PostParams::default(), &new_widget("x", 1)),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("create: {e}"));
+
+    within("reset", server.reset())
+        .await
+        .unwrap_or_else(|e| panic!("reset: {e}"));
+    let client = server
+        .client()
+        .unwrap_or_else(|e| panic!("kube client: {e}"));
+    let all: Api<Widget> = Api::all_with(client.clone(), &widget_resource());
+    let left = within("list widgets", all.list(&ListParams::default()))
+        .await
+        .unwrap_or_else(|e| panic!("the CRD must survive reset: {e}"));
+    assert!(left.items.is_empty(), "{:?}", left.items);
+    let namespaces: Api<DynamicObject> = Api::all_with(
+        client.clone(),
+        &kube::api::ApiResource {
+            group: String::new(),
+            version: "v1".into(),
+            api_version: "v1".into(),
+            kind: "Namespace".into(),
+            plural: "namespaces".into(),
+        },
+    );
+    let mut names: Vec<String> = within("list namespaces", namespaces.list(&ListParams::default()))
+        .await
+        .unwrap_or_else(|e| panic!("list namespaces: {e}"))
+        .items
+        .into_iter()
+        .filter_map(|n| n.metadata.name)
+        .collect();
+    names.sort();
+    assert_eq!(names, ["default", "kube-public", "kube-system"]);
+    // The CRD still serves: new objects can be created at once.
+    within(
+        "create after reset",
+        widgets(&server, "default").create(&PostParams::default(), &new_widget("again", 1)),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("create after reset: {e}"));
+
+    within("reset_all", server.reset_all())
+        .await
+        .unwrap_or_else(|e| panic!("reset_all: {e}"));
+    let err = api_error(within("list after reset_all", all.list(&ListParams::default())).await);
+    assert_eq!(err.code, 404, "{err:?}");
+    // And the CRD can be loaded again.
+    within("reload", server.load_yaml(widget_controller::CRD))
+        .await
+        .unwrap_or_else(|e| panic!("reloading the CRD: {e}"));
+    let left = within("list after reload", all.list(&ListParams::default()))
+        .await
+        .unwrap_or_else(|e| panic!("list after reload: {e}"));
+    assert!(left.items.is_empty(), "{:?}", left.items);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn isolated_namespaces_are_unique_and_separate() {
+    let server = start_with_widgets(TestServer::builder()).await;
+    let a = within("ns a", server.isolated_namespace("orders"))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let b = within("ns b", server.isolated_namespace("orders"))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_ne!(a, b);
+    for ns in [&a, &b] {
+        assert!(
+            ns.starts_with("orders-") && ns.len() == "orders-".len() + 8,
+            "{ns}"
+        );
+    }
+    within(
+        "create in a",
+        widgets(&server, &a).create(&PostParams::default(), &new_widget("same", 1)),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("create in {a}: {e}"));
+    within(
+        "create in b",
+        widgets(&server, &b).create(&PostParams::default(), &new_widget("same", 2)),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("the same name in {b}: {e}"));
+    let in_a = within("list a", widgets(&server, &a).list(&ListParams::default()))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(in_a.items.len(), 1);
+    assert_eq!(in_a.items[0].spec.replicas, 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn example_controller_reconciles_widgets() {
+    let server = start_with_widgets(TestServer::builder()).await;
+    let ns = within("ns", server.namespace())
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let api = widgets(&server, &ns);
+    let _controller = spawn_controller(&server);
+    within(
+        "create",
+        api.create(&PostParams::default(), &new_widget("w", 3)),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("create: {e}"));
+    wait_reconciled(&api, "w", 3).await;
+    within(
+        "scale",
+        api.patch(
+            "w",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"replicas": 5}})),
+        ),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("patch: {e}"));
+    wait_reconciled(&api, "w", 5).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn in_process_admission_hooks_through_the_harness() {
+    let server = start_with_widgets(TestServer::builder()).await;
+    server.admission().register_mutating(
+        "label.example.com",
+        Matcher::new(&["example.com"], &["widgets"], &[Operation::Create]),
+        |req| async move {
+            let mut obj = req.object;
+            obj["metadata"]["labels"] = json!({"admitted": "true"});
+            AdmissionResponse::mutate(obj)
+        },
+    );
+    server.admission().register_validating(
+        "no-red.example.com",
+        Matcher::new(&["example.com"], &["widgets"], &[Operation::Create]),
+        |req| async move {
+            if req.object["spec"]["color"] == "red" {
+                AdmissionResponse::deny("red widgets are not allowed")
+            } else {
+                AdmissionResponse::allow()
+            }
+        },
+    );
+    let api = widgets(&server, "default");
+    let created = within(
+        "create",
+        api.create(&PostParams::default(), &new_widget("ok", 1)),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("create: {e}"));
+    assert_eq!(
+        created
+            .metadata
+            .labels
+            .and_then(|l| l.get("admitted").cloned()),
+        Some("true".to_string())
+    );
+    let mut red = new_widget("red", 1);
+    red.spec.color = "red".into();
+    let err = api_error(within("create red", api.create(&PostParams::default(), &red)).await);
+    assert_eq!(err.code, 400);
+    assert_eq!(
+        err.message,
+        "admission webhook \"no-red.example.com\" denied the request: red widgets are not allowed"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn forced_conflict_is_kubes_409_for_the_object() {
+    let server = start_with_widgets(TestServer::builder()).await;
+    let api = widgets(&server, "default");
+    let x = within(
+        "create",
+        api.create(&PostParams::default(), &new_widget("x", 1)),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("create: {e}"));
+    let id = server.faults().add(
+        FaultRule::conflict()
+            .verb("update")
+            .resource("widgets")
+            .times(1),
+    );
+    let err = api_error(within("replace", api.replace("x", &PostParams::default(), &x)).await);
+    assert_eq!(err.code, 409);
+    assert_eq!(err.reason, "Conflict");
+    assert_eq!(err.message, CONFLICT_X);
+    let details = err.details.unwrap_or_else(|| panic!("409 without details"));
+    assert_eq!(
+        (
+            details.name.as_str(),
+            details.group.as_str(),
+            details.kind.as_str()
+        ),
+        ("x", "example.com", "widgets")
+    );
+    assert_eq!(server.faults().fired(id), 1);
+    // `times(1)`: the retry goes through, as a controller's retry would.
+    within(
+        "replace again",
+        api.replace("x", &PostParams::default(), &x),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("the retry must succeed: {e}"));
+    // Other verbs and resources were never affected.
+    within("get", api.get("x"))
+        .await
+        .unwrap_or_else(|e| panic!("get: {e}"));
+}
+
+/// A kube-rs client without kube-rs's default retries of 429/503/504.
+fn client_without_retries(server: &TestServer) -> kube::Client {
+    let mut config = server
+        .kube_config()
+        .unwrap_or_else(|e| panic!("kube config: {e}"));
+    config.default_retry = false;
+    kube::Client::try_from(config).unwrap_or_else(|e| panic!("kube client: {e}"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn error_every_third_get_and_seeded_rate_are_deterministic() {
+    let server = start_with_widgets(TestServer::builder()).await;
+    let api = widgets(&server, "default");
+    within(
+        "create",
+        api.create(&PostParams::default(), &new_widget("x", 1)),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("create: {e}"));
+    let every_third = server.faults().add(
+        FaultRule::error(503)
+            .verb("get")
+            .resource("widgets")
+            .every(3),
+    );
+    let raw: Api<Widget> = Api::namespaced_with(
+        client_without_retries(&server),
+        "default",
+        &widget_resource(),
+    );
+    let mut codes = Vec::new();
+    for _ in 0..6 {
+        codes.push(match within("get", raw.get("x")).await {
+            Ok(_) => 200,
+            Err(kube::Error::Api(s)) => {
+                assert_eq!(s.reason, "ServiceUnavailable");
+                assert_eq!(
+                    s.message,
+                    "the server is currently unable to handle the request"
+                );
+                s.code
+            }
+            Err(e) => panic!("get: {e}"),
+        });
+    }
+    assert_eq!(codes, [200, 200, 503, 200, 200, 503]);
+    // kube-rs's default client retries a 503: the next request of the schedule passes.
+    for _ in 0..3 {
+        within("get with retries", api.get("x"))
+            .await
+            .unwrap_or_else(|e| panic!("kube-rs retries 503: {e}"));
+    }
+    assert_eq!(server.faults().fired(every_third), 3);
+    assert_eq!(server.faults().matched(every_third), 10);
+
+    // A seeded rate draws the same schedule each time it is installed.
+    let schedule = |seed: u64| {
+        let server = &server;
+        let raw = &raw;
+        async move {
+            server.faults().clear();
+            server.faults().add(
+                FaultRule::error(500)
+                    .verb("get")
+                    .resource("widgets")
+                    .rate(0.5)
+                    .seed(seed),
+            );
+            let mut failed = Vec::new();
+            for _ in 0..16 {
+                failed.push(within("get", raw.get("x")).await.is_err());
+            }
+            failed
+        }
+    };
+    let first = schedule(7).await;
+    assert_eq!(first, schedule(7).await);
+    assert!(first.contains(&true) && first.contains(&false), "{first:?}");
+    server.faults().clear();
+    within("get", api.get("x"))
+        .await
+        .unwrap_or_else(|e| panic!("no faults after clear: {e}"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn too_many_requests_carries_retry_after() {
+    let server = start_with_widgets(TestServer::builder()).await;
+    let throttle = server.faults().add(
+        FaultRule::error(429)
+            .verb("list")
+            .resource("widgets.example.com")
+            .retry_after(1)
+            .times(2),
+    );
+    let request = || {
+        http::Request::get("/apis/example.com/v1/namespaces/default/widgets")
+            .body(kube::client::Body::empty())
+            .unwrap_or_else(|e| panic!("request: {e}"))
+    };
+    let resp = within("list", client_without_retries(&server).send(request()))
+        .await
+        .unwrap_or_else(|e| panic!("send: {e}"));
+    assert_eq!(resp.status().as_u16(), 429);
+    assert_eq!(
+        resp.headers()
+            .get("retry-after")
+            .and_then(|v| v.to_str().ok()),
+        Some("1")
+    );
+    let body = within("body", resp.into_body().collect_bytes())
+        .await
+        .unwrap_or_else(|e| panic!("body: {e}"));
+    let status: Value =
+        serde_json::from_slice(&body).unwrap_or_else(|e| panic!("429 body is not JSON: {e}"));
+    assert_eq!(
+        status,
+        json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+               "message": "Too many requests, please try again later.",
+               "reason": "TooManyRequests", "details": {"retryAfterSeconds": 1}, "code": 429})
+    );
+    // kube-rs's default client waits Retry-After and tries again.
+    let client = server
+        .client()
+        .unwrap_or_else(|e| panic!("kube client: {e}"));
+    let started = Instant::now();
+    let resp = within("list with retries", client.send(request()))
+        .await
+        .unwrap_or_else(|e| panic!("send: {e}"));
+    assert_eq!(resp.status().as_u16(), 200);
+    assert!(
+        started.elapsed() >= Duration::from_secs(1),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(server.faults().fired(throttle), 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn latency_delays_only_matching_requests() {
+    let server = start_with_widgets(TestServer::builder()).await;
+    let api = widgets(&server, "default");
+    within(
+        "create",
+        api.create(&PostParams::default(), &new_widget("x", 1)),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("create: {e}"));
+    let delay = Duration::from_millis(400);
+    let id = server
+        .faults()
+        .add(FaultRule::latency(delay).verb("get").resource("widgets"));
+    let started = Instant::now();
+    within("get", api.get("x"))
+        .await
+        .unwrap_or_else(|e| panic!("a delayed get still succeeds: {e}"));
+    let took = started.elapsed();
+    assert!(
+        took >= delay,
+        "get took {took:?}, less than the {delay:?} injected"
+    );
+    assert_eq!(server.faults().fired(id), 1);
+    within("list", api.list(&ListParams::default()))
+        .await
+        .unwrap_or_else(|e| panic!("list: {e}"));
+    assert_eq!(
+        server.faults().matched(id),
+        1,
+        "list must not match a get rule"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn controller_converges_through_cut_watches_and_conflicts() {
+    // Every widget watch ends after one event, and every other status write conflicts.
+    let server = start_with_widgets(
+        TestServer::builder().fault(
+            FaultRule::conflict()
+                .verb("patch")
+                .resource("widgets/status")
+                .every(2),
+        ),
+    )
+    .await;
+    let cut = server
+        .faults()
+        .add(FaultRule::watch_close_after_events(1).resource("widgets"));
+    let ns = within("ns", server.namespace())
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let api = widgets(&server, &ns);
+    let _controller = spawn_controller(&server);
+    for i in 0..5 {
+        let name = format!("w{i}");
+        within(
+            "create",
+            api.create(&PostParams::default(), &new_widget(&name, i)),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("create {name}: {e}"));
+    }
+    for i in 0..5 {
+        wait_reconciled(&api, &format!("w{i}"), i).await;
+    }
+    assert!(
+        server.faults().fired(cut) >= 2,
+        "the watch was cut {} times",
+        server.faults().fired(cut)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn watcher_reconnects_after_timed_cut() {
+    let server = start_with_widgets(TestServer::builder()).await;
+    let cut = server.faults().add(
+        FaultRule::watch_close_after(Duration::from_millis(200))
+            .verb("watch")
+            .resource("widgets"),
+    );
+    let api = widgets(&server, "default");
+    // The watcher runs on its own, as in a controller, forwarding what it sees.
+    let (seen, mut events) = tokio::sync::mpsc::unbounded_channel::<String>();
+    let stream = watcher::watcher(api.clone(), watcher::Config::default()).applied_objects();
+    let watching = tokio::spawn(async move {
+        let mut stream = std::pin::pin!(stream);
+        while let Some(item) = stream.next().await {
+            if let Ok(w) = item {
+                let _ = seen.send(w.metadata.name.unwrap_or_default());
+            }
+        }
+    });
+    within(
+        "create a",
+        api.create(&PostParams::default(), &new_widget("a", 1)),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("create: {e}"));
+    assert_eq!(within("event a", events.recv()).await.as_deref(), Some("a"));
+    // Wait until the first watch was cut and a new one opened.
+    eventually("a second watch", || async {
+        (server.faults().fired(cut) >= 2).then_some(())
+    })
+    .await;
+    within(
+        "create b",
+        api.create(&PostParams::default(), &new_widget("b", 1)),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("create: {e}"));
+    within("event b", async {
+        while let Some(name) = events.recv().await {
+            if name == "b" {
+                return;
+            }
+        }
+        panic!("the watcher ended");
+    })
+    .await;
+    watching.abort();
+}
+
+#[test]
+fn fault_flag_of_the_binary() {
+    let server = common::TestServer::start_with(&[
+        "--fault",
+        "verb=update,resource=widgets,error=409",
+        "--fault",
+        "verb=get,resource=widgets,name=slow,latency=300ms",
+    ]);
+    let http = server.http();
+    let crd: Value =
+        serde_norway::from_str(widget_controller::CRD).unwrap_or_else(|e| panic!("crd.yaml: {e}"));
+    let r = http.send_json(
+        "POST",
+        "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+        &crd,
+    );
+    assert_eq!(r.status, 201, "{}", r.text());
+    let path = "/apis/example.com/v1/namespaces/default/widgets";
+    let r = http.wait_for_status(path, 200, Duration::from_secs(20));
+    assert_eq!(r.status, 200, "{}", r.text());
+    let x = json!({"apiVersion": "example.com/v1", "kind": "Widget",
+                   "metadata": {"name": "x"}, "spec": {"color": "blue"}});
+    let r = http.send_json("POST", path, &x);
+    assert_eq!(r.status, 201, "{}", r.text());
+    let r = http.send_json("PUT", &format!("{path}/x"), &x);
+    assert_eq!(r.status, 409, "{}", r.text());
+    assert_eq!(
+        r.json(),
+        Some(
+            json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+                    "message": CONFLICT_X, "reason": "Conflict",
+                    "details": {"name": "x", "group": "example.com", "kind": "widgets"},
+                    "code": 409})
+        )
+    );
+    let started = Instant::now();
+    let r = http.get(&format!("{path}/slow"));
+    assert_eq!(r.status, 404, "{}", r.text());
+    assert!(started.elapsed() >= Duration::from_millis(300));
+    let started = Instant::now();
+    let r = http.get(&format!("{path}/x"));
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert!(started.elapsed() < Duration::from_millis(300));
+}
+
+#[test]
+fn fault_flag_rejects_a_bad_spec() {
+    let out = std::process::Command::new(common::server_binary())
+        .args(["--port", "0", "--fault", "verb=update,error=700"])
+        .output()
+        .unwrap_or_else(|e| panic!("running the binary: {e}"));
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("invalid value 'verb=update,error=700' for '--fault <SPEC>': error=\"700\": expected an HTTP code 400-599"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn blocking_server_for_tests_without_tokio() {
+    let builder = match std::env::var("TEST_BACKEND").as_deref() {
+        Ok("etcd") => None,
+        _ => Some(TestServer::builder()),
+    };
+    // The etcd variant is covered by the async tests; this one is about the runtime.
+    let Some(builder) = builder else { return };
+    let server = builder
+        .start_blocking()
+        .unwrap_or_else(|e| panic!("start_blocking: {e}"));
+    server
+        .block_on(server.load_yaml(&fixture_with_crd()))
+        .unwrap_or_else(|e| panic!("load: {e}"));
+    let client = server
+        .client()
+        .unwrap_or_else(|e| panic!("kube client: {e}"));
+    let api: Api<Widget> = Api::namespaced_with(client, "team-a", &widget_resource());
+    let w1 = server
+        .block_on(api.get("w1"))
+        .unwrap_or_else(|e| panic!("get: {e}"));
+    assert_eq!(w1.spec.color, "red");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn start_to_ready_time() {
+    let mut times = Vec::new();
+    for _ in 0..15 {
+        let started = Instant::now();
+        let server = TestServer::start()
+            .await
+            .unwrap_or_else(|e| panic!("start: {e}"));
+        times.push(started.elapsed());
+        server.shutdown().await;
+    }
+    times.sort();
+    let median = times[times.len() / 2];
+    eprintln!(
+        "harness start -> ready (embedded store): median {median:?}, min {:?}, max {:?}",
+        times[0],
+        times[times.len() - 1]
+    );
+    assert!(median < Duration::from_secs(2), "median start {median:?}");
+}
