@@ -71,7 +71,9 @@ impl Patch {
         let mut out = doc.clone();
         match self {
             Patch::Json(p) => {
-                json_patch::patch(&mut out, p).map_err(|_| {
+                // `out` is a copy dropped on failure, so no undo is needed; json-patch's
+                // undo can itself panic (an `add` at `/-` followed by a failing op).
+                json_patch::patch_unsafe(&mut out, p).map_err(|_| {
                     Status::unprocessable(
                         "the server rejected our request due to an error in our request",
                     )
