@@ -40,11 +40,12 @@ fi
 
 echo "== format and lints"
 cargo fmt --check
-cargo clippy --all-targets --locked -- -D warnings
+# `--features kube`: the harness's kube client (its suite and example need it).
+cargo clippy --all-targets --locked --features kube -- -D warnings
 
 echo "== unit and integration tests (the etcd suites and conformance's etcd:: cases on etcd)"
 # Benches are left out here: `cargo bench` runs them (see README).
-cargo test --locked --lib --bins --tests
+cargo test --locked --features kube --lib --bins --tests
 
 echo "== integration suites again, every server on its own etcd (TEST_BACKEND=etcd)"
 # Every [[test]] target except those that pick their backends themselves: the etcd
@@ -58,4 +59,7 @@ while read -r name; do
 done < <(awk '/^\[\[test\]\]/ { in_test = 1; next }
               /^\[/ { in_test = 0 }
               in_test && $1 == "name" { gsub(/"/, "", $3); print $3 }' Cargo.toml)
-TEST_BACKEND=etcd cargo test --locked "${suites[@]}"
+TEST_BACKEND=etcd cargo test --locked --features kube "${suites[@]}"
+
+echo "== fuzzing: every target in fuzz/ for a bounded time (scripts/fuzz.sh)"
+./scripts/fuzz.sh

@@ -1,7 +1,9 @@
 //! The server's shared state: storage, the CRD catalog, the built-in kinds, and the
 //! background work that keeps them in step (CRD watch, deletion cleanup).
 
+use crate::admission::policy::PolicyObject;
 use crate::registry::catalog::Catalog;
+use crate::rest::admission_policy::{AdmissionPolicyKind, StoreParams, GROUP};
 use crate::rest::crd::CrdKind;
 use crate::rest::custom_resource::CustomResourceKind;
 use crate::rest::namespace::{NamespaceKind, SYSTEM_NAMESPACES};
@@ -23,6 +25,8 @@ pub struct ApiOptions {
     pub log_pipeline: bool,
     /// `host:port` advertised in `/api` discovery.
     pub advertise_address: String,
+    /// `--authorization-mode`, in order (empty: `AlwaysAllow`).
+    pub authorization_modes: Vec<crate::auth::authz::Mode>,
 }
 
 /// Shared state of one API server.
@@ -43,9 +47,18 @@ pub struct ApiServer {
     pub validating_webhooks: Arc<WebhookConfigurationKind>,
     /// Settings.
     pub options: ApiOptions,
+    /// Roles and bindings, cached for the RBAC authorizer (filled in `RBAC` mode only).
+    pub rbac: Arc<crate::auth::rbac::RbacRules>,
+    /// The authorizer of `--authorization-mode` (the HTTP gate and access reviews ask it).
+    pub authorizer: Arc<dyn crate::auth::authz::Authorizer>,
+    /// Every built-in kind by `(group, version, resource)` (`registry::builtin::RESOURCES`).
+    builtins: std::sync::RwLock<std::collections::HashMap<BuiltinKey, Arc<dyn ResourceKind>>>,
     /// CRDs loaded and system namespaces ensured (storage may be down at start-up).
     bootstrapped: std::sync::atomic::AtomicBool,
 }
+
+/// `(group, version, resource)` of a built-in kind.
+type BuiltinKey = (&'static str, &'static str, &'static str);
 
 /// What a resource request resolved to.
 pub enum Resolved {
@@ -74,6 +87,15 @@ impl ApiServer {
     ) -> Result<Arc<ApiServer>, Status> {
         let catalog = Arc::new(Catalog::new());
         let store = Store::new(storage);
+        let rbac = Arc::new(crate::auth::rbac::RbacRules::new(&options.prefix));
+        let modes = match options.authorization_modes.as_slice() {
+            [] => &[crate::auth::authz::Mode::AlwaysAllow][..],
+            modes => modes,
+        };
+        let authorizer = crate::auth::authz::build(
+            modes,
+            Arc::new(crate::auth::rbac::RbacAuthorizer::new(rbac.clone())),
+        );
         let api = Arc::new(ApiServer {
             admission: store.admission.clone(),
             store,
@@ -89,15 +111,55 @@ impl ApiServer {
             )),
             catalog,
             options,
+            rbac,
+            authorizer,
+            builtins: Default::default(),
             bootstrapped: std::sync::atomic::AtomicBool::new(false),
         });
+        api.register_builtin(api.namespaces.clone());
+        api.register_builtin(api.crds.clone());
+        api.register_builtin(api.mutating_webhooks.clone());
+        api.register_builtin(api.validating_webhooks.clone());
+        for which in [PolicyObject::Policy, PolicyObject::Binding] {
+            let kind = AdmissionPolicyKind::new(which, &api.options.prefix);
+            api.register_builtin(Arc::new(kind));
+        }
+        let policy_root = |which: PolicyObject| {
+            crate::registry::builtin::descriptor(GROUP, which.resource(), &api.options.prefix)
+                .key_root
+        };
         api.admission
-            .serve_webhooks(crate::admission::webhook::WebhookSource {
+            .policies
+            .serve(crate::admission::policy::PolicyStorage {
                 storage: api.store.storage.clone(),
-                mutating_root: api.mutating_webhooks.descriptor().key_root.clone(),
-                validating_root: api.validating_webhooks.descriptor().key_root.clone(),
+                policies_root: policy_root(PolicyObject::Policy),
+                bindings_root: policy_root(PolicyObject::Binding),
                 namespaces_root: api.namespaces.descriptor().key_root.clone(),
+                params: Arc::new(StoreParams {
+                    api: Arc::downgrade(&api),
+                }),
             });
+        for review in crate::rest::access_review::Review::ALL {
+            let kind =
+                crate::rest::access_review::AccessReviewKind::new(review, &api.options.prefix);
+            api.register_builtin(Arc::new(kind));
+        }
+        // The typed kinds controllers touch (ConfigMaps, Secrets, Events, Leases, ...).
+        for r in crate::registry::builtin::RESOURCES {
+            let d = r.descriptor(&api.options.prefix);
+            let kind = crate::rest::builtin::kind_for(d.clone(), r.definition)
+                .or_else(|| crate::rest::rbac::kind_for(d, r.definition));
+            if let Some(kind) = kind {
+                api.register_builtin(Arc::new(kind));
+            }
+        }
+        api.admission
+            .serve_webhooks(crate::admission::webhook::WebhookSource::new(
+                api.store.storage.clone(),
+                &api.mutating_webhooks.descriptor().key_root,
+                &api.validating_webhooks.descriptor().key_root,
+                &api.namespaces.descriptor().key_root,
+            ));
         match api.bootstrap().await {
             Ok(revision) => api.bootstrapped(revision),
             // Storage down at start-up: serve anyway (503s, /readyz failing) and keep trying.
@@ -113,7 +175,51 @@ impl ApiServer {
     async fn bootstrap(&self) -> Result<i64, Status> {
         let revision = self.load_crds().await?;
         self.ensure_system_namespaces().await?;
+        if self.rbac_enabled() {
+            self.serve_rbac().await?;
+        }
         Ok(revision)
+    }
+
+    /// Whether `--authorization-mode` includes `RBAC`.
+    pub fn rbac_enabled(&self) -> bool {
+        self.options
+            .authorization_modes
+            .contains(&crate::auth::authz::Mode::Rbac)
+    }
+
+    /// Create kube's bootstrap roles and bindings (those missing), then load every role
+    /// and binding into the RBAC cache and follow their changes.
+    async fn serve_rbac(&self) -> Result<(), Status> {
+        for obj in crate::auth::rbac::bootstrap_policy() {
+            let resource = match obj.get("kind").and_then(Value::as_str) {
+                Some("ClusterRole") => "clusterroles",
+                Some("ClusterRoleBinding") => "clusterrolebindings",
+                _ => continue,
+            };
+            let Some(kind) = self.builtin(crate::auth::rbac::GROUP, "v1", resource) else {
+                continue;
+            };
+            match self
+                .store
+                .create(kind.as_ref(), obj, &WriteOptions::default())
+                .await
+            {
+                Ok(_) => {}
+                Err(s) if s.reason == "AlreadyExists" => {}
+                Err(s) => return Err(s),
+            }
+        }
+        let storage = self.store.storage.clone();
+        let revision = self.rbac.load(storage.as_ref()).await.map_err(|e| {
+            crate::rest::store::storage_status(
+                e,
+                &GroupResource::new(crate::auth::rbac::GROUP, "clusterroles"),
+                "",
+            )
+        })?;
+        self.rbac.follow(storage, revision);
+        Ok(())
     }
 
     fn bootstrapped(self: &Arc<Self>, revision: i64) {
@@ -176,34 +282,49 @@ impl ApiServer {
         Ok(())
     }
 
+    /// Serve a built-in kind; its resource must be in `registry::builtin::RESOURCES`
+    /// (where discovery and OpenAPI come from), else it is not served and a warning logged.
+    pub fn register_builtin(&self, kind: Arc<dyn ResourceKind>) {
+        let d = kind.descriptor();
+        let Some(entry) = crate::registry::builtin::lookup(&d.gr.group, &d.version, &d.gr.resource)
+        else {
+            tracing::warn!(resource = %d.gr, "built-in kind missing from registry::builtin::RESOURCES; not served");
+            return;
+        };
+        if let Ok(mut map) = self.builtins.write() {
+            map.insert((entry.group, entry.version, entry.resource), kind);
+        }
+    }
+
+    /// The built-in kind serving `group/version/resource`.
+    pub fn builtin(
+        &self,
+        group: &str,
+        version: &str,
+        resource: &str,
+    ) -> Option<Arc<dyn ResourceKind>> {
+        let entry = crate::registry::builtin::lookup(group, version, resource)?;
+        let map = self.builtins.read().ok()?;
+        map.get(&(entry.group, entry.version, entry.resource))
+            .cloned()
+    }
+
     /// Resolve the kind a resource request addresses, or kube's 404.
     pub fn resolve(&self, group: &str, version: &str, resource: &str) -> Result<Resolved, Status> {
         let not_found =
             || Status::not_found_message("the server could not find the requested resource");
-        match (group, version, resource) {
-            ("", "v1", "namespaces") => Ok(Resolved::Builtin(self.namespaces.clone())),
-            ("apiextensions.k8s.io", "v1", "customresourcedefinitions") => {
-                Ok(Resolved::Builtin(self.crds.clone()))
-            }
-            ("admissionregistration.k8s.io", "v1", "mutatingwebhookconfigurations") => {
-                Ok(Resolved::Builtin(self.mutating_webhooks.clone()))
-            }
-            ("admissionregistration.k8s.io", "v1", "validatingwebhookconfigurations") => {
-                Ok(Resolved::Builtin(self.validating_webhooks.clone()))
-            }
-            ("", _, _)
-            | ("apiextensions.k8s.io", _, _)
-            | ("admissionregistration.k8s.io", _, _) => Err(not_found()),
-            _ => {
-                let crd = self.catalog.lookup(group, resource).ok_or_else(not_found)?;
-                let idx = crd.served_version(version).ok_or_else(not_found)?;
-                Ok(Resolved::Custom(Arc::new(CustomResourceKind::new(
-                    crd,
-                    idx,
-                    &self.options.prefix,
-                ))))
-            }
+        if let Some(kind) = self.builtin(group, version, resource) {
+            return Ok(Resolved::Builtin(kind));
         }
+        if crate::registry::builtin::is_builtin_group(group) {
+            return Err(not_found());
+        }
+        let crd = self.catalog.lookup(group, resource).ok_or_else(not_found)?;
+        let idx = crd.served_version(version).ok_or_else(not_found)?;
+        Ok(Resolved::Custom(Arc::new(
+            CustomResourceKind::new(crd, idx, &self.options.prefix)
+                .with_services(self.admission.service_resolver()),
+        )))
     }
 
     /// kube's NamespaceLifecycle admission: the namespace must exist and not be terminating.
@@ -249,6 +370,19 @@ impl ApiServer {
     pub fn after_write(self: &Arc<Self>, d: &crate::rest::Descriptor, obj: &Value, deleted: bool) {
         if d.gr == self.crds.descriptor().gr {
             self.crd_written(obj, deleted);
+        }
+        if d.gr.group == crate::rest::webhook_configuration::GROUP {
+            self.admission
+                .webhook_configuration_written(&d.key_root, obj, deleted);
+        }
+        if d.gr.group == crate::auth::rbac::GROUP {
+            let key = d.key(object::namespace(obj), object::name(obj));
+            self.rbac.written(&key, obj, deleted);
+        }
+        for which in [PolicyObject::Policy, PolicyObject::Binding] {
+            if d.gr.group == GROUP && d.gr.resource == which.resource() {
+                self.admission.policies.written(which, obj, deleted);
+            }
         }
     }
 

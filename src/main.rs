@@ -6,16 +6,88 @@ use std::io::{IsTerminal, Write};
 use std::net::IpAddr;
 use std::path::PathBuf;
 
+/// How log lines are written to stderr.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum LogFormat {
+    /// Human-readable lines.
+    Text,
+    /// One JSON object per line.
+    Json,
+}
+
 /// A kube-apiserver for CustomResourceDefinitions and custom resources.
 #[derive(Parser, Debug)]
 #[command(name = "crd-apiserver", version, about)]
 struct Flags {
+    /// Log line format (the level comes from CRD_APISERVER_LOG or RUST_LOG).
+    #[arg(long = "log-format", value_enum, default_value_t = LogFormat::Text)]
+    log_format: LogFormat,
     /// Address to listen on.
     #[arg(long = "bind-address", default_value = "127.0.0.1")]
     bind_address: IpAddr,
-    /// Port to listen on (0 picks a free port).
-    #[arg(long, default_value_t = 8080)]
-    port: u16,
+    /// Plain-HTTP port (0 picks a free port); 8080 unless --secure-port is given.
+    /// Plain HTTP is refused on non-loopback addresses (see --insecure-allow-remote-http).
+    #[arg(long)]
+    port: Option<u16>,
+    /// Serve plain HTTP on a non-loopback --bind-address too (unencrypted, and requests
+    /// without credentials act as a superuser there).
+    #[arg(long = "insecure-allow-remote-http")]
+    insecure_allow_remote_http: bool,
+    /// Serve HTTPS on this port (0 picks a free port).
+    #[arg(long = "secure-port", value_name = "PORT")]
+    secure_port: Option<u16>,
+    /// PEM serving certificate (chain, leaf first); without it a self-signed CA and
+    /// serving certificate are generated.
+    #[arg(long = "tls-cert-file", value_name = "PATH")]
+    tls_cert_file: Option<PathBuf>,
+    /// PEM key of --tls-cert-file.
+    #[arg(long = "tls-private-key-file", value_name = "PATH")]
+    tls_private_key_file: Option<PathBuf>,
+    /// Keep a generated serving pair here (apiserver.crt, apiserver.key) and reuse it.
+    #[arg(long = "cert-dir", value_name = "DIR")]
+    cert_dir: Option<PathBuf>,
+    /// Static bearer tokens: CSV of token,user,uid,"group1,group2".
+    #[arg(long = "token-auth-file", value_name = "PATH")]
+    token_auth_file: Option<PathBuf>,
+    /// CA bundle for client certificates (CN = user name, O = groups).
+    #[arg(long = "client-ca-file", value_name = "PATH")]
+    client_ca_file: Option<PathBuf>,
+    /// CA bundle of front-proxy client certificates that vouch for --requestheader-username-headers.
+    #[arg(long = "requestheader-client-ca-file", value_name = "PATH")]
+    requestheader_client_ca_file: Option<PathBuf>,
+    /// Common names allowed on front-proxy certificates (comma-separated; empty: any).
+    #[arg(long = "requestheader-allowed-names", value_delimiter = ',')]
+    requestheader_allowed_names: Vec<String>,
+    /// Headers naming the user (comma-separated; the first non-empty wins).
+    #[arg(
+        long = "requestheader-username-headers",
+        value_delimiter = ',',
+        default_value = "X-Remote-User"
+    )]
+    requestheader_username_headers: Vec<String>,
+    /// Headers listing the user's groups (comma-separated).
+    #[arg(
+        long = "requestheader-group-headers",
+        value_delimiter = ',',
+        default_value = "X-Remote-Group"
+    )]
+    requestheader_group_headers: Vec<String>,
+    /// Prefixes of headers carrying extra user attributes (comma-separated).
+    #[arg(
+        long = "requestheader-extra-headers-prefix",
+        value_delimiter = ',',
+        default_value = "X-Remote-Extra-"
+    )]
+    requestheader_extra_headers_prefix: Vec<String>,
+    /// Let requests without credentials in as system:anonymous (HTTPS).
+    #[arg(long = "anonymous-auth", num_args = 0..=1, default_value_t = true, default_missing_value = "true", action = clap::ArgAction::Set)]
+    anonymous_auth: bool,
+    /// Authorizers, comma-separated, asked in order: AlwaysAllow, AlwaysDeny, RBAC.
+    #[arg(long = "authorization-mode", default_value = "AlwaysAllow")]
+    authorization_mode: String,
+    /// Time limit of non-long-running requests (a Go duration, e.g. 60s, 1m30s).
+    #[arg(long = "request-timeout", default_value = "1m0s", value_parser = parse_duration)]
+    request_timeout: std::time::Duration,
     /// Write a kubeconfig for this server to PATH.
     #[arg(long = "kubeconfig-out", value_name = "PATH")]
     kubeconfig_out: Option<PathBuf>,
@@ -47,22 +119,69 @@ struct Flags {
         default_value_t = 300
     )]
     etcd_compaction_interval: u64,
+    /// Inject a fault, e.g. 'verb=update,resource=widgets,error=409,rate=0.5' (repeatable;
+    /// grammar in docs/testing-your-controller.md).
+    #[arg(long = "fault", value_name = "SPEC", value_parser = crd_apiserver::fault::FaultRule::parse)]
+    fault: Vec<crd_apiserver::fault::FaultRule>,
+    /// Reach the webhook Service NAMESPACE/NAME (port PORT, default 443) at HOST:PORT
+    /// (repeatable); TLS still verifies NAME.NAMESPACE.svc.
+    #[arg(
+        long = "webhook-service",
+        value_name = "NAMESPACE/NAME[:PORT]=HOST:PORT",
+        value_parser = crd_apiserver::admission::client::ServiceMapping::parse
+    )]
+    webhook_service: Vec<crd_apiserver::admission::client::ServiceMapping>,
 }
 
 #[tokio::main]
 async fn main() {
-    tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::stderr().is_terminal())
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("CRD_APISERVER_LOG")
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
-        )
-        .init();
     let flags = Flags::parse();
+    // CRD_APISERVER_LOG, else RUST_LOG, else info (one line per request at info).
+    let filter = tracing_subscriber::EnvFilter::try_from_env("CRD_APISERVER_LOG")
+        .or_else(|_| tracing_subscriber::EnvFilter::try_from_default_env())
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let logs = tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(filter);
+    match flags.log_format {
+        LogFormat::Text => logs.with_ansi(std::io::stderr().is_terminal()).init(),
+        LogFormat::Json => logs.json().with_ansi(false).init(),
+    }
+    let secure = flags
+        .secure_port
+        .map(|port| crd_apiserver::tls::SecureServing {
+            port,
+            cert_file: flags.tls_cert_file,
+            key_file: flags.tls_private_key_file,
+            cert_dir: flags.cert_dir,
+        });
+    let auth = crd_apiserver::auth::AuthConfig {
+        token_auth_file: flags.token_auth_file,
+        client_ca_file: flags.client_ca_file,
+        requestheader_client_ca_file: flags.requestheader_client_ca_file,
+        requestheader_allowed_names: non_empty(flags.requestheader_allowed_names),
+        requestheader_username_headers: non_empty(flags.requestheader_username_headers),
+        requestheader_group_headers: non_empty(flags.requestheader_group_headers),
+        requestheader_extra_headers_prefix: non_empty(flags.requestheader_extra_headers_prefix),
+        anonymous_auth: flags.anonymous_auth,
+        authorization_modes: match crd_apiserver::auth::authz::Mode::parse(
+            &flags.authorization_mode,
+        ) {
+            Ok(modes) => modes,
+            Err(e) => {
+                eprintln!("crd-apiserver: {e}");
+                std::process::exit(1);
+            }
+        },
+    };
     let config = Config {
         bind_address: flags.bind_address,
-        port: flags.port,
+        port: flags.port.unwrap_or(8080),
+        serve_http: flags.port.is_some() || secure.is_none(),
+        insecure_allow_remote_http: flags.insecure_allow_remote_http,
+        secure,
+        auth,
+        request_timeout: flags.request_timeout,
         kubeconfig_out: flags.kubeconfig_out,
         load: flags.load,
         etcd_servers: flags
@@ -76,6 +195,8 @@ async fn main() {
         etcd_certfile: flags.etcd_certfile,
         etcd_keyfile: flags.etcd_keyfile,
         etcd_compaction_interval: std::time::Duration::from_secs(flags.etcd_compaction_interval),
+        faults: flags.fault,
+        webhook_services: flags.webhook_service,
     };
     let server = match Server::start(config).await {
         Ok(s) => s,
@@ -89,9 +210,24 @@ async fn main() {
         let _ = writeln!(out, "crd-apiserver ready at {}", server.url());
         let _ = out.flush();
     }
+    if let Some(http) = server.http_url() {
+        tracing::info!("also serving plain HTTP at {http}");
+    }
     wait_for_signal().await;
     tracing::info!("shutting down");
     server.shutdown().await;
+}
+
+/// A Go duration flag (`time.ParseDuration`).
+fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
+    crd_apiserver::cel::library::go_parse_duration(s)
+        .filter(|n| *n >= 0)
+        .map(|n| std::time::Duration::from_nanos(n as u64))
+        .ok_or_else(|| format!("time: invalid duration \"{s}\""))
+}
+
+fn non_empty(v: Vec<String>) -> Vec<String> {
+    v.into_iter().filter(|s| !s.is_empty()).collect()
 }
 
 async fn wait_for_signal() {

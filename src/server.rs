@@ -2,7 +2,9 @@
 
 use crate::apiserver::{ApiOptions, ApiServer};
 use crate::codec;
+use crate::fault::{FaultRule, Faults};
 use crate::http::response::{self, Body};
+use crate::metrics::Metrics;
 use crate::rest::{object, WriteOptions};
 use crate::status::Status;
 use crate::storage::etcd::{EtcdConfig, EtcdStorage, EtcdTls};
@@ -45,6 +47,21 @@ pub struct Config {
     pub etcd_keyfile: Option<PathBuf>,
     /// How often old etcd revisions are compacted (`--etcd-compaction-interval`; 0 = never).
     pub etcd_compaction_interval: std::time::Duration,
+    /// Faults injected from the start (`--fault`); more can be added while running.
+    pub faults: Vec<FaultRule>,
+    /// Where webhook Services are reached (`--webhook-service`).
+    pub webhook_services: Vec<crate::admission::client::ServiceMapping>,
+    /// Serve plain HTTP on `port` (off when only `--secure-port` is asked for).
+    pub serve_http: bool,
+    /// Serve plain HTTP on an address other than loopback
+    /// (`--insecure-allow-remote-http`).
+    pub insecure_allow_remote_http: bool,
+    /// Serve HTTPS (`--secure-port` and the TLS flags).
+    pub secure: Option<crate::tls::SecureServing>,
+    /// Authentication and authorization.
+    pub auth: crate::auth::AuthConfig,
+    /// Time limit of non-long-running requests (`--request-timeout`).
+    pub request_timeout: std::time::Duration,
 }
 
 impl Default for Config {
@@ -61,6 +78,13 @@ impl Default for Config {
             etcd_certfile: None,
             etcd_keyfile: None,
             etcd_compaction_interval: std::time::Duration::from_secs(300),
+            faults: Vec::new(),
+            webhook_services: Vec::new(),
+            serve_http: true,
+            insecure_allow_remote_http: false,
+            secure: None,
+            auth: crate::auth::AuthConfig::default(),
+            request_timeout: crate::http::DEFAULT_REQUEST_TIMEOUT,
         }
     }
 }
@@ -87,6 +111,9 @@ pub enum StartError {
         /// What went wrong.
         message: String,
     },
+    /// TLS, authentication or authorization flags are unusable.
+    #[error("{0}")]
+    Security(String),
     /// The kubeconfig could not be written.
     #[error("writing kubeconfig {path}: {source}")]
     Kubeconfig {
@@ -100,7 +127,15 @@ pub enum StartError {
 /// A running server.
 pub struct Server {
     addr: SocketAddr,
+    /// The plain-HTTP address when HTTPS is the primary one.
+    http_addr: Option<SocketAddr>,
+    /// `addr` serves HTTPS; the PEM of its CA when known (for the kubeconfig).
+    tls: Option<Option<String>>,
+    /// The admin bearer token the kubeconfig carries over HTTPS.
+    admin_token: Option<String>,
     api: Arc<ApiServer>,
+    metrics: Arc<Metrics>,
+    faults: Faults,
     stop: watch::Sender<bool>,
     task: JoinHandle<()>,
 }
@@ -138,36 +173,86 @@ impl Server {
         config: Config,
         storage: Arc<dyn Storage>,
     ) -> Result<Server, StartError> {
-        let bind = SocketAddr::new(config.bind_address, config.port);
-        let listener = TcpListener::bind(bind)
-            .await
-            .map_err(|source| StartError::Bind { addr: bind, source })?;
-        let addr = listener
-            .local_addr()
-            .map_err(|source| StartError::Bind { addr: bind, source })?;
+        let listeners = Listeners::bind(&config).await?;
+        let addr = listeners.primary_addr();
+        let mut authenticator = config.auth.authenticator().map_err(StartError::Security)?;
+        if listeners.https.is_some() {
+            // kubectl over HTTPS needs a credential: the kubeconfig carries this one.
+            authenticator.admin_token = Some(uuid::Uuid::new_v4().simple().to_string());
+        }
+        let admin_token = authenticator.admin_token.clone();
+        let secure = match (&config.secure, &listeners.https) {
+            (Some(serving), Some(_)) => {
+                let cert = serving
+                    .serving_cert(config.bind_address)
+                    .map_err(StartError::Security)?;
+                let tls_config =
+                    crate::tls::server_config(&cert, authenticator.client_ca_subjects())
+                        .map_err(StartError::Security)?;
+                Some((tokio_rustls::TlsAcceptor::from(tls_config), cert.ca_pem))
+            }
+            _ => None,
+        };
         let options = ApiOptions {
             prefix: config.etcd_prefix.trim_end_matches('/').to_string(),
             log_pipeline: config.log_pipeline,
             advertise_address: addr.to_string(),
+            authorization_modes: config.auth.authorization_modes.clone(),
         };
+        // Every storage call is timed; object counts read the backend itself.
+        let metrics = Arc::new(Metrics::new());
+        let raw_storage = storage.clone();
+        let storage = metrics.instrument_storage(storage, &options.prefix);
         let api = ApiServer::start(storage, options)
             .await
             .map_err(|s| StartError::Storage(s.message))?;
+        let gate = Arc::new(crate::http::Gate {
+            authenticator,
+            authorizer: api.authorizer.clone(),
+            request_timeout: config.request_timeout,
+        });
+        for m in &config.webhook_services {
+            api.admission
+                .resolve_service(&m.namespace, &m.name, m.port, &m.address);
+        }
         for dir in &config.load {
             load_dir(&api, dir).await?;
         }
+        let faults = Faults::new();
+        for rule in &config.faults {
+            faults.add(rule.clone());
+        }
         let (stop, stop_rx) = watch::channel(false);
-        let task = tokio::spawn(accept_loop(listener, api.clone(), stop_rx));
+        let served = Served {
+            metrics: metrics.clone(),
+            storage: raw_storage,
+            faults: faults.clone(),
+            gate,
+        };
+        let http_addr = listeners.http_addr();
+        let (acceptor, ca_pem) = match secure {
+            Some((acceptor, ca)) => (Some(acceptor), Some(ca)),
+            None => (None, None),
+        };
+        let task = tokio::spawn(listeners.serve(api.clone(), served, acceptor, stop_rx));
         let server = Server {
             addr,
+            http_addr: if ca_pem.is_some() { http_addr } else { None },
+            tls: ca_pem,
+            admin_token,
             api,
+            metrics,
+            faults,
             stop,
             task,
         };
         if let Some(path) = &config.kubeconfig_out {
-            std::fs::write(path, server.kubeconfig()).map_err(|source| StartError::Kubeconfig {
-                path: path.display().to_string(),
-                source,
+            // It may hold the admin token: owner-only, like a key.
+            crate::tls::write_private(path, &server.kubeconfig()).map_err(|source| {
+                StartError::Kubeconfig {
+                    path: path.display().to_string(),
+                    source,
+                }
             })?;
         }
         Ok(server)
@@ -178,9 +263,15 @@ impl Server {
         self.addr
     }
 
-    /// `http://host:port`.
+    /// `https://host:port` when serving HTTPS, else `http://host:port`.
     pub fn url(&self) -> String {
-        format!("http://{}", self.addr)
+        let scheme = if self.tls.is_some() { "https" } else { "http" };
+        format!("{scheme}://{}", self.addr)
+    }
+
+    /// `http://host:port` of the plain-HTTP port served beside HTTPS, if any.
+    pub fn http_url(&self) -> Option<String> {
+        self.http_addr.map(|a| format!("http://{a}"))
     }
 
     /// The shared API state (for in-process harnesses).
@@ -188,10 +279,40 @@ impl Server {
         &self.api
     }
 
-    /// A kubeconfig pointing at this server (namespace `default`, no credentials).
+    /// The injected faults (`--fault`): add or clear rules while the server runs.
+    pub fn faults(&self) -> &Faults {
+        &self.faults
+    }
+
+    /// Begin the shutdown [`Server::shutdown`] awaits, without waiting (for `Drop`).
+    pub fn stop(&self) {
+        let _ = self.stop.send(true);
+    }
+
+    /// The server's metrics (what `/metrics` serves).
+    pub fn metrics(&self) -> &Arc<Metrics> {
+        &self.metrics
+    }
+
+    /// A kubeconfig pointing at this server (namespace `default`); over HTTPS with the
+    /// serving CA as `certificate-authority-data` when known and the admin token.
     pub fn kubeconfig(&self) -> String {
+        let ca = match &self.tls {
+            Some(Some(pem)) => {
+                use base64::Engine;
+                format!(
+                    "\n    certificate-authority-data: {}",
+                    base64::engine::general_purpose::STANDARD.encode(pem)
+                )
+            }
+            _ => String::new(),
+        };
+        let user = match &self.admin_token {
+            Some(token) => format!("\n    token: {token}"),
+            None => " {}".to_string(),
+        };
         format!(
-            "apiVersion: v1\nkind: Config\nclusters:\n- name: crd-apiserver\n  cluster:\n    server: {}\ncontexts:\n- name: crd-apiserver\n  context:\n    cluster: crd-apiserver\n    user: crd-apiserver\n    namespace: default\ncurrent-context: crd-apiserver\nusers:\n- name: crd-apiserver\n  user: {{}}\n",
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: crd-apiserver\n  cluster:\n    server: {}{ca}\ncontexts:\n- name: crd-apiserver\n  context:\n    cluster: crd-apiserver\n    user: crd-apiserver\n    namespace: default\ncurrent-context: crd-apiserver\nusers:\n- name: crd-apiserver\n  user:{user}\n",
             self.url()
         )
     }
@@ -203,8 +324,134 @@ impl Server {
     }
 }
 
-async fn accept_loop(listener: TcpListener, api: Arc<ApiServer>, mut stop: watch::Receiver<bool>) {
+/// What the request layer needs besides the API state: the metrics, and the unmetered
+/// backend `/metrics` counts objects in.
+#[derive(Clone)]
+struct Served {
+    metrics: Arc<Metrics>,
+    storage: Arc<dyn Storage>,
+    faults: Faults,
+    /// Authentication, authorization and the request timeout.
+    gate: Arc<crate::http::Gate>,
+}
+
+/// `/metrics`: the Prometheus text exposition.
+async fn metrics_response(api: &ApiServer, served: &Served) -> http::Response<Body> {
+    let text = served.metrics.render(api, served.storage.as_ref()).await;
+    let mut resp = http::Response::new(response::full(text));
+    resp.headers_mut().insert(
+        http::header::CONTENT_TYPE,
+        http::HeaderValue::from_static(crate::metrics::CONTENT_TYPE),
+    );
+    resp
+}
+
+/// The bound ports: plain HTTP and/or HTTPS.
+struct Listeners {
+    http: Option<(TcpListener, SocketAddr)>,
+    https: Option<(TcpListener, SocketAddr)>,
+}
+
+impl Listeners {
+    /// Bind what the configuration asks for; plain HTTP only on loopback unless allowed.
+    async fn bind(config: &Config) -> Result<Listeners, StartError> {
+        let bind = |port: u16| async move {
+            let want = SocketAddr::new(config.bind_address, port);
+            let listener = TcpListener::bind(want)
+                .await
+                .map_err(|source| StartError::Bind { addr: want, source })?;
+            let addr = listener
+                .local_addr()
+                .map_err(|source| StartError::Bind { addr: want, source })?;
+            Ok::<_, StartError>((listener, addr))
+        };
+        if config.serve_http
+            && !config.bind_address.is_loopback()
+            && !config.insecure_allow_remote_http
+        {
+            return Err(StartError::Security(format!(
+                "refusing to serve plain HTTP on {}: it is not a loopback address, and plain HTTP is unencrypted and lets requests without credentials act as a superuser; serve HTTPS with --secure-port (without --port), or pass --insecure-allow-remote-http",
+                SocketAddr::new(config.bind_address, config.port)
+            )));
+        }
+        if !config.serve_http && config.secure.is_none() {
+            return Err(StartError::Security(
+                "nothing to serve: give --port or --secure-port".into(),
+            ));
+        }
+        let https = match &config.secure {
+            Some(s) => Some(bind(s.port).await?),
+            None => None,
+        };
+        let http = if config.serve_http {
+            Some(bind(config.port).await?)
+        } else {
+            None
+        };
+        Ok(Listeners { http, https })
+    }
+
+    /// HTTPS when served, else plain HTTP.
+    fn primary_addr(&self) -> SocketAddr {
+        match (&self.https, &self.http) {
+            (Some((_, a)), _) | (None, Some((_, a))) => *a,
+            // `bind` refuses to serve nothing.
+            (None, None) => SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), 0),
+        }
+    }
+
+    fn http_addr(&self) -> Option<SocketAddr> {
+        self.http.as_ref().map(|(_, a)| *a)
+    }
+
+    /// Accept on every port until `stop`.
+    async fn serve(
+        self,
+        api: Arc<ApiServer>,
+        served: Served,
+        tls: Option<tokio_rustls::TlsAcceptor>,
+        stop: watch::Receiver<bool>,
+    ) {
+        let http = self.http.map(|(listener, _)| {
+            accept_loop(listener, None, api.clone(), served.clone(), stop.clone())
+        });
+        let https = self
+            .https
+            .map(|(listener, _)| accept_loop(listener, tls, api, served, stop));
+        tokio::join!(
+            async {
+                if let Some(l) = http {
+                    l.await
+                }
+            },
+            async {
+                if let Some(l) = https {
+                    l.await
+                }
+            }
+        );
+    }
+}
+
+/// How long a client may take to finish its TLS handshake.
+const TLS_HANDSHAKE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
+async fn accept_loop(
+    listener: TcpListener,
+    tls: Option<tokio_rustls::TlsAcceptor>,
+    api: Arc<ApiServer>,
+    served: Served,
+    mut stop: watch::Receiver<bool>,
+) {
     let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+    let mut builder = auto::Builder::new(TokioExecutor::new());
+    builder
+        .http1()
+        .max_buf_size(crate::http::MAX_READ_BUFFER_BYTES)
+        .max_headers(crate::http::MAX_HEADERS);
+    builder
+        .http2()
+        .max_header_list_size(crate::http::MAX_HEADER_BYTES as u32);
     loop {
         let accepted = tokio::select! {
             a = listener.accept() => a,
@@ -213,27 +460,41 @@ async fn accept_loop(listener: TcpListener, api: Arc<ApiServer>, mut stop: watch
         let Ok((stream, _)) = accepted else { continue };
         let _ = stream.set_nodelay(true);
         let api = api.clone();
-        let svc = tower::ServiceBuilder::new().service_fn(move |req| {
-            let api = api.clone();
-            async move {
-                let resp = AssertUnwindSafe(crate::http::serve(api, req))
-                    .catch_unwind()
-                    .await
-                    .unwrap_or_else(|_| {
-                        response::status(
-                            &Status::internal("the server panicked handling this request"),
-                            crate::http::negotiate::Output::Json,
-                        )
-                    });
-                Ok::<http::Response<Body>, std::convert::Infallible>(resp)
-            }
-        });
-        let conn = auto::Builder::new(TokioExecutor::new())
-            .serve_connection_with_upgrades(TokioIo::new(stream), TowerToHyperService::new(svc))
-            .into_owned();
-        let conn = graceful.watch(conn);
+        let served = served.clone();
+        let watcher = graceful.watcher();
+        let builder = builder.clone();
+        let tls = tls.clone();
         tokio::spawn(async move {
-            let _ = conn.await;
+            match tls {
+                None => {
+                    let conn = Arc::new(crate::auth::Connection::default());
+                    serve_connection(stream, conn, api, served, builder, watcher).await
+                }
+                Some(acceptor) => {
+                    let started = std::time::Instant::now();
+                    let handshake =
+                        tokio::time::timeout(TLS_HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await;
+                    let Ok(Ok(stream)) = handshake else {
+                        tracing::debug!("TLS handshake failed or timed out");
+                        return;
+                    };
+                    let peer_certificates = stream
+                        .get_ref()
+                        .1
+                        .peer_certificates()
+                        .map(|c| c.iter().map(|c| c.clone().into_owned()).collect())
+                        .unwrap_or_default();
+                    tracing::trace!(
+                        elapsed_us = started.elapsed().as_micros() as u64,
+                        "TLS handshake"
+                    );
+                    let conn = Arc::new(crate::auth::Connection {
+                        tls: true,
+                        peer_certificates,
+                    });
+                    serve_connection(stream, conn, api, served, builder, watcher).await
+                }
+            }
         });
     }
     drop(listener);
@@ -241,44 +502,152 @@ async fn accept_loop(listener: TcpListener, api: Arc<ApiServer>, mut stop: watch
     let _ = tokio::time::timeout(std::time::Duration::from_secs(2), graceful.shutdown()).await;
 }
 
+/// Serve HTTP/1.1 or HTTP/2 on one accepted (and, for HTTPS, handshaken) connection.
+async fn serve_connection<I>(
+    io: I,
+    conn: Arc<crate::auth::Connection>,
+    api: Arc<ApiServer>,
+    served: Served,
+    builder: auto::Builder<TokioExecutor>,
+    watcher: hyper_util::server::graceful::Watcher,
+) where
+    I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    let svc = tower::ServiceBuilder::new().service_fn(move |req: http::Request<_>| {
+        let api = api.clone();
+        let served = served.clone();
+        let conn = conn.clone();
+        async move {
+            if req.uri().path() == "/metrics"
+                && matches!(*req.method(), http::Method::GET | http::Method::HEAD)
+            {
+                // Metrics are a non-resource path: authenticated and authorized as kube's.
+                let info = crate::http::request_info::parse(req.method(), "/metrics", false);
+                let admitted =
+                    crate::http::admit(&served.gate, &conn, req.headers(), &info, "/metrics").await;
+                return Ok(match admitted {
+                    Ok(_) => metrics_response(&api, &served).await,
+                    Err(denied) => denied,
+                });
+            }
+            let meter = served
+                .metrics
+                .begin(&api, req.method(), req.uri(), req.headers());
+            let gate = served.gate.clone();
+            let resp = AssertUnwindSafe(crate::http::serve_gated(
+                api,
+                &served.faults,
+                gate,
+                conn,
+                req,
+            ))
+            .catch_unwind()
+            .await
+            .unwrap_or_else(|_| crate::http::panic_response());
+            Ok::<http::Response<Body>, std::convert::Infallible>(meter.finish(resp))
+        }
+    });
+    let conn = builder
+        .serve_connection_with_upgrades(TokioIo::new(io), TowerToHyperService::new(svc))
+        .into_owned();
+    let _ = watcher.watch(conn).await;
+}
+
 /// Apply every manifest in `dir` (YAML or JSON, sorted by file name): CRDs first,
 /// then namespaces, then everything else. An invalid manifest stops the start.
 pub async fn load_dir(api: &Arc<ApiServer>, dir: &Path) -> Result<(), StartError> {
+    apply_manifests(api, read_manifests(dir)?).await?;
+    Ok(())
+}
+
+/// The documents of a manifest file, or of every `*.yaml`/`*.yml`/`*.json` file in a
+/// directory (sorted by file name), each with the file it came from.
+pub fn read_manifests(path: &Path) -> Result<Vec<(String, Value)>, StartError> {
     let err = |path: &Path, message: String| StartError::Load {
         path: path.display().to_string(),
         message,
     };
-    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
-        .map_err(|e| err(dir, e.to_string()))?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| {
-            matches!(
-                p.extension().and_then(|e| e.to_str()),
-                Some("yaml") | Some("yml") | Some("json")
-            )
-        })
-        .collect();
-    files.sort();
-    let mut docs: Vec<(PathBuf, Value)> = Vec::new();
+    let files: Vec<PathBuf> = if path.is_dir() {
+        let mut files: Vec<PathBuf> = std::fs::read_dir(path)
+            .map_err(|e| err(path, e.to_string()))?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| {
+                matches!(
+                    p.extension().and_then(|e| e.to_str()),
+                    Some("yaml") | Some("yml") | Some("json")
+                )
+            })
+            .collect();
+        files.sort();
+        files
+    } else {
+        vec![path.to_path_buf()]
+    };
+    let mut docs = Vec::new();
     for f in &files {
         let bytes = std::fs::read(f).map_err(|e| err(f, e.to_string()))?;
         let is_yaml = f.extension().and_then(|e| e.to_str()) != Some("json");
         for d in codec::decode_manifests(&bytes, is_yaml).map_err(|e| err(f, e))? {
-            docs.push((f.clone(), d));
+            docs.push((f.display().to_string(), d));
         }
     }
+    Ok(docs)
+}
+
+/// Apply manifests (each with where it came from, for errors): CRDs first, each
+/// Established before anything else is applied, then namespaces, then everything else.
+/// Returns the objects as stored, in the order applied.
+pub async fn apply_manifests(
+    api: &Arc<ApiServer>,
+    mut docs: Vec<(String, Value)>,
+) -> Result<Vec<Value>, StartError> {
     let rank = |v: &Value| match v.get("kind").and_then(Value::as_str) {
         Some("CustomResourceDefinition") => 0,
         Some("Namespace") => 1,
         _ => 2,
     };
     docs.sort_by_key(|(_, v)| rank(v));
-    for (path, doc) in docs {
-        apply_manifest(api, doc)
-            .await
-            .map_err(|s| err(&path, s.message))?;
+    let mut written = Vec::with_capacity(docs.len());
+    for (origin, doc) in docs {
+        let err = |message: String| StartError::Load {
+            path: origin.clone(),
+            message,
+        };
+        let is_crd = rank(&doc) == 0;
+        let obj = apply_manifest(api, doc).await.map_err(|s| err(s.message))?;
+        if is_crd {
+            wait_established(api, object::name(&obj))
+                .await
+                .map_err(err)?;
+        }
+        written.push(obj);
     }
-    Ok(())
+    Ok(written)
+}
+
+/// Wait (a few seconds at most) until the CRD `name` is Established and served.
+async fn wait_established(api: &Arc<ApiServer>, name: &str) -> Result<(), String> {
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let crd = api
+            .store
+            .get(api.crds.as_ref(), "", name)
+            .await
+            .map_err(|s| s.message)?;
+        if crate::registry::crd::is_established(&crd) && api.catalog.get(name).is_some() {
+            return Ok(());
+        }
+        if tokio::time::Instant::now() >= deadline {
+            let conditions = crd
+                .pointer("/status/conditions")
+                .cloned()
+                .unwrap_or_default();
+            return Err(format!(
+                "CustomResourceDefinition {name:?} is not Established: conditions {conditions}"
+            ));
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
 }
 
 /// Create an object, or replace it when it exists (start-up fixtures).
