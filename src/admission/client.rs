@@ -14,17 +14,38 @@ use hyper_util::client::legacy::connect::{dns::Name, HttpConnector};
 use serde_json::Value;
 use std::collections::HashMap;
 use std::net::SocketAddr;
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 /// A Service as webhooks name it: namespace, name, port.
 type ServiceKey = (String, String, u16);
 
-/// Where webhook Services are reached: `(namespace, name, port)` → `host:port`
-/// (cheap to clone: clones share the map).
+/// Where webhook Services are reached: `(namespace, name, port)` → `host:port`; it also
+/// keeps the clients of the webhooks called through it, so that calls to one webhook
+/// reuse its connections instead of paying a TLS handshake each (cheap to clone: clones
+/// share both).
 #[derive(Clone, Debug, Default)]
 pub struct ServiceResolver {
     map: Arc<RwLock<HashMap<ServiceKey, String>>>,
+    clients: ClientPool,
+}
+
+/// A client is reusable for the same trust root (`caBundle`) and fixed addresses.
+type ClientKey = (Option<String>, Option<Vec<SocketAddr>>);
+
+/// How many clients are kept; past it the pool starts afresh (configurations come and
+/// go in tests, each with its own CA).
+const MAX_CLIENTS: usize = 64;
+
+/// The webhook clients, by [`ClientKey`].
+#[derive(Clone, Default)]
+struct ClientPool(Arc<Mutex<HashMap<ClientKey, HttpsClient>>>);
+
+impl std::fmt::Debug for ClientPool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let n = self.0.lock().map(|m| m.len()).unwrap_or(0);
+        write!(f, "ClientPool({n} clients)")
+    }
 }
 
 impl ServiceResolver {
@@ -46,6 +67,34 @@ impl ServiceResolver {
             .ok()
             .and_then(|m| m.get(&key).cloned())
             .ok_or_else(|| format!("no endpoints available for service {name:?}"))
+    }
+
+    /// The client for a trust root (`ca_bundle` as written, `ca_pem` decoded) and, for
+    /// Services, the fixed addresses to dial: a kept one, or a new one then kept.
+    fn client(
+        &self,
+        ca_bundle: Option<&str>,
+        ca_pem: Option<&[u8]>,
+        addrs: Option<Vec<SocketAddr>>,
+    ) -> Result<HttpsClient, String> {
+        let key = (ca_bundle.map(String::from), addrs);
+        if let Some(client) = self
+            .clients
+            .0
+            .lock()
+            .ok()
+            .and_then(|m| m.get(&key).cloned())
+        {
+            return Ok(client);
+        }
+        let client = https_client(tls_config(ca_pem)?, Resolver(key.1.clone()));
+        if let Ok(mut pool) = self.clients.0.lock() {
+            if pool.len() >= MAX_CLIENTS {
+                pool.clear();
+            }
+            pool.insert(key, client.clone());
+        }
+        Ok(client)
     }
 }
 
@@ -137,7 +186,8 @@ pub async fn post_json_with(
     let sep = if url.contains('?') { '&' } else { '?' };
     let full_url = format!("{url}{sep}timeout={}s", timeout.as_secs());
     let fail = |e: String| format!("Post {full_url:?}: {e}");
-    let ca = match client_config.get("caBundle").and_then(Value::as_str) {
+    let ca_bundle = client_config.get("caBundle").and_then(Value::as_str);
+    let ca = match ca_bundle {
         Some(b) => Some(
             base64::engine::general_purpose::STANDARD
                 .decode(b)
@@ -145,11 +195,14 @@ pub async fn post_json_with(
         ),
         None => None,
     };
-    let tls = tls_config(ca.as_deref()).map_err(fail)?;
     let body = serde_json::to_vec(body).map_err(|e| fail(e.to_string()))?;
     let exchange = async {
         let (client, request_url, host_header) = match target {
-            None => (https_client(tls, Resolver(None)), full_url.clone(), None),
+            None => (
+                services.client(ca_bundle, ca.as_deref(), None)?,
+                full_url.clone(),
+                None,
+            ),
             Some((host, port, address)) => {
                 // kube dials the Service's address but speaks TLS to `name.namespace.svc`;
                 // without a port in the URI the connector keeps the address's own port.
@@ -159,7 +212,7 @@ pub async fn post_json_with(
                     .and_then(|(_, rest)| rest.find('/').map(|i| &rest[i..]))
                     .unwrap_or("/");
                 let uri = format!("https://{host}{path_and_query}");
-                let client = https_client(tls, Resolver(Some(addrs)));
+                let client = services.client(ca_bundle, ca.as_deref(), Some(addrs))?;
                 (client, uri, Some(format!("{host}:{port}")))
             }
         };
@@ -302,6 +355,25 @@ fn https_client(tls: rustls::ClientConfig, resolver: Resolver) -> HttpsClient {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn clients_are_kept_per_trust_root_and_addresses_and_shared_by_clones() {
+        let resolver = ServiceResolver::default();
+        let pool_size = |r: &ServiceResolver| r.clients.0.lock().map(|m| m.len()).unwrap_or(0);
+        let addr: SocketAddr = "127.0.0.1:8443".parse().expect("address");
+        assert!(resolver.client(None, None, None).is_ok());
+        assert!(resolver.client(None, None, None).is_ok());
+        assert_eq!(pool_size(&resolver), 1);
+        assert!(resolver.client(None, None, Some(vec![addr])).is_ok());
+        let clone = resolver.clone();
+        assert!(clone.client(None, None, Some(vec![addr])).is_ok());
+        assert_eq!(pool_size(&resolver), 2);
+        // A bundle that is not PEM is refused, and nothing is kept for it.
+        assert!(resolver
+            .client(Some("eA=="), Some(b"-----BEGIN CERTIFICATE-----\nx"), None)
+            .is_err());
+        assert_eq!(pool_size(&resolver), 2);
+    }
 
     #[test]
     fn service_mappings_parse_with_kubes_default_port() {
