@@ -6,6 +6,7 @@
 
 mod common;
 
+use common::webhook::HttpsWebhookServer;
 use common::Http;
 use crd_apiserver::admission::{AdmissionRequest, AdmissionResponse, Matcher};
 use crd_apiserver::rest::Operation;
@@ -74,10 +75,6 @@ impl InProcess {
             http,
             _etcd: etcd,
         }
-    }
-
-    fn runtime(&self) -> &tokio::runtime::Runtime {
-        &self._runtime
     }
 
     fn admission(&self) -> &crd_apiserver::admission::Admission {
@@ -353,7 +350,6 @@ fn subresource_rules_match_only_their_subresource() {
 // ---- webhooks over HTTPS ----
 
 use base64::Engine;
-use http_body_util::{BodyExt, Full};
 
 const MUTATING: &str = "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations";
 const VALIDATING: &str = "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations";
@@ -362,102 +358,42 @@ const VALIDATING: &str = "/apis/admissionregistration.k8s.io/v1/validatingwebhoo
 /// object; its `uid` is filled in), or `None` to hang past any timeout.
 type Reply = Arc<dyn Fn(&str, &Value) -> Option<Value> + Send + Sync>;
 
-/// An HTTPS webhook server with its own CA.
+/// The test webhook server (`common::webhook`), answering AdmissionReviews.
 struct WebhookServer {
+    server: HttpsWebhookServer,
     base: String,
-    ca_bundle: String,
-    reviews: Arc<Mutex<Vec<(String, Value)>>>,
 }
 
 impl WebhookServer {
     /// The reviews received so far, with their paths.
     fn reviews(&self) -> Vec<(String, Value)> {
-        self.reviews.lock().map(|r| r.clone()).unwrap_or_default()
+        self.server.requests()
     }
 
     /// `clientConfig` for `path` on this server.
     fn client_config(&self, path: &str) -> Value {
-        json!({"url": format!("{}{path}", self.base), "caBundle": self.ca_bundle})
+        self.server.client_config(path)
     }
 }
 
-fn start_webhook(t: &InProcess, reply: Reply) -> WebhookServer {
-    start_webhook_for(t.runtime(), &["127.0.0.1"], reply)
+fn start_webhook(_t: &InProcess, reply: Reply) -> WebhookServer {
+    start_webhook_for(&["127.0.0.1"], reply)
 }
 
-/// A webhook server on `runtime` whose certificate names `names`.
-fn start_webhook_for(
-    runtime: &tokio::runtime::Runtime,
-    names: &[&str],
-    reply: Reply,
-) -> WebhookServer {
-    use rcgen::{BasicConstraints, CertificateParams, IsCa, Issuer, KeyPair};
-    use rustls::pki_types::{pem::PemObject, CertificateDer, PrivateKeyDer};
-    let ca_key = KeyPair::generate().unwrap_or_else(|e| panic!("{e}"));
-    let mut ca_params =
-        CertificateParams::new(Vec::<String>::new()).unwrap_or_else(|e| panic!("{e}"));
-    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    let ca_cert = ca_params
-        .self_signed(&ca_key)
-        .unwrap_or_else(|e| panic!("{e}"));
-    let ca = Issuer::new(ca_params, ca_key);
-    let key = KeyPair::generate().unwrap_or_else(|e| panic!("{e}"));
-    let names: Vec<String> = names.iter().map(|n| n.to_string()).collect();
-    let cert = CertificateParams::new(names)
-        .and_then(|p| p.signed_by(&key, &ca))
-        .unwrap_or_else(|e| panic!("{e}"));
-    let certs = vec![CertificateDer::from(cert.der().to_vec())];
-    let key = PrivateKeyDer::from_pem_slice(key.serialize_pem().as_bytes())
-        .unwrap_or_else(|e| panic!("{e}"));
-    let config = rustls::ServerConfig::builder_with_provider(Arc::new(
-        rustls::crypto::ring::default_provider(),
-    ))
-    .with_safe_default_protocol_versions()
-    .and_then(|b| b.with_no_client_auth().with_single_cert(certs, key))
-    .unwrap_or_else(|e| panic!("{e}"));
-    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
-    let listener = runtime
-        .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
-        .unwrap_or_else(|e| panic!("{e}"));
-    let addr = listener.local_addr().unwrap_or_else(|e| panic!("{e}"));
-    let reviews: Arc<Mutex<Vec<(String, Value)>>> = Arc::default();
-    let record = reviews.clone();
-    runtime.spawn(async move {
-        while let Ok((tcp, _)) = listener.accept().await {
-            let (acceptor, reply, record) = (acceptor.clone(), reply.clone(), record.clone());
-            tokio::spawn(async move {
-                let Ok(tls) = acceptor.accept(tcp).await else {
-                    return;
-                };
-                let service = hyper::service::service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
-                    let (reply, record) = (reply.clone(), record.clone());
-                    async move {
-                        let path = req.uri().path().to_string();
-                        let body = req.into_body().collect().await.map(|b| b.to_bytes()).unwrap_or_default();
-                        let review: Value = serde_json::from_slice(&body).unwrap_or_default();
-                        if let Ok(mut r) = record.lock() {
-                            r.push((path.clone(), review.clone()));
-                        }
-                        let Some(mut response) = reply(&path, &review) else {
-                            tokio::time::sleep(Duration::from_secs(30)).await;
-                            return Ok::<_, std::convert::Infallible>(hyper::Response::new(Full::new(bytes::Bytes::new())));
-                        };
-                        response["uid"] = review["request"]["uid"].clone();
-                        let out = json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": response});
-                        Ok(hyper::Response::new(Full::new(bytes::Bytes::from(out.to_string()))))
-                    }
-                });
-                let io = hyper_util::rt::TokioIo::new(tls);
-                let _ = hyper::server::conn::http1::Builder::new()
-                    .serve_connection(io, service)
-                    .await;
-            });
-        }
+/// A webhook server whose certificate names `names`; `reply`'s response is sent back
+/// in an AdmissionReview with the request's uid.
+fn start_webhook_for(names: &[&str], reply: Reply) -> WebhookServer {
+    let review_reply: common::webhook::Reply = Arc::new(move |path, review| {
+        let mut response = reply(path, review)?;
+        response["uid"] = review["request"]["uid"].clone();
+        Some(
+            json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": response}),
+        )
     });
+    let server = HttpsWebhookServer::start_for(names, review_reply);
     WebhookServer {
-        base: format!("https://{addr}"),
-        ca_bundle: base64::engine::general_purpose::STANDARD.encode(ca_cert.pem()),
-        reviews,
+        base: server.base().to_string(),
+        server,
     }
 }
 
@@ -1098,7 +1034,6 @@ fn webhook_configuration_written_by_another_server_reaches_this_one() {
         assert_eq!(r.status, 200, "{}", r.text());
     }
     let server = start_webhook_for(
-        &rt,
         &["127.0.0.1"],
         Arc::new(|_, _| Some(json!({"allowed": false, "status": {"message": "closed"}}))),
     );
@@ -1152,9 +1087,7 @@ fn uuid_like() -> String {
 
 #[test]
 fn webhook_audit_annotations_are_logged_and_invalid_keys_dropped() {
-    let rt = runtime();
     let server = start_webhook_for(
-        &rt,
         &["127.0.0.1"],
         Arc::new(|_, _| {
             Some(
@@ -1203,9 +1136,7 @@ fn webhook_audit_annotations_are_logged_and_invalid_keys_dropped() {
 
 #[test]
 fn service_webhooks_are_reached_through_webhook_service_mappings() {
-    let rt = runtime();
     let server = start_webhook_for(
-        &rt,
         &["gate.webhooks.svc"],
         Arc::new(|_, _| Some(json!({"allowed": false, "status": {"message": "via the service"}}))),
     );
@@ -1219,7 +1150,7 @@ fn service_webhooks_are_reached_through_webhook_service_mappings() {
 
     let service_hook = |name: &str, service: Value, policy: &str| {
         let mut hook = widget_webhook(name, &server, "/");
-        hook["clientConfig"] = json!({"service": service, "caBundle": server.ca_bundle});
+        hook["clientConfig"] = json!({"service": service, "caBundle": server.server.ca_bundle()});
         hook["failurePolicy"] = json!(policy);
         hook
     };

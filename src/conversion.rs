@@ -122,14 +122,6 @@ pub fn to_served(crd: &CompiledCrd, target: &VersionSchema, obj: &mut Value) {
     coerce(obj, target);
 }
 
-/// Whether the CRD converts through a webhook (`spec.conversion.strategy: Webhook`).
-pub fn uses_webhook(crd: &CompiledCrd) -> bool {
-    crd.object
-        .pointer("/spec/conversion/strategy")
-        .and_then(Value::as_str)
-        == Some("Webhook")
-}
-
 /// How long a conversion webhook may take. kube sets no deadline of its own (its dialer
 /// gives up after 30s and the request timeout ends the rest); 30s bounds both here.
 pub const WEBHOOK_TIMEOUT: Duration = Duration::from_secs(30);

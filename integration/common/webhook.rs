@@ -25,6 +25,12 @@ pub struct HttpsWebhookServer {
 impl HttpsWebhookServer {
     /// Start on a free port of 127.0.0.1, answering every request with `reply`.
     pub fn start(reply: Reply) -> HttpsWebhookServer {
+        HttpsWebhookServer::start_for(&["127.0.0.1"], reply)
+    }
+
+    /// Start on a free port of 127.0.0.1 with a certificate for `names` (e.g. a
+    /// Service's `name.namespace.svc`), answering every request with `reply`.
+    pub fn start_for(names: &[&str], reply: Reply) -> HttpsWebhookServer {
         use rcgen::{BasicConstraints, CertificateParams, IsCa, Issuer, KeyPair};
         use rustls::pki_types::{pem::PemObject, CertificateDer, PrivateKeyDer};
         let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -41,7 +47,8 @@ impl HttpsWebhookServer {
             .unwrap_or_else(|e| panic!("{e}"));
         let ca = Issuer::new(ca_params, ca_key);
         let key = KeyPair::generate().unwrap_or_else(|e| panic!("{e}"));
-        let cert = CertificateParams::new(vec!["127.0.0.1".to_string()])
+        let names: Vec<String> = names.iter().map(|n| n.to_string()).collect();
+        let cert = CertificateParams::new(names)
             .and_then(|p| p.signed_by(&key, &ca))
             .unwrap_or_else(|e| panic!("{e}"));
         let certs = vec![CertificateDer::from(cert.der().to_vec())];
@@ -95,6 +102,11 @@ impl HttpsWebhookServer {
     /// `https://127.0.0.1:<port>`.
     pub fn base(&self) -> &str {
         &self.base
+    }
+
+    /// The `caBundle` (base64 PEM) of this server's CA.
+    pub fn ca_bundle(&self) -> &str {
+        &self.ca_bundle
     }
 
     /// A webhook `clientConfig` for `path` on this server.

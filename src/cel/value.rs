@@ -562,8 +562,8 @@ fn key_equals(a: &Val<'_>, b: &Val<'_>) -> bool {
     }
 }
 
-/// CEL names reserved by kube's escaping.
-const RESERVED: [&str; 21] = [
+/// CEL names reserved by kube's escaping (and not CEL identifiers).
+pub const RESERVED: [&str; 21] = [
     "true",
     "false",
     "null",

@@ -46,6 +46,8 @@ pub struct CompiledCrd {
     pub revision: i64,
     /// Being deleted (no new objects may be created).
     pub terminating: bool,
+    /// `spec.conversion.strategy: Webhook` (else `None`: conversion without IO).
+    pub conversion_webhook: bool,
 }
 
 impl CompiledCrd {
@@ -112,6 +114,10 @@ impl CompiledCrd {
         let terminating = object
             .pointer("/metadata/deletionTimestamp")
             .is_some_and(|v| !v.is_null());
+        let conversion_webhook = object
+            .pointer("/spec/conversion/strategy")
+            .and_then(Value::as_str)
+            == Some("Webhook");
         Ok(CompiledCrd {
             name,
             info,
@@ -119,6 +125,7 @@ impl CompiledCrd {
             object,
             revision,
             terminating,
+            conversion_webhook,
         })
     }
 

@@ -964,34 +964,13 @@ fn validate_status(status: &Value, path: &Path) -> ErrorList {
 
 /// CEL identifiers (kube's `isCELIdentifier`): `[_a-zA-Z][_a-zA-Z0-9]*`, not reserved.
 fn is_cel_identifier(name: &str) -> bool {
-    const RESERVED: [&str; 21] = [
-        "true",
-        "false",
-        "null",
-        "in",
-        "as",
-        "break",
-        "const",
-        "continue",
-        "else",
-        "for",
-        "function",
-        "if",
-        "import",
-        "let",
-        "loop",
-        "package",
-        "namespace",
-        "return",
-        "var",
-        "void",
-        "while",
-    ];
     let mut chars = name.chars();
     let first_ok = chars
         .next()
         .is_some_and(|c| c == '_' || c.is_ascii_alphabetic());
-    first_ok && chars.all(|c| c == '_' || c.is_ascii_alphanumeric()) && !RESERVED.contains(&name)
+    first_ok
+        && chars.all(|c| c == '_' || c.is_ascii_alphanumeric())
+        && !crate::cel::value::RESERVED.contains(&name)
 }
 
 /// Params read through the REST store of an [`crate::apiserver::ApiServer`].

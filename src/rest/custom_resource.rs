@@ -37,7 +37,7 @@ impl CustomResourceKind {
             has_generation: true,
         };
         CustomResourceKind {
-            webhook: conversion::uses_webhook(&crd),
+            webhook: crd.conversion_webhook,
             services: None,
             crd,
             version,
