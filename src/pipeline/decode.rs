@@ -130,40 +130,35 @@ pub fn body_group_kind(obj: &Value) -> (String, String) {
 /// fields decoding found): warnings under Warn, a 400 under Strict, nothing under Ignore.
 pub fn unknown_field_policy(
     obj: &Value,
-    s: &VersionSchema,
+    (kind, version): (&str, &str),
     opts: &WriteOptions,
-    unknown: Vec<String>,
+    unknown: &[String],
     patched: Option<&str>,
 ) -> Result<Vec<String>, Status> {
     let mut problems: Vec<String> = opts
         .duplicate_fields
         .iter()
-        .map(|f| format!("duplicate field {}", field::go_quote(f)))
+        .map(|f| crate::codec::duplicate_field_message(f))
         .collect();
     problems.extend(
         unknown
             .iter()
-            .map(|f| format!("unknown field {}", field::go_quote(f))),
+            .map(|f| crate::codec::unknown_field_message(f)),
     );
     match opts.field_validation {
         FieldValidation::Ignore => Ok(Vec::new()),
         FieldValidation::Warn => Ok(problems),
         FieldValidation::Strict if problems.is_empty() => Ok(Vec::new()),
-        FieldValidation::Strict if patched.is_some() => {
-            let err = field::Error::invalid(
-                &Path::new("patch"),
-                json!(patched.unwrap_or_default()),
-                format!("strict decoding error: {}", problems.join(", ")),
-            );
-            Err(Status::invalid("", "", "", &[err]))
-        }
         FieldValidation::Strict => {
-            let kind = obj.get("kind").and_then(Value::as_str).unwrap_or(&s.kind);
-            Err(Status::bad_request(format!(
-                "{kind} in version {} cannot be handled as a {kind}: strict decoding error: {}",
-                field::go_quote(&s.version),
-                problems.join(", ")
-            )))
+            let text = crate::codec::strict_decoding_error(&problems);
+            if let Some(patched) = patched {
+                let err = field::Error::invalid(&Path::new("patch"), json!(patched), text);
+                return Err(Status::invalid("", "", "", &[err]));
+            }
+            let kind = obj.get("kind").and_then(Value::as_str).unwrap_or(kind);
+            Err(Status::bad_request(
+                crate::codec::cannot_be_handled_message(kind, version, kind, &text),
+            ))
         }
     }
 }

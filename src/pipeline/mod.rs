@@ -82,7 +82,7 @@ pub fn create_mutating_input(
 ) -> Result<Admitted, Status> {
     let mut t = Trace::new(opts.trace);
     let unknown = prune_stage(&mut obj, s, &mut t);
-    let warnings = decode::unknown_field_policy(&obj, s, opts, unknown, None)?;
+    let warnings = decode::unknown_field_policy(&obj, (&s.kind, &s.version), opts, &unknown, None)?;
     default_stage(&mut obj, s, &mut t);
     managed_fields_stage(None, &mut obj, s, opts);
     Ok(Admitted {
@@ -149,7 +149,13 @@ pub fn update_mutating_input(
     let patched =
         (opts.is_patch && is_strict(opts)).then(|| serde_json::to_string(&new).unwrap_or_default());
     let unknown = prune_stage(&mut new, s, &mut t);
-    let warnings = decode::unknown_field_policy(&new, s, opts, unknown, patched.as_deref())?;
+    let warnings = decode::unknown_field_policy(
+        &new,
+        (&s.kind, &s.version),
+        opts,
+        &unknown,
+        patched.as_deref(),
+    )?;
     default_stage(&mut new, s, &mut t);
     managed_fields_stage(Some(old), &mut new, s, opts);
     Ok(Admitted {

@@ -186,7 +186,13 @@ impl TypedKind {
         }
         let report = prune::prune(obj, &self.schema, true, &prune::PruneOptions::default());
         self.strategy.check_decodable(obj).map_err(cannot_decode)?;
-        unknown_field_policy(&self.descriptor, obj, opts, &report.unknown_fields, patched)
+        crate::pipeline::decode::unknown_field_policy(
+            obj,
+            (&self.descriptor.kind, &self.descriptor.version),
+            opts,
+            &report.unknown_fields,
+            patched,
+        )
     }
 
     fn set_type_meta(&self, obj: &mut Value) {
@@ -225,44 +231,6 @@ impl TypedKind {
     fn reject(&self, obj: &Value, errs: &[field::Error]) -> Status {
         let d = &self.descriptor;
         Status::invalid(&d.kind, &d.gr.group, object::name(obj), errs)
-    }
-}
-
-/// kube's strict-decoding outcome for the unknown (and duplicate) fields of a body:
-/// warnings under `Warn`, a 400 under `Strict`, nothing under `Ignore`. `patched` is
-/// the patched object of a patch (kube quotes it in a 422 instead).
-fn unknown_field_policy(
-    d: &Descriptor,
-    obj: &Value,
-    opts: &WriteOptions,
-    unknown: &[String],
-    patched: Option<&str>,
-) -> Result<Vec<String>, Status> {
-    let mut problems: Vec<String> = opts
-        .duplicate_fields
-        .iter()
-        .map(|f| crate::codec::duplicate_field_message(f))
-        .collect();
-    problems.extend(
-        unknown
-            .iter()
-            .map(|f| crate::codec::unknown_field_message(f)),
-    );
-    match opts.field_validation {
-        FieldValidation::Ignore => Ok(Vec::new()),
-        FieldValidation::Warn => Ok(problems),
-        FieldValidation::Strict if problems.is_empty() => Ok(Vec::new()),
-        FieldValidation::Strict => {
-            let text = crate::codec::strict_decoding_error(&problems);
-            if let Some(patched) = patched {
-                let err = field::Error::invalid(&Path::new("patch"), json!(patched), text);
-                return Err(Status::invalid("", "", "", &[err]));
-            }
-            let kind = obj.get("kind").and_then(Value::as_str).unwrap_or(&d.kind);
-            Err(Status::bad_request(
-                crate::codec::cannot_be_handled_message(kind, &d.version, kind, &text),
-            ))
-        }
     }
 }
 
