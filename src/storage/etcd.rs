@@ -233,24 +233,25 @@ impl EtcdStorage {
     }
 
     /// Runs one unary call under the request deadline. Calls marked `retry` (reads) try
-    /// the other endpoints while one is unavailable; writes are never re-sent, since
-    /// etcd may have applied them.
+    /// the other endpoints while one is unavailable. Writes move on only when the call
+    /// never left this process (no connection could be made, as etcd's own client
+    /// judges a mutation safe to retry); one that may have reached etcd is not re-sent,
+    /// since etcd may have applied it.
     async fn call<T, F, Fut>(&self, what: &str, retry: bool, call: F) -> Result<T, StorageError>
     where
         F: Fn(Channel) -> Fut,
         Fut: Future<Output = Result<tonic::Response<T>, tonic::Status>>,
     {
         let deadline = Instant::now() + self.shared.request_timeout;
-        let attempts = if retry { self.shared.channels.len() } else { 1 };
         let mut last = None;
-        for _ in 0..attempts {
+        for _ in 0..self.shared.channels.len() {
             let (index, channel) = self.channel();
-            let error = match tokio::time::timeout_at(deadline, call(channel)).await {
+            let (error, never_sent) = match tokio::time::timeout_at(deadline, call(channel)).await {
                 Ok(Ok(response)) => return Ok(response.into_inner()),
-                Ok(Err(status)) => self.failure(index, &status),
+                Ok(Err(status)) => (self.failure(index, &status), never_sent(&status)),
                 Err(_) => return Err(self.timeout(index, what)),
             };
-            if !matches!(error, StorageError::Unavailable(_)) {
+            if !matches!(error, StorageError::Unavailable(_)) || !(retry || never_sent) {
                 return Err(error);
             }
             last = Some(error);
@@ -820,6 +821,34 @@ fn status_error(status: &tonic::Status) -> StorageError {
     }
 }
 
+/// Whether a failed call never reached etcd: the channel could not connect (refused,
+/// unreachable, DNS, connect timeout), so nothing was sent and a write may go to
+/// another member.
+fn never_sent(status: &tonic::Status) -> bool {
+    if status.code() != tonic::Code::Unavailable {
+        return false;
+    }
+    let mut source = std::error::Error::source(status);
+    while let Some(cause) = source {
+        if let Some(io) = cause.downcast_ref::<std::io::Error>() {
+            use std::io::ErrorKind::*;
+            if matches!(
+                io.kind(),
+                ConnectionRefused | HostUnreachable | NetworkUnreachable | AddrNotAvailable
+            ) {
+                return true;
+            }
+        }
+        // hyper's connector names every failure before the socket is connected so.
+        let text = cause.to_string();
+        if text.starts_with("tcp connect error") || text.starts_with("dns error") {
+            return true;
+        }
+        source = cause.source();
+    }
+    false
+}
+
 /// The message of a status with its cause chain, e.g. `tcp connect error: Connection refused`.
 fn describe(status: &tonic::Status) -> String {
     let mut text = status.message().to_owned();
@@ -984,5 +1013,27 @@ mod tests {
         assert_eq!(prefix_end("/registry/"), b"/registry0".to_vec());
         assert_eq!(prefix_end("a\u{7f}"), b"a\x80".to_vec());
         assert_eq!(prefix_end(""), vec![0]);
+    }
+
+    #[tokio::test]
+    async fn a_refused_connection_counts_as_never_sent() {
+        // A port that was just free: nothing listens there.
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .map(|a| a.port())
+            .expect("a free port");
+        let channel = Endpoint::from_shared(format!("http://127.0.0.1:{port}"))
+            .expect("endpoint")
+            .connect_lazy();
+        let status = kv_client(channel)
+            .range(RangeRequest::default())
+            .await
+            .expect_err("nothing listens");
+        assert_eq!(status.code(), tonic::Code::Unavailable);
+        assert!(never_sent(&status), "{}", describe(&status));
+        // An error etcd itself sent is not one.
+        assert!(!never_sent(&tonic::Status::unavailable(
+            "etcdserver: leader changed"
+        )));
     }
 }
