@@ -570,6 +570,19 @@ fn strict_rejects_unknown_fields_400_for_create_and_put_422_for_patches() {
             assert_eq!(at(&patched, "metadata.name"), name.as_str(), "{verb:?}");
         } else {
             assert_eq!(r.status, 400, "{verb:?}: {}", r.text());
+            // Written in metav1.Status's field order, as kube's encoder writes it.
+            assert!(
+                r.text()
+                    .starts_with(r#"{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"#),
+                "{}",
+                r.text()
+            );
+            assert!(
+                r.text()
+                    .ends_with("\"reason\":\"BadRequest\",\"code\":400}\n"),
+                "{}",
+                r.text()
+            );
             assert_eq!(
                 body(&r),
                 status_body(

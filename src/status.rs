@@ -302,6 +302,72 @@ impl Status {
     }
 }
 
+/// The body bytes kube writes, fields in `metav1.Status`'s order (`kind`, `apiVersion`,
+/// `metadata`, `status`, `message`, `reason`, `details`, `code`), so byte-comparing tools
+/// see what kube-apiserver sends; `to_json` gives the same object as a `Value`.
+impl serde::Serialize for Status {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("kind", "Status")?;
+        map.serialize_entry("apiVersion", "v1")?;
+        map.serialize_entry("metadata", &Map::new())?;
+        map.serialize_entry("status", "Failure")?;
+        map.serialize_entry("message", &self.message)?;
+        if !self.reason.is_empty() {
+            map.serialize_entry("reason", &self.reason)?;
+        }
+        if let Some(details) = &self.details {
+            map.serialize_entry("details", details.as_ref())?;
+        }
+        map.serialize_entry("code", &self.code)?;
+        map.end()
+    }
+}
+
+/// `metav1.StatusDetails` in kube's field order, empty fields left out.
+impl serde::Serialize for Details {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = serializer.serialize_map(None)?;
+        for (key, value) in [
+            ("name", &self.name),
+            ("group", &self.group),
+            ("kind", &self.kind),
+            ("uid", &self.uid),
+        ] {
+            if !value.is_empty() {
+                map.serialize_entry(key, value)?;
+            }
+        }
+        if !self.causes.is_empty() {
+            map.serialize_entry("causes", &self.causes)?;
+        }
+        if let Some(seconds) = self.retry_after_seconds {
+            map.serialize_entry("retryAfterSeconds", &seconds)?;
+        }
+        map.end()
+    }
+}
+
+/// `metav1.StatusCause` in kube's field order (`reason`, `message`, `field`).
+impl serde::Serialize for Cause {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = serializer.serialize_map(None)?;
+        for (key, value) in [
+            ("reason", &self.reason),
+            ("message", &self.message),
+            ("field", &self.field),
+        ] {
+            if !value.is_empty() {
+                map.serialize_entry(key, value)?;
+            }
+        }
+        map.end()
+    }
+}
+
 /// `details` as JSON, omitting empty fields as kube does.
 pub fn details_json(d: &Details) -> Value {
     let mut dm = Map::new();
@@ -359,6 +425,34 @@ pub fn success(details: Details) -> Value {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn bytes_follow_kube_field_order() {
+        // The recorded 404 for a missing widget (testdata/conformance), in the field
+        // order of metav1.Status, StatusDetails and StatusCause.
+        let s = Status::not_found(&GroupResource::new("crud.example.com", "widgets"), "nope");
+        assert_eq!(
+            serde_json::to_string(&s).unwrap_or_default(),
+            r#"{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"widgets.crud.example.com \"nope\" not found","reason":"NotFound","details":{"name":"nope","group":"crud.example.com","kind":"widgets"},"code":404}"#
+        );
+        let mut invalid = Status::bad_request("x");
+        invalid.details = Some(Box::new(Details {
+            causes: vec![Cause {
+                reason: "FieldValueRequired".into(),
+                message: "Required value".into(),
+                field: "spec.name".into(),
+            }],
+            retry_after_seconds: Some(1),
+            ..Details::default()
+        }));
+        let text = serde_json::to_string(&invalid).unwrap_or_default();
+        assert!(text.contains(r#""details":{"causes":[{"reason":"FieldValueRequired","message":"Required value","field":"spec.name"}],"retryAfterSeconds":1},"code":400}"#), "{text}");
+        // The same object as `to_json`.
+        assert_eq!(
+            serde_json::from_str::<Value>(&text).ok(),
+            Some(invalid.to_json())
+        );
+    }
 
     #[test]
     fn not_found_matches_recorded_kube_body() {

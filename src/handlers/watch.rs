@@ -126,7 +126,19 @@ fn conversion_error(s: Status) -> Status {
 }
 
 fn error_event(s: &Status) -> Bytes {
-    line(&json!({"type": "ERROR", "object": s.to_json()}))
+    // `type` first and the Status in kube's field order, as kube writes the event.
+    #[derive(serde::Serialize)]
+    struct ErrorEvent<'a> {
+        r#type: &'static str,
+        object: &'a Status,
+    }
+    let mut b = serde_json::to_vec(&ErrorEvent {
+        r#type: "ERROR",
+        object: s,
+    })
+    .unwrap_or_default();
+    b.push(b'\n');
+    Bytes::from(b)
 }
 
 /// Serve a watch.

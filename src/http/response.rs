@@ -123,7 +123,19 @@ pub fn status(s: &Status, output: Output) -> Response<Body> {
         Output::Json
     };
     let code = StatusCode::from_u16(s.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    let mut r = reply(Reply::with_code(code, s.to_json()), output);
+    let mut r = if output == Output::Json {
+        // Serialised from the struct, so the fields come in kube's order.
+        let mut bytes = serde_json::to_vec(s).unwrap_or_default();
+        bytes.push(b'\n');
+        Response::builder()
+            .status(code)
+            .header(header::CONTENT_TYPE, "application/json")
+            .header("Cache-Control", "no-cache, private")
+            .body(full(bytes))
+            .unwrap_or_else(|_| Response::new(full("")))
+    } else {
+        reply(Reply::with_code(code, s.to_json()), output)
+    };
     if let Some(secs) = s.details.as_ref().and_then(|d| d.retry_after_seconds) {
         if let Ok(v) = HeaderValue::from_str(&secs.to_string()) {
             r.headers_mut().insert(header::RETRY_AFTER, v);
