@@ -1302,3 +1302,226 @@ fn webhook_match_conditions_are_validated_as_kube() {
         ]
     );
 }
+
+#[test]
+fn webhook_denying_delete_keeps_an_object_in_a_deleted_namespace_until_it_allows() {
+    let t = InProcess::start();
+    let deny = Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let denying = deny.clone();
+    let server = start_webhook(
+        &t,
+        Arc::new(move |_, review| {
+            let old = &review["request"]["oldObject"];
+            let protected = old["metadata"]["labels"]["protected"] == json!("yes");
+            if protected && denying.load(std::sync::atomic::Ordering::SeqCst) {
+                Some(
+                    json!({"allowed": false, "status": {"code": 403, "message": "this widget is protected"}}),
+                )
+            } else {
+                Some(json!({"allowed": true}))
+            }
+        }),
+    );
+    let config = configuration(
+        "ValidatingWebhookConfiguration",
+        "deletes",
+        vec![widget_webhook_on(
+            "deletes.example.com",
+            &server,
+            "/delete",
+            &["DELETE"],
+        )],
+    );
+    let r = t.http.send_json("POST", VALIDATING, &config);
+    assert_eq!(r.status, 201, "{}", r.text());
+    let ns = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "doomed"}});
+    let r = t.http.send_json("POST", "/api/v1/namespaces", &ns);
+    assert_eq!(r.status, 201, "{}", r.text());
+    let widgets = "/apis/admission.example.com/v1/namespaces/doomed/widgets";
+    for (name, protected) in [("keep", true), ("go", false)] {
+        let mut w = widget(name, json!({"size": "S"}));
+        if protected {
+            w["metadata"]["labels"] = json!({"protected": "yes"});
+        }
+        let r = t.http.send_json("POST", widgets, &w);
+        assert_eq!(r.status, 201, "{}", r.text());
+    }
+
+    let r = delete(&t.http, "/api/v1/namespaces/doomed");
+    assert_eq!(r.status, 200, "{}", r.text());
+    // The namespace controller deletes what it may and records why the rest stays.
+    let failure = poll(Duration::from_secs(30), || {
+        let ns = t.http.get("/api/v1/namespaces/doomed").json()?;
+        let conditions = ns["status"]["conditions"].as_array()?.clone();
+        let c = conditions
+            .iter()
+            .find(|c| c["type"] == "NamespaceDeletionContentFailure")?
+            .clone();
+        (c["status"] == "True").then_some((ns, conditions, c))
+    });
+    let (ns, conditions, c) = failure.expect("NamespaceDeletionContentFailure never set");
+    assert_eq!(ns["status"]["phase"], "Terminating");
+    assert_eq!(c["reason"], "ContentDeletionFailed");
+    assert_eq!(
+        c["message"],
+        "Failed to delete all resource types, 1 remaining: admission webhook \"deletes.example.com\" denied the request: this widget is protected"
+    );
+    let types: Vec<&str> = conditions
+        .iter()
+        .filter_map(|c| c["type"].as_str())
+        .collect();
+    assert_eq!(
+        types,
+        [
+            "NamespaceDeletionDiscoveryFailure",
+            "NamespaceDeletionGroupVersionParsingFailure",
+            "NamespaceDeletionContentFailure",
+            "NamespaceContentRemaining",
+            "NamespaceFinalizersRemaining"
+        ]
+    );
+    assert_eq!(conditions[0]["reason"], "ResourcesDiscovered");
+    assert_eq!(conditions[0]["status"], "False");
+    assert_eq!(t.http.get(&format!("{widgets}/keep")).status, 200);
+    assert_eq!(t.http.get(&format!("{widgets}/go")).status, 404);
+    // Each delete was admitted as the namespace controller, as a deletecollection item.
+    let reviews = server.reviews();
+    let req = &reviews.last().expect("a review").1["request"];
+    assert_eq!(
+        req["userInfo"]["username"],
+        "system:serviceaccount:kube-system:namespace-controller"
+    );
+    assert_eq!(req["operation"], "DELETE");
+    assert_eq!(req["namespace"], "doomed");
+    assert_eq!(req["options"]["propagationPolicy"], "Background");
+
+    // Once the webhook allows, a later pass deletes the rest and the namespace goes.
+    deny.store(false, std::sync::atomic::Ordering::SeqCst);
+    let gone = poll(Duration::from_secs(30), || {
+        (t.http.get("/api/v1/namespaces/doomed").status == 404).then_some(())
+    });
+    assert!(gone.is_some(), "the namespace was never deleted");
+    assert_eq!(t.http.get(&format!("{widgets}/keep")).status, 404);
+}
+
+/// A CRD served in v1 (storage) and v2, converted with strategy `None`.
+fn two_version_crd() -> Value {
+    let schema = json!({"openAPIV3Schema": {"type": "object", "properties": {
+        "spec": {"type": "object", "properties": {
+            "size": {"type": "string"}, "fromHook": {"type": "string"}
+        }}
+    }}});
+    json!({
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": "gadgets.admission.example.com"},
+        "spec": {
+            "group": "admission.example.com",
+            "names": {"plural": "gadgets", "singular": "gadget", "kind": "Gadget", "listKind": "GadgetList"},
+            "scope": "Namespaced",
+            "versions": [
+                {"name": "v1", "served": true, "storage": true, "schema": schema},
+                {"name": "v2", "served": true, "storage": false, "schema": schema}
+            ]
+        }
+    })
+}
+
+#[test]
+fn equivalent_match_webhook_for_v1_sees_a_v2_request_converted() {
+    let t = InProcess::start();
+    let r = t.http.send_json("POST", CRDS, &two_version_crd());
+    assert_eq!(r.status, 201, "{}", r.text());
+    let gadgets_v2 = "/apis/admission.example.com/v2/namespaces/default/gadgets";
+    let r = t
+        .http
+        .wait_for_status(gadgets_v2, 200, Duration::from_secs(20));
+    assert_eq!(r.status, 200, "{}", r.text());
+    let server = start_webhook(
+        &t,
+        Arc::new(|path, _| match path {
+            "/mutate" => Some(patch_response(
+                json!([{"op": "add", "path": "/spec/fromHook", "value": "v1-webhook"}]),
+            )),
+            _ => Some(json!({"allowed": true})),
+        }),
+    );
+    let rule = |versions: &[&str]| {
+        json!([{"operations": ["CREATE"], "apiGroups": ["admission.example.com"],
+            "apiVersions": versions, "resources": ["gadgets"]}])
+    };
+    let hook = |name: &str, path: &str, policy: &str| {
+        json!({"name": name, "clientConfig": server.client_config(path),
+            "rules": rule(&["v1"]), "matchPolicy": policy,
+            "sideEffects": "None", "admissionReviewVersions": ["v1"]})
+    };
+    let mutating = configuration(
+        "MutatingWebhookConfiguration",
+        "gadgets-v1",
+        vec![hook("mutate.example.com", "/mutate", "Equivalent")],
+    );
+    let r = t.http.send_json("POST", MUTATING, &mutating);
+    assert_eq!(r.status, 201, "{}", r.text());
+    let validating = configuration(
+        "ValidatingWebhookConfiguration",
+        "gadgets-v1",
+        vec![
+            hook("equivalent.example.com", "/equivalent", "Equivalent"),
+            hook("exact.example.com", "/exact", "Exact"),
+        ],
+    );
+    let r = t.http.send_json("POST", VALIDATING, &validating);
+    assert_eq!(r.status, 201, "{}", r.text());
+
+    let gadget = json!({"apiVersion": "admission.example.com/v2", "kind": "Gadget",
+        "metadata": {"name": "g1"}, "spec": {"size": "S"}});
+    let r = t.http.send_json("POST", gadgets_v2, &gadget);
+    assert_eq!(r.status, 201, "{}", r.text());
+    // The v1 webhook's patch, made on the v1 object, is in the v2 answer.
+    let created = r.json().expect("json");
+    assert_eq!(created["apiVersion"], "admission.example.com/v2");
+    assert_eq!(
+        created["spec"],
+        json!({"size": "S", "fromHook": "v1-webhook"})
+    );
+
+    let reviews = server.reviews();
+    let paths: Vec<&str> = reviews.iter().map(|(p, _)| p.as_str()).collect();
+    assert!(
+        !paths.contains(&"/exact"),
+        "an Exact v1 rule matched v2: {paths:?}"
+    );
+    for path in ["/mutate", "/equivalent"] {
+        let (_, review) = reviews
+            .iter()
+            .find(|(p, _)| p == path)
+            .unwrap_or_else(|| panic!("{path} not called: {paths:?}"));
+        let req = &review["request"];
+        assert_eq!(
+            req["kind"],
+            json!({"group": "admission.example.com", "version": "v1", "kind": "Gadget"})
+        );
+        assert_eq!(
+            req["resource"],
+            json!({"group": "admission.example.com", "version": "v1", "resource": "gadgets"})
+        );
+        assert_eq!(
+            req["requestKind"],
+            json!({"group": "admission.example.com", "version": "v2", "kind": "Gadget"})
+        );
+        assert_eq!(
+            req["requestResource"],
+            json!({"group": "admission.example.com", "version": "v2", "resource": "gadgets"})
+        );
+        assert_eq!(req["object"]["apiVersion"], "admission.example.com/v1");
+    }
+    // The validating webhook saw the mutated object, in v1.
+    let (_, review) = reviews
+        .iter()
+        .find(|(p, _)| p == "/equivalent")
+        .expect("validated");
+    assert_eq!(
+        review["request"]["object"]["spec"]["fromHook"],
+        "v1-webhook"
+    );
+}

@@ -405,3 +405,229 @@ fn policy_written_through_one_server_is_enforced_by_another_on_the_same_etcd() {
     });
     assert!(r.is_some(), "B still denies after the binding was deleted");
 }
+
+/// Token users of the RBAC test server: an admin and two plain users.
+const RBAC_TOKENS: &str = "admin-token,admin,uid-admin,system:masters
+alice-token,alice,uid-alice
+bob-token,bob,uid-bob
+";
+
+/// A server with `--authorization-mode RBAC` and the users of [`RBAC_TOKENS`].
+fn start_rbac_server() -> (TestServer, common::Http) {
+    let dir = std::env::temp_dir().join(format!(
+        "crd-apiserver-vap-rbac-{}-{:?}",
+        std::process::id(),
+        std::thread::current().id()
+    ));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let tokens = dir.join("tokens.csv");
+    std::fs::write(&tokens, RBAC_TOKENS).expect("token file");
+    let server = TestServer::start_secure(&[
+        "--token-auth-file",
+        tokens.to_str().unwrap_or_default(),
+        "--authorization-mode",
+        "RBAC",
+    ]);
+    let _ = std::fs::remove_dir_all(&dir);
+    let text = std::fs::read_to_string(server.kubeconfig()).expect("kubeconfig");
+    let config: Value = serde_norway::from_str(&text).expect("kubeconfig YAML");
+    let data = config
+        .pointer("/clusters/0/cluster/certificate-authority-data")
+        .and_then(Value::as_str)
+        .expect("certificate-authority-data");
+    use base64::Engine;
+    let pem = base64::engine::general_purpose::STANDARD
+        .decode(data)
+        .expect("base64 CA");
+    let ca = String::from_utf8(pem).expect("PEM");
+    let http = common::Http::new_tls(server.url(), "vap-rbac-test", &ca, None);
+    (server, http)
+}
+
+/// `method path` with `body` as `user` (a token of [`RBAC_TOKENS`]).
+fn send_as(
+    http: &common::Http,
+    user: &str,
+    method: &str,
+    path: &str,
+    body: &Value,
+) -> HttpResponse {
+    let mut h = common::json_accept();
+    h.push(("Authorization".into(), format!("Bearer {user}-token")));
+    h.push(("Content-Type".into(), "application/json".into()));
+    let bytes = serde_json::to_vec(body).expect("JSON");
+    http.request(method, path, &[], &h, Some(bytes))
+        .unwrap_or_else(|e| panic!("{e}"))
+}
+
+#[test]
+fn authorizer_policy_admits_approvers_and_denies_others_under_rbac() {
+    let (_server, http) = start_rbac_server();
+    let created = |r: HttpResponse| assert_eq!(r.status, 201, "{}", r.text());
+    let crd: Value =
+        serde_norway::from_str(&common::testdata("crds/widgets.yaml")).expect("CRD YAML");
+    created(send_as(
+        &http,
+        "admin",
+        "POST",
+        "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+        &crd,
+    ));
+    let rbac = "/apis/rbac.authorization.k8s.io/v1";
+    let role = |name: &str, verbs: Value| {
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+            "metadata": {"name": name},
+            "rules": [{"apiGroups": ["example.com"], "resources": ["widgets"], "verbs": verbs}]})
+    };
+    let binding = |name: &str, users: &[&str]| {
+        let subjects: Vec<Value> = users
+            .iter()
+            .map(|u| json!({"kind": "User", "apiGroup": "rbac.authorization.k8s.io", "name": u}))
+            .collect();
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+            "metadata": {"name": name},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
+            "subjects": subjects})
+    };
+    let roles = format!("{rbac}/clusterroles");
+    let bindings = format!("{rbac}/clusterrolebindings");
+    created(send_as(
+        &http,
+        "admin",
+        "POST",
+        &roles,
+        &role("widget-maker", json!(["create", "get"])),
+    ));
+    created(send_as(
+        &http,
+        "admin",
+        "POST",
+        &roles,
+        &role("widget-approver", json!(["approve"])),
+    ));
+    created(send_as(
+        &http,
+        "admin",
+        "POST",
+        &bindings,
+        &binding("widget-maker", &["alice", "bob"]),
+    ));
+    created(send_as(
+        &http,
+        "admin",
+        "POST",
+        &bindings,
+        &binding("widget-approver", &["alice"]),
+    ));
+    // The decision is a variable (a `dyn` holding a Decision), read lazily.
+    let policy = json!({
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingAdmissionPolicy",
+        "metadata": {"name": "approvers-only"},
+        "spec": {
+            "matchConstraints": {"resourceRules": [{"apiGroups": ["example.com"],
+                "apiVersions": ["*"], "resources": ["widgets"], "operations": ["CREATE"]}]},
+            "variables": [{"name": "decision",
+                "expression": "authorizer.requestResource.check('approve')"}],
+            "validations": [{
+                "expression": "variables.decision.allowed() && !variables.decision.errored()",
+                "messageExpression": "'user ' + request.userInfo.username + ' may not approve widgets'"
+            }, {
+                "expression": "authorizer.group('').resource('secrets').namespace('default').check('get').allowed() == false",
+                "message": "widget makers must not read secrets"
+            }]
+        }
+    });
+    created(send_as(&http, "admin", "POST", POLICIES, &policy));
+    let vap_binding = json!({
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingAdmissionPolicyBinding",
+        "metadata": {"name": "approvers-only-binding"},
+        "spec": {"policyName": "approvers-only", "validationActions": ["Deny"]}
+    });
+    created(send_as(&http, "admin", "POST", BINDINGS, &vap_binding));
+
+    let path = widgets_path("default");
+    // The CRD may take a moment to be served.
+    let r = poll(SETTLE, || {
+        let r = send_as(
+            &http,
+            "bob",
+            "POST",
+            &path,
+            &widget("default", "w-bob", 1, "red", json!({})),
+        );
+        (r.status != 404).then_some(r)
+    })
+    .expect("widgets are served");
+    // No `reason`: kube's default Invalid (422).
+    assert_eq!(r.status, 422, "{}", r.text());
+    assert_eq!(
+        r.json().expect("json")["message"],
+        "widgets.example.com \"w-bob\" is forbidden: ValidatingAdmissionPolicy 'approvers-only' with binding 'approvers-only-binding' denied request: user bob may not approve widgets"
+    );
+    let r = send_as(
+        &http,
+        "alice",
+        "POST",
+        &path,
+        &widget("default", "w-alice", 1, "red", json!({})),
+    );
+    assert_eq!(r.status, 201, "{}", r.text());
+    // The admin (system:masters) may read secrets: the second validation denies.
+    let r = send_as(
+        &http,
+        "admin",
+        "POST",
+        &path,
+        &widget("default", "w-admin", 1, "red", json!({})),
+    );
+    assert_eq!(r.status, 422, "{}", r.text());
+    assert_eq!(
+        r.json().expect("json")["message"],
+        "widgets.example.com \"w-admin\" is forbidden: ValidatingAdmissionPolicy 'approvers-only' with binding 'approvers-only-binding' denied request: widget makers must not read secrets"
+    );
+    // messageExpression has no `authorizer` (kube compiles it without one).
+    let mut bad = policy.clone();
+    bad["metadata"]["name"] = json!("bad-message");
+    bad["spec"]["validations"][0]["messageExpression"] =
+        json!("authorizer.path('/x').check('get').reason()");
+    let r = send_as(&http, "admin", "POST", POLICIES, &bad);
+    assert_eq!(r.status, 422, "{}", r.text());
+    assert!(
+        r.text().contains("undeclared reference to 'authorizer'"),
+        "{}",
+        r.text()
+    );
+}
+
+#[test]
+fn type_checking_warns_about_fields_the_matched_crd_lacks() {
+    let server = TestServer::start();
+    let http = server.http();
+    apply_crd(&server, "crds/widgets.yaml", "widgets.example.com");
+    let policy = json!({
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingAdmissionPolicy",
+        "metadata": {"name": "typo"},
+        "spec": {
+            "matchConstraints": {"resourceRules": [{"apiGroups": ["example.com"],
+                "apiVersions": ["v1"], "resources": ["widgets"], "operations": ["CREATE"]}]},
+            "validations": [
+                {"expression": "object.spec.replicas <= 5"},
+                {"expression": "object.spec.nope == 1"}
+            ]
+        }
+    });
+    let r = http.send_json("POST", POLICIES, &policy);
+    assert_eq!(r.status, 201, "{}", r.text());
+    let p = http.get(&format!("{POLICIES}/typo")).json().expect("json");
+    assert_eq!(p["status"]["observedGeneration"], 1);
+    assert_eq!(
+        p["status"]["typeChecking"],
+        json!({"expressionWarnings": [{
+            "fieldRef": "spec.validations[1].expression",
+            "warning": "example.com/v1, Kind=Widget: compilation failed: ERROR: <input>:1:12: undefined field 'nope'\n | object.spec.nope == 1\n | ...........^\n"
+        }]})
+    );
+}

@@ -116,12 +116,15 @@ impl ApiServer {
             builtins: Default::default(),
             bootstrapped: std::sync::atomic::AtomicBool::new(false),
         });
+        api.admission.set_authorizer(api.authorizer.clone());
+        api.admission.set_catalog(api.catalog.clone());
         api.register_builtin(api.namespaces.clone());
         api.register_builtin(api.crds.clone());
         api.register_builtin(api.mutating_webhooks.clone());
         api.register_builtin(api.validating_webhooks.clone());
         for which in [PolicyObject::Policy, PolicyObject::Binding] {
-            let kind = AdmissionPolicyKind::new(which, &api.options.prefix);
+            let kind = AdmissionPolicyKind::new(which, &api.options.prefix)
+                .with_schemas(api.catalog.clone());
             api.register_builtin(Arc::new(kind));
         }
         let policy_root = |which: PolicyObject| {

@@ -4,12 +4,12 @@
 //!
 //! Conditions run after rules and selectors matched, in the admission CEL environment
 //! (`crate::cel::admission`: `object`, `oldObject`, `request`, `namespaceObject`
-//! (always `null` for webhooks, as kube passes no namespace); `authorizer` is not
-//! declared). Any `false` skips the webhook; otherwise an evaluation error is decided
+//! (always `null` for webhooks, as kube passes no namespace), `authorizer` and
+//! `authorizer.requestResource`). Any `false` skips the webhook; otherwise an evaluation error is decided
 //! by `failurePolicy`: `Fail` rejects the request (403), `Ignore` skips the webhook.
 
 use super::Attributes;
-use crate::cel::admission::{compile, Activation, AdmissionEnv, Program, ReturnType};
+use crate::cel::admission::{compile, Activation, AdmissionEnv, AuthzContext, Program, ReturnType};
 use crate::field::{Error, ErrorList, Path};
 use crate::status::Status;
 use serde_json::{json, Value};
@@ -32,7 +32,7 @@ impl ProgramCache {
         }
         let compiled = Arc::new(compile(
             expression,
-            &AdmissionEnv::new(false),
+            &AdmissionEnv::new(false).authorizer(true),
             ReturnType::Bool,
         ));
         if let Ok(mut cache) = self.0.lock() {
@@ -64,6 +64,7 @@ pub fn decide(
     obj: &Value,
     old: Option<&Value>,
     programs: &ProgramCache,
+    authz: Option<&AuthzContext>,
 ) -> Decision {
     let Some(conditions) = hook
         .get("matchConditions")
@@ -75,7 +76,8 @@ pub fn decide(
     let request = super::policy::admission_request(attrs, obj, old);
     let act = Activation::new(&request)
         .object((!obj.is_null()).then_some(obj))
-        .old_object(old);
+        .old_object(old)
+        .authorizer(authz);
     let mut errors: Vec<String> = Vec::new();
     for condition in conditions {
         let expression = condition
@@ -148,7 +150,7 @@ pub fn validate(conditions: Option<&Value>, path: &Path) -> ErrorList {
             MAX_MATCH_CONDITIONS as i64,
         ));
     }
-    let env = AdmissionEnv::new(false);
+    let env = AdmissionEnv::new(false).authorizer(true);
     let mut names = std::collections::HashSet::new();
     for (i, condition) in conditions.iter().enumerate() {
         let path = path.index(i);
@@ -204,7 +206,7 @@ mod tests {
         let attrs = Attributes::new(&d, Operation::Create, &opts);
         let obj = json!({"metadata": {"name": "w", "namespace": "ns"}, "spec": {"x": 1}});
         let programs = ProgramCache::default();
-        let run = |h: &Value| decide(h, &attrs, &obj, None, &programs);
+        let run = |h: &Value| decide(h, &attrs, &obj, None, &programs, None);
         assert!(matches!(
             run(&hook(
                 "Fail",

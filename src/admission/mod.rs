@@ -18,10 +18,14 @@
 //! logged (this server has no audit log).
 
 pub mod client;
+pub mod equivalent;
 pub mod match_conditions;
 pub mod policy;
+pub mod typecheck;
 pub mod webhook;
 
+use crate::auth::authz::Authorizer;
+use crate::cel::admission::AuthzContext;
 use crate::rest::store::DeleteOptions;
 use crate::rest::{Descriptor, Operation, WriteOptions};
 use crate::status::Status;
@@ -216,8 +220,24 @@ pub struct Admission {
     hooks: Arc<RwLock<Hooks>>,
     webhooks: Arc<RwLock<Option<Arc<webhook::WebhookSource>>>>,
     services: client::ServiceResolver,
+    /// The server's authorizer, for the CEL `authorizer` variable.
+    authorizer: Arc<RwLock<Option<Arc<dyn Authorizer>>>>,
+    /// Other versions of custom resources (`matchPolicy: Equivalent`).
+    versions: equivalent::Versions,
     /// ValidatingAdmissionPolicies, run after the validating webhooks (kube's order).
     pub policies: policy::Policies,
+}
+
+/// What matching and CEL need besides the request: the `authorizer`, the resource's
+/// other versions (`matchPolicy: Equivalent`) and the Service resolver conversion
+/// webhooks are reached through.
+pub struct MatchContext<'c> {
+    /// `authorizer` of CEL expressions.
+    pub authz: Option<&'c AuthzContext>,
+    /// Other served versions of custom resources.
+    pub versions: &'c equivalent::Versions,
+    /// Service → address map.
+    pub services: &'c client::ServiceResolver,
 }
 
 /// Which write is being admitted: the endpoint, the request's options, and the audit
@@ -233,6 +253,10 @@ pub struct Attributes<'a> {
     pub delete: Option<&'a DeleteOptions>,
     /// Audit annotations added by the hooks so far.
     pub audit: AuditAnnotations,
+    /// For a hook matched through `matchPolicy: Equivalent`: the endpoint the request
+    /// addressed (`requestKind`, `requestResource`), while `descriptor` is the matched
+    /// version (`kind`, `resource`). `None`: the descriptor is the one addressed.
+    pub requested: Option<&'a Descriptor>,
 }
 
 impl<'a> Attributes<'a> {
@@ -244,7 +268,26 @@ impl<'a> Attributes<'a> {
             opts,
             delete: None,
             audit: AuditAnnotations::default(),
+            requested: None,
         }
+    }
+
+    /// The same request as seen by a hook matched in another version of the resource:
+    /// `descriptor` is that version's; audit annotations are shared.
+    pub fn as_version<'b>(&'b self, descriptor: &'b Descriptor) -> Attributes<'b> {
+        Attributes {
+            descriptor,
+            operation: self.operation,
+            opts: self.opts,
+            delete: self.delete,
+            audit: self.audit.clone(),
+            requested: Some(self.requested()),
+        }
+    }
+
+    /// The endpoint the request addressed.
+    pub fn requested(&self) -> &'a Descriptor {
+        self.requested.unwrap_or(self.descriptor)
     }
 
     /// A delete (one object, or one object of a deletecollection).
@@ -346,8 +389,8 @@ impl<'a> Attributes<'a> {
 
 /// The audit annotations of one request (kube keeps them on the admission attributes
 /// and writes them to the audit event).
-#[derive(Debug, Default)]
-pub struct AuditAnnotations(Mutex<BTreeMap<String, String>>);
+#[derive(Clone, Debug, Default)]
+pub struct AuditAnnotations(Arc<Mutex<BTreeMap<String, String>>>);
 
 impl AuditAnnotations {
     /// Add one annotation: the key must be `<prefix>/<name>` and a qualified name, and an
@@ -411,6 +454,53 @@ impl Admission {
         webhook::WebhookSource::start_following(&source);
         if let Ok(mut w) = self.webhooks.write() {
             *w = Some(source);
+        }
+    }
+
+    /// Answer `authorizer` checks of admission CEL expressions with `authorizer` (the
+    /// server's `--authorization-mode`; `AlwaysAllow` until set).
+    pub fn set_authorizer(&self, authorizer: Arc<dyn Authorizer>) {
+        if let Ok(mut a) = self.authorizer.write() {
+            *a = Some(authorizer);
+        }
+    }
+
+    /// Match hooks written for other versions of a custom resource (`matchPolicy:
+    /// Equivalent`) with the CRDs of `catalog`.
+    pub fn set_catalog(&self, catalog: Arc<crate::registry::catalog::Catalog>) {
+        self.versions.set_catalog(catalog);
+    }
+
+    /// The `authorizer` of this request's CEL expressions: the request's user, and its
+    /// resource for `authorizer.requestResource`.
+    fn authz_context(
+        &self,
+        attrs: &Attributes<'_>,
+        obj: &Value,
+        old: Option<&Value>,
+    ) -> AuthzContext {
+        let authorizer = self
+            .authorizer
+            .read()
+            .ok()
+            .and_then(|a| a.clone())
+            .unwrap_or_else(|| Arc::new(crate::auth::authz::AlwaysAllow));
+        AuthzContext {
+            authorizer,
+            user: attrs.opts.user.clone(),
+            group: attrs.descriptor.gr.group.clone(),
+            resource: attrs.descriptor.gr.resource.clone(),
+            subresource: attrs.opts.subresource.clone(),
+            namespace: attrs.namespace(obj, old).to_string(),
+            name: attrs.name(obj, old).to_string(),
+        }
+    }
+
+    fn match_context<'c>(&'c self, authz: &'c AuthzContext) -> MatchContext<'c> {
+        MatchContext {
+            authz: Some(authz),
+            versions: &self.versions,
+            services: &self.services,
         }
     }
 
@@ -490,23 +580,27 @@ impl Admission {
         warnings: &mut Vec<String>,
     ) -> Result<Value, Status> {
         if let Some(source) = self.webhook_source() {
-            let hooks = source.matching(true, attrs, &obj, old).await?;
+            let authz = self.authz_context(attrs, &obj, old);
+            let hooks = source
+                .matching(true, attrs, &obj, old, &self.match_context(&authz))
+                .await?;
             // `reinvocationPolicy: IfNeeded`: webhooks that ran before a later one changed
             // the object run once more, in order (kube's single reinvocation round).
             let mut last_change = None;
-            for (i, hook) in hooks.iter().enumerate() {
-                if self::webhook::run_mutating(hook, attrs, &mut obj, old, warnings, &self.services)
+            for (i, (hook, version)) in hooks.iter().enumerate() {
+                if self
+                    .run_mutating_webhook(hook, version.as_deref(), attrs, &mut obj, old, warnings)
                     .await?
                 {
                     last_change = Some(i);
                 }
             }
-            let again = hooks.iter().enumerate().filter(|(i, h)| {
+            let again = hooks.iter().enumerate().filter(|(i, (h, _))| {
                 last_change.is_some_and(|c| *i < c)
                     && h.get("reinvocationPolicy").and_then(Value::as_str) == Some("IfNeeded")
             });
-            for (_, hook) in again {
-                self::webhook::run_mutating(hook, attrs, &mut obj, old, warnings, &self.services)
+            for (_, (hook, version)) in again {
+                self.run_mutating_webhook(hook, version.as_deref(), attrs, &mut obj, old, warnings)
                     .await?;
             }
         }
@@ -543,16 +637,39 @@ impl Admission {
         warnings: &mut Vec<String>,
     ) -> Result<(), Status> {
         let hooks = self.matching(false, attrs);
+        let authz = self.authz_context(attrs, obj, old);
         let webhooks = match self.webhook_source() {
-            Some(source) => source.matching(false, attrs, obj, old).await?,
+            Some(source) => {
+                source
+                    .matching(false, attrs, obj, old, &self.match_context(&authz))
+                    .await?
+            }
             None => Vec::new(),
         };
-        if hooks.is_empty() && webhooks.is_empty() {
-            return self.policies.validate(attrs, obj, old, warnings).await;
+        // Webhooks matched in another version see the objects converted to it.
+        let mut prepared = Vec::with_capacity(webhooks.len());
+        for (hook, version) in &webhooks {
+            let converted = match version {
+                None => None,
+                Some(v) => Some(self.converted(attrs, v, obj, old).await?),
+            };
+            prepared.push((hook, converted));
         }
-        let remote = webhooks
-            .iter()
-            .map(|h| webhook::call(h, attrs, obj, old, &self.services, false));
+        if hooks.is_empty() && webhooks.is_empty() {
+            return self
+                .policies
+                .validate(attrs, obj, old, warnings, &self.match_context(&authz))
+                .await;
+        }
+        let remote = prepared.iter().map(|(h, converted)| async move {
+            match converted {
+                None => webhook::call(h, attrs, obj, old, &self.services, false).await,
+                Some((d, o, old_v)) => {
+                    let view = attrs.as_version(d);
+                    webhook::call(h, &view, o, old_v.as_ref(), &self.services, false).await
+                }
+            }
+        });
         let answers = futures::future::join_all(remote);
         let calls = hooks
             .iter()
@@ -576,8 +693,72 @@ impl Admission {
         }
         match hooks.iter().zip(&results).find(|(_, r)| !r.allowed) {
             Some((hook, res)) => Err(denial(&hook.name, res)),
-            None => self.policies.validate(attrs, obj, old, warnings).await,
+            None => {
+                self.policies
+                    .validate(attrs, obj, old, warnings, &self.match_context(&authz))
+                    .await
+            }
         }
+    }
+
+    /// `obj` and `old` converted to `version` of the requested resource, with that
+    /// version's descriptor.
+    async fn converted(
+        &self,
+        attrs: &Attributes<'_>,
+        version: &str,
+        obj: &Value,
+        old: Option<&Value>,
+    ) -> Result<(Descriptor, Value, Option<Value>), Status> {
+        let d = equivalent::Versions::descriptor(attrs, version);
+        let o = self
+            .versions
+            .convert(attrs, obj, version, &self.services)
+            .await?;
+        let old_v = match old {
+            Some(x) => Some(
+                self.versions
+                    .convert(attrs, x, version, &self.services)
+                    .await?,
+            ),
+            None => None,
+        };
+        Ok((d, o, old_v))
+    }
+
+    /// One mutating webhook; matched in another `version`, it patches the object
+    /// converted to that version, which is converted back.
+    async fn run_mutating_webhook(
+        &self,
+        hook: &Value,
+        version: Option<&str>,
+        attrs: &Attributes<'_>,
+        obj: &mut Value,
+        old: Option<&Value>,
+        warnings: &mut Vec<String>,
+    ) -> Result<bool, Status> {
+        let Some(version) = version else {
+            return webhook::run_mutating(hook, attrs, obj, old, warnings, &self.services).await;
+        };
+        let (d, mut converted, old_v) = self.converted(attrs, version, obj, old).await?;
+        let view = attrs.as_version(&d);
+        let changed = webhook::run_mutating(
+            hook,
+            &view,
+            &mut converted,
+            old_v.as_ref(),
+            warnings,
+            &self.services,
+        )
+        .await?;
+        if changed {
+            let back = &attrs.requested().version;
+            *obj = self
+                .versions
+                .convert(attrs, &converted, back, &self.services)
+                .await?;
+        }
+        Ok(changed)
     }
 
     /// Admit a delete of `old`: mutating hooks (which cannot change anything), then

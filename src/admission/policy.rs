@@ -13,13 +13,17 @@
 //!   rejected with kube's Status, Warn → a `Warning` header, Audit → an audit
 //!   annotation and a log line) and errors per `failurePolicy`.
 //!
-//! Simplifications: `matchPolicy: Equivalent` treats every version of the same group
-//! and resource as equivalent and evaluates against the object in the version written
-//! (kube converts it to the matched version); `status.typeChecking` is not computed.
+//! `matchPolicy: Equivalent` (the default): a policy whose rules name another served
+//! version of the custom resource matches, and its expressions see the objects
+//! converted to that version (`admission::equivalent`), `request.kind`/`resource` of it
+//! and `requestKind`/`requestResource` of the request. `authorizer` is declared in
+//! validations, variables, matchConditions and auditAnnotations (not in
+//! messageExpression, as kube). `status.typeChecking` is computed when a policy is
+//! written (`typecheck.rs`).
 
 use super::Attributes;
 use crate::cel::admission::{
-    self as cel_admission, Activation, AdmissionEnv, Program, ReturnType, Variables,
+    self as cel_admission, Activation, AdmissionEnv, AuthzContext, Program, ReturnType, Variables,
     MAX_MESSAGE_EXPRESSION_SIZE, RUNTIME_COST_BUDGET,
 };
 use crate::rest::object;
@@ -117,10 +121,13 @@ impl CompiledPolicy {
             AdmissionEnv::new(has_params)
         } else {
             AdmissionEnv::with_variables(has_params)
-        };
+        }
+        .authorizer(true);
         let variables = Variables::compile(&mut env, &vars);
-        // kube compiles match conditions without `variables`.
-        let plain = AdmissionEnv::new(has_params);
+        // kube compiles match conditions without `variables`, messageExpression without
+        // the authorizer.
+        let plain = AdmissionEnv::new(has_params).authorizer(true);
+        let message_env = env.clone().authorizer(false);
         let match_conditions = arr(&spec, "matchConditions")
             .iter()
             .map(|m| {
@@ -141,7 +148,7 @@ impl CompiledPolicy {
                     expression,
                     message: str_of(v, "message").to_string(),
                     message_expression: (!me.trim().is_empty())
-                        .then(|| cel_admission::compile(me, &env, ReturnType::String)),
+                        .then(|| cel_admission::compile(me, &message_env, ReturnType::String)),
                     reason: v.get("reason").and_then(Value::as_str).map(str::to_string),
                 }
             })
@@ -273,7 +280,9 @@ impl Policies {
         obj: &Value,
         old: Option<&Value>,
         warnings: &mut Vec<String>,
+        cx: &super::MatchContext<'_>,
     ) -> Result<(), Status> {
+        let (authz, versions, services) = (cx.authz, cx.versions, cx.services);
         let (pairs, source) = {
             let Ok(c) = self.cache.read() else {
                 return Ok(());
@@ -308,15 +317,38 @@ impl Policies {
             Some(ns) => read_namespace(&source, ns).await,
             None => None,
         };
+        let equivalents = versions.equivalents(attrs);
         let mut denials: Vec<Denial> = Vec::new();
         for (policy, bindings) in &pairs {
             let constraints = policy
                 .spec()
                 .get("matchConstraints")
                 .unwrap_or(&Value::Null);
-            if !input.matches(constraints, namespace.as_ref()) {
+            let Some(version) =
+                input.matched_version(constraints, namespace.as_ref(), &equivalents)
+            else {
                 continue;
-            }
+            };
+            // Matched in another version: expressions see the objects converted to it
+            // (kube's versioned attributes).
+            let converted;
+            let view;
+            let versioned;
+            let evaluated: &Input<'_> = match &version {
+                None => &input,
+                Some(v) => {
+                    let d = super::equivalent::Versions::descriptor(attrs, v);
+                    let o = versions.convert(attrs, obj, v, services).await?;
+                    let old_v = match old {
+                        Some(x) => Some(versions.convert(attrs, x, v, services).await?),
+                        None => None,
+                    };
+                    converted = (d, o, old_v);
+                    view = attrs.as_version(&converted.0);
+                    versioned = Input::new(&view, &converted.1, converted.2.as_ref());
+                    &versioned
+                }
+            };
             // kube's policy-level configuration error: a paramKind no server kind has.
             if let Some(pk) = policy.spec().get("paramKind").filter(|p| !p.is_null()) {
                 let (api_version, kind) = (str_of(pk, "apiVersion"), str_of(pk, "kind"));
@@ -344,7 +376,7 @@ impl Policies {
                     .get("matchResources")
                     .filter(|m| !m.is_null())
                 {
-                    if !input.matches(mr, namespace.as_ref()) {
+                    if !input.matches(mr, namespace.as_ref(), &equivalents) {
                         continue;
                     }
                 }
@@ -368,7 +400,8 @@ impl Policies {
                     .map(str::to_string)
                     .collect();
                 for param in &params {
-                    let result = evaluate(policy, &input, param.as_ref(), namespace.as_ref());
+                    let result =
+                        evaluate(policy, evaluated, param.as_ref(), namespace.as_ref(), authz);
                     for (i, d) in result.decisions.iter().enumerate() {
                         if !d.deny {
                             continue;
@@ -549,16 +582,39 @@ impl<'a> Input<'a> {
 
     /// kube's `matching.Matcher.Matches` for a policy's `matchConstraints` or a
     /// binding's `matchResources`.
-    fn matches(&self, mr: &Value, namespace: Option<&Value>) -> bool {
+    fn matches(&self, mr: &Value, namespace: Option<&Value>, equivalents: &[String]) -> bool {
+        self.matched_version(mr, namespace, equivalents).is_some()
+    }
+
+    /// Which version matched: `Some(None)` the request's own, `Some(Some(v))` the
+    /// equivalent version `v` (`matchPolicy: Equivalent`, the default), `None` none.
+    fn matched_version(
+        &self,
+        mr: &Value,
+        namespace: Option<&Value>,
+        equivalents: &[String],
+    ) -> Option<Option<String>> {
         if !self.namespace_selector_matches(mr, namespace) || !self.object_selector_matches(mr) {
-            return false;
+            return None;
         }
-        let equivalent = str_of(mr, "matchPolicy") != "Exact";
-        if self.rules_match(arr(mr, "excludeResourceRules"), equivalent) {
-            return false;
+        let own = self.attrs.descriptor.version.as_str();
+        let others: &[String] = if str_of(mr, "matchPolicy") != "Exact" {
+            equivalents
+        } else {
+            &[]
+        };
+        let excludes = arr(mr, "excludeResourceRules");
+        if self.rules_match(excludes, own) || others.iter().any(|v| self.rules_match(excludes, v)) {
+            return None;
         }
         let rules = arr(mr, "resourceRules");
-        rules.is_empty() || self.rules_match(rules, equivalent)
+        if rules.is_empty() || self.rules_match(rules, own) {
+            return Some(None);
+        }
+        others
+            .iter()
+            .find(|v| self.rules_match(rules, v))
+            .map(|v| Some(v.clone()))
     }
 
     fn namespace_selector_matches(&self, mr: &Value, namespace: Option<&Value>) -> bool {
@@ -593,7 +649,7 @@ impl<'a> Input<'a> {
                 .is_some_and(|o| selector.matches(&object::labels(o)))
     }
 
-    fn rules_match(&self, rules: &[Value], equivalent: bool) -> bool {
+    fn rules_match(&self, rules: &[Value], version: &str) -> bool {
         let d = self.attrs.descriptor;
         let op = operation_name(self.attrs);
         let name = self.name();
@@ -606,7 +662,7 @@ impl<'a> Input<'a> {
                 "Namespaced" => d.namespaced,
                 _ => true,
             };
-            let version_ok = equivalent || has("apiVersions", &d.version);
+            let version_ok = has("apiVersions", version);
             let names = list("resourceNames");
             has("operations", op)
                 && has("apiGroups", &d.gr.group)
@@ -635,6 +691,10 @@ pub fn admission_request(attrs: &Attributes<'_>, obj: &Value, old: Option<&Value
     let d = attrs.descriptor;
     let kind = json!({"group": d.gr.group, "version": d.version, "kind": d.kind});
     let resource = json!({"group": d.gr.group, "version": d.version, "resource": d.gr.resource});
+    let r = attrs.requested();
+    let request_kind = json!({"group": r.gr.group, "version": r.version, "kind": r.kind});
+    let request_resource =
+        json!({"group": r.gr.group, "version": r.version, "resource": r.gr.resource});
     let op = operation_name(attrs);
     let options_kind = match op {
         "DELETE" => "DeleteOptions",
@@ -653,8 +713,8 @@ pub fn admission_request(attrs: &Attributes<'_>, obj: &Value, old: Option<&Value
         "uid": "",
         "kind": kind,
         "resource": resource,
-        "requestKind": kind,
-        "requestResource": resource,
+        "requestKind": request_kind,
+        "requestResource": request_resource,
         "operation": op,
         "userInfo": attrs.opts.user.to_json(),
         "dryRun": attrs.opts.dry_run,
@@ -808,6 +868,7 @@ fn evaluate(
     input: &Input<'_>,
     param: Option<&Value>,
     namespace: Option<&Value>,
+    authz: Option<&AuthzContext>,
 ) -> Evaluated {
     let fail = !policy.failure_policy_ignore;
     let error = |message: String| Evaluated {
@@ -823,6 +884,7 @@ fn evaluate(
         .old_object(input.old)
         .params(param)
         .namespace_object(namespace)
+        .authorizer(authz)
         .variables(&policy.variables);
     // matchConditions (kube's matcher): any false skips the policy; otherwise errors
     // follow failurePolicy, aggregated.
@@ -1099,22 +1161,31 @@ mod tests {
         let attrs = Attributes::new(&d, Operation::Create, &opts);
         let obj = json!({"metadata": {"name": "w1", "namespace": "default"}});
         let input = Input::new(&attrs, &obj, None);
+        let v2 = ["v2".to_string()];
         let mr = json!({"resourceRules": [rule(&["widgets"], &[])]});
-        assert!(input.matches(&mr, None), "Equivalent ignores the version");
+        // The request is for v1; the rule names v2, an equivalent version.
+        assert!(!input.matches(&mr, None, &[]), "no other version served");
+        assert_eq!(
+            input.matched_version(&mr, None, &v2),
+            Some(Some("v2".to_string()))
+        );
         let exact = json!({"matchPolicy": "Exact", "resourceRules": [rule(&["widgets"], &[])]});
-        assert!(!input.matches(&exact, None));
+        assert!(!input.matches(&exact, None, &v2));
+        let own = json!({"resourceRules": [{"apiGroups": ["*"], "apiVersions": ["*"],
+            "operations": ["*"], "resources": ["*"]}]});
+        assert_eq!(input.matched_version(&own, None, &v2), Some(None));
         let named = json!({"resourceRules": [rule(&["widgets"], &["w2"])]});
-        assert!(!input.matches(&named, None));
+        assert!(!input.matches(&named, None, &v2));
         let excluded = json!({"resourceRules": [rule(&["*"], &[])],
             "excludeResourceRules": [rule(&["widgets"], &["w1"])]});
-        assert!(!input.matches(&excluded, None));
+        assert!(!input.matches(&excluded, None, &v2));
         let status_only = json!({"resourceRules": [rule(&["widgets/status"], &[])]});
-        assert!(!input.matches(&status_only, None));
+        assert!(!input.matches(&status_only, None, &v2));
         let ns_sel = json!({"namespaceSelector": {"matchLabels": {"env": "prod"}},
             "resourceRules": [rule(&["widgets"], &[])]});
-        assert!(!input.matches(&ns_sel, None));
+        assert!(!input.matches(&ns_sel, None, &v2));
         let prod = json!({"metadata": {"name": "default", "labels": {"env": "prod"}}});
-        assert!(input.matches(&ns_sel, Some(&prod)));
+        assert!(input.matches(&ns_sel, Some(&prod), &v2));
     }
 
     #[test]
@@ -1136,7 +1207,7 @@ mod tests {
             {"expression": "object.spec.nope"},
             {"expression": "true"},
         ]}));
-        let out = evaluate(&p, &input, None, None);
+        let out = evaluate(&p, &input, None, None, None);
         let got: Vec<(bool, &str, Option<&str>)> = out
             .decisions
             .iter()
@@ -1179,11 +1250,13 @@ mod tests {
             "matchConditions": [{"name": "a", "expression": "object.spec.x == 1"},
                                 {"name": "b", "expression": "false"}],
             "validations": [{"expression": "false"}]}));
-        assert!(evaluate(&skip, &input, None, None).decisions.is_empty());
+        assert!(evaluate(&skip, &input, None, None, None)
+            .decisions
+            .is_empty());
         let fail = policy(json!({
             "matchConditions": [{"name": "a", "expression": "object.spec.x == 1"}],
             "validations": [{"expression": "false"}]}));
-        let out = evaluate(&fail, &input, None, None);
+        let out = evaluate(&fail, &input, None, None, None);
         assert_eq!(out.decisions.len(), 1);
         assert!(out.decisions[0].deny);
         assert_eq!(
@@ -1204,7 +1277,7 @@ mod tests {
             {"key": "replicas", "valueExpression": "'r=' + string(object.spec.replicas)"},
             {"key": "none", "valueExpression": "null"},
         ]}));
-        let out = evaluate(&p, &input, None, None);
+        let out = evaluate(&p, &input, None, None, None);
         assert_eq!(
             out.audit_annotations,
             vec![Ok(("replicas".to_string(), "r=2".to_string()))]

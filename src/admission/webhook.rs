@@ -8,6 +8,7 @@
 //! the configurations from storage directly.
 
 use super::client::ServiceResolver;
+use super::equivalent::Versions;
 use super::Attributes;
 use crate::rest::object;
 use crate::selector::labels::from_label_selector_json;
@@ -196,7 +197,9 @@ impl WebhookSource {
         attrs: &Attributes<'_>,
         obj: &Value,
         old: Option<&Value>,
-    ) -> Result<Vec<Value>, Status> {
+        cx: &super::MatchContext<'_>,
+    ) -> Result<Vec<(Value, Option<String>)>, Status> {
+        let (authz, versions, services) = (cx.authz, cx.versions, cx.services);
         let root = if mutating {
             &self.mutating_root
         } else {
@@ -205,10 +208,25 @@ impl WebhookSource {
         let configurations = self.configurations(root).await?;
         let mut out = Vec::new();
         let mut ns_labels: Option<Map<String, Value>> = None;
+        let mut equivalents: Option<Vec<String>> = None;
         for config in &configurations {
             let hooks = config.get("webhooks").and_then(Value::as_array);
             for hook in hooks.into_iter().flatten() {
-                if !rules_match(hook, attrs) || !object_selector_matches(hook, obj, old) {
+                // The request's version first; then, under `matchPolicy: Equivalent`
+                // (the default), the resource's other versions.
+                let version = if rules_match(hook, attrs, &attrs.descriptor.version) {
+                    None
+                } else if hook.get("matchPolicy").and_then(Value::as_str) != Some("Exact") {
+                    let equivalents =
+                        equivalents.get_or_insert_with(|| versions.equivalents(attrs));
+                    match equivalents.iter().find(|v| rules_match(hook, attrs, v)) {
+                        Some(v) => Some(v.clone()),
+                        None => continue,
+                    }
+                } else {
+                    continue;
+                };
+                if !object_selector_matches(hook, obj, old) {
                     continue;
                 }
                 if !self
@@ -218,8 +236,22 @@ impl WebhookSource {
                     continue;
                 }
                 use super::match_conditions::{decide, Decision};
-                match decide(hook, attrs, obj, old, &self.programs) {
-                    Decision::Call => out.push(hook.clone()),
+                let decision = match &version {
+                    None => decide(hook, attrs, obj, old, &self.programs, authz),
+                    // Conditions see the object in the matched version.
+                    Some(v) => {
+                        let d = Versions::descriptor(attrs, v);
+                        let view = attrs.as_version(&d);
+                        let o = versions.convert(attrs, obj, v, services).await?;
+                        let old_v = match old {
+                            Some(x) => Some(versions.convert(attrs, x, v, services).await?),
+                            None => None,
+                        };
+                        decide(hook, &view, &o, old_v.as_ref(), &self.programs, authz)
+                    }
+                };
+                match decision {
+                    Decision::Call => out.push((hook.clone(), version)),
                     Decision::Skip => {}
                     Decision::Reject(status) => return Err(status),
                 }
@@ -342,7 +374,7 @@ async fn follow(source: Weak<WebhookSource>) {
 }
 
 /// `rules`: operations, apiGroups, apiVersions, resources (with subresources), scope.
-fn rules_match(hook: &Value, attrs: &Attributes<'_>) -> bool {
+fn rules_match(hook: &Value, attrs: &Attributes<'_>, version: &str) -> bool {
     let d = attrs.descriptor;
     let op = attrs.operation_name();
     let rules = hook.get("rules").and_then(Value::as_array);
@@ -362,7 +394,7 @@ fn rules_match(hook: &Value, attrs: &Attributes<'_>) -> bool {
         };
         has("operations", op)
             && has("apiGroups", &d.gr.group)
-            && has("apiVersions", &d.version)
+            && has("apiVersions", version)
             && scope_ok
             && list("resources")
                 .iter()
@@ -387,12 +419,16 @@ fn review(attrs: &Attributes<'_>, uid: &str, obj: &Value, old: Option<&Value>) -
     let d = attrs.descriptor;
     let kind = json!({"group": d.gr.group, "version": d.version, "kind": d.kind});
     let resource = json!({"group": d.gr.group, "version": d.version, "resource": d.gr.resource});
+    let r = attrs.requested();
+    let request_kind = json!({"group": r.gr.group, "version": r.version, "kind": r.kind});
+    let request_resource =
+        json!({"group": r.gr.group, "version": r.version, "resource": r.gr.resource});
     let mut req = json!({
         "uid": uid,
         "kind": kind,
         "resource": resource,
-        "requestKind": kind,
-        "requestResource": resource,
+        "requestKind": request_kind,
+        "requestResource": request_resource,
         "operation": attrs.operation_name(),
         "userInfo": attrs.opts.user.to_json(),
         "object": obj,
@@ -639,18 +675,18 @@ mod tests {
         let attrs = Attributes::new(&d, Operation::Create, &opts);
         let hook = |rule: Value| json!({"rules": [rule]});
         let base = json!({"operations": ["CREATE"], "apiGroups": ["example.com"], "apiVersions": ["v1"], "resources": ["widgets"]});
-        assert!(rules_match(&hook(base.clone()), &attrs));
+        assert!(rules_match(&hook(base.clone()), &attrs, "v1"));
         let mut r = base.clone();
         r["operations"] = json!(["UPDATE"]);
-        assert!(!rules_match(&hook(r), &attrs));
+        assert!(!rules_match(&hook(r), &attrs, "v1"));
         let mut r = base.clone();
         r["scope"] = json!("Cluster");
-        assert!(!rules_match(&hook(r), &attrs));
+        assert!(!rules_match(&hook(r), &attrs, "v1"));
         let mut r = base.clone();
         r["apiVersions"] = json!(["*"]);
         r["apiGroups"] = json!(["*"]);
         r["resources"] = json!(["*/*"]);
-        assert!(rules_match(&hook(r), &attrs));
+        assert!(rules_match(&hook(r), &attrs, "v1"));
     }
 
     #[test]

@@ -16,8 +16,11 @@
 //!   [`AdmissionEnv::with_variables`]; each variable's field has the type of its
 //!   expression (object types become `dyn`, as kube's `convertCelTypeToDeclType`).
 //!
-//! `authorizer` and `authorizer.requestResource` are not declared: this server has no
-//! authorization, and expressions using them fail to compile (`undeclared reference`).
+//! - `authorizer` (`kubernetes.authorization.Authorizer`) and
+//!   `authorizer.requestResource` (`kubernetes.authorization.ResourceCheck`), only in an
+//!   environment made with [`AdmissionEnv::authorizer`]: kube's authz library
+//!   ([`AuthzVal`]); `check(verb)` asks the server's authorizer ([`AuthzContext`]) and
+//!   costs kube's fixed 350000.
 //!
 //! At run time every variable is untyped JSON (kube converts `request` and
 //! `namespaceObject` to unstructured maps too), so a missing field is
@@ -34,9 +37,14 @@
 //! ```
 
 use super::check::{self, Checked, RuleEnv, Want};
+use super::decls;
 use super::interp;
+use super::library::Ext;
 use super::types::{Decl, ObjectType, Type};
-use super::value::{self, Val};
+use super::value::{self, EvalError, Val};
+use crate::auth::authz::{Attributes, Authorizer, Decision};
+use crate::auth::UserInfo;
+use crate::schema::objectmeta;
 use ::cel::common::ast::{Expr, IdedExpr};
 use serde_json::Value;
 use std::cell::RefCell;
@@ -66,6 +74,11 @@ pub enum ReturnType {
 #[derive(Clone, Debug)]
 pub struct AdmissionEnv {
     has_params: bool,
+    has_authorizer: bool,
+    /// Type checking (`status.typeChecking`): `object`/`oldObject` typed by a schema.
+    object_decl: Option<Arc<Decl>>,
+    /// Type checking: `params` typed by the paramKind's schema.
+    params_decl: Option<Arc<Decl>>,
     /// `Some` when `variables` is declared: its fields in declaration order.
     variables: Option<Vec<(String, Type)>>,
 }
@@ -75,6 +88,9 @@ impl AdmissionEnv {
     pub fn new(has_params: bool) -> Self {
         AdmissionEnv {
             has_params,
+            has_authorizer: false,
+            object_decl: None,
+            params_decl: None,
             variables: None,
         }
     }
@@ -84,8 +100,27 @@ impl AdmissionEnv {
     pub fn with_variables(has_params: bool) -> Self {
         AdmissionEnv {
             has_params,
+            has_authorizer: false,
+            object_decl: None,
+            params_decl: None,
             variables: Some(Vec::new()),
         }
+    }
+
+    /// Declare (or not) `authorizer` and `authorizer.requestResource` (kube's
+    /// `HasAuthorizer`: policies' validations, variables, matchConditions and
+    /// auditAnnotations, webhook matchConditions; not `messageExpression`).
+    pub fn authorizer(mut self, declared: bool) -> Self {
+        self.has_authorizer = declared;
+        self
+    }
+
+    /// Type `object` and `oldObject` by `object`, and `params` (when declared) by
+    /// `params`, as kube's type checking of policies does (`None` keeps `dyn`).
+    pub fn typed(mut self, object: Option<Arc<Decl>>, params: Option<Arc<Decl>>) -> Self {
+        self.object_decl = object;
+        self.params_decl = params;
+        self
     }
 
     /// Whether `params` is declared.
@@ -111,12 +146,21 @@ impl AdmissionEnv {
 
     fn rule_env(&self) -> RuleEnv {
         let mut decls: BTreeMap<String, Arc<Decl>> = BTreeMap::new();
-        decls.insert("object".into(), decl(Type::Dyn));
-        decls.insert("oldObject".into(), decl(Type::Dyn));
+        let object = self.object_decl.clone().unwrap_or_else(|| decl(Type::Dyn));
+        decls.insert("object".into(), object.clone());
+        decls.insert("oldObject".into(), object);
         decls.insert("request".into(), REQUEST_DECL.clone());
         decls.insert("namespaceObject".into(), NAMESPACE_DECL.clone());
         if self.has_params {
-            decls.insert("params".into(), decl(Type::Dyn));
+            let params = self.params_decl.clone().unwrap_or_else(|| decl(Type::Dyn));
+            decls.insert("params".into(), params);
+        }
+        if self.has_authorizer {
+            decls.insert("authorizer".into(), decl(Type::Opaque(decls::AUTHORIZER)));
+            decls.insert(
+                "authorizer.requestResource".into(),
+                decl(Type::Opaque(decls::RESOURCE_CHECK)),
+            );
         }
         if let Some(vars) = &self.variables {
             let fields = vars
@@ -261,6 +305,7 @@ pub struct Activation<'a> {
     params: Option<&'a Value>,
     request: &'a Value,
     namespace_object: Option<&'a Value>,
+    authz: Option<&'a AuthzContext>,
     variables: Option<&'a Variables>,
     memo: Memo<'a>,
 }
@@ -275,6 +320,7 @@ impl<'a> Activation<'a> {
             params: None,
             request,
             namespace_object: None,
+            authz: None,
             variables: None,
             memo: RefCell::new(BTreeMap::new()),
         }
@@ -301,6 +347,12 @@ impl<'a> Activation<'a> {
     /// Set `namespaceObject`.
     pub fn namespace_object(mut self, v: Option<&'a Value>) -> Self {
         self.namespace_object = v;
+        self
+    }
+
+    /// Bind `authorizer` and `authorizer.requestResource`.
+    pub fn authorizer(mut self, ctx: Option<&'a AuthzContext>) -> Self {
+        self.authz = ctx;
         self
     }
 
@@ -345,6 +397,11 @@ impl<'a> Activation<'a> {
             ("request", json(Some(self.request))),
             ("namespaceObject", json(self.namespace_object)),
         ];
+        if let Some(ctx) = self.authz {
+            let (authorizer, request_resource) = authz_values(ctx);
+            out.push(("authorizer", authorizer));
+            out.push(("authorizer.requestResource", request_resource));
+        }
         let memo = self.memo.borrow();
         let evaluated: Vec<(Val<'a>, Val<'a>)> = memo
             .iter()
@@ -596,6 +653,258 @@ static NAMESPACE_DECL: LazyLock<Arc<Decl>> = LazyLock::new(|| {
     )
 });
 
+/// The request an `authorizer` checks on behalf of: the server's authorizer, the
+/// requesting user and the request's resource (for `authorizer.requestResource`).
+#[derive(Clone)]
+pub struct AuthzContext {
+    /// The server's authorizer (`--authorization-mode`).
+    pub authorizer: Arc<dyn Authorizer>,
+    /// The user of the request being admitted.
+    pub user: UserInfo,
+    /// API group of the request's resource.
+    pub group: String,
+    /// Plural resource.
+    pub resource: String,
+    /// Subresource (`""` for the main resource).
+    pub subresource: String,
+    /// Namespace of the request (`""` when cluster-scoped).
+    pub namespace: String,
+    /// Object name of the request.
+    pub name: String,
+}
+
+/// A value of kube's authz library (`kubernetes.authz`): the `authorizer` variable,
+/// the checks built from it and their decisions. Builders copy; `check` asks the
+/// authorizer.
+#[derive(Clone)]
+pub enum AuthzVal {
+    /// `kubernetes.authorization.Authorizer`.
+    Authorizer(AuthzBase),
+    /// `kubernetes.authorization.PathCheck`: a non-resource path.
+    PathCheck(AuthzBase, String),
+    /// `kubernetes.authorization.GroupCheck`: an API group.
+    GroupCheck(AuthzBase, String),
+    /// `kubernetes.authorization.ResourceCheck`.
+    ResourceCheck(AuthzBase, Box<ResourceCheck>),
+    /// `kubernetes.authorization.Decision`.
+    Decision(AuthzDecision),
+}
+
+/// The authorizer and the user an authz value checks for.
+#[derive(Clone)]
+pub struct AuthzBase {
+    authorizer: Arc<dyn Authorizer>,
+    user: UserInfo,
+}
+
+/// The attributes a resource check builds up.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ResourceCheck {
+    group: String,
+    resource: String,
+    subresource: String,
+    namespace: String,
+    name: String,
+    field_selector: String,
+    label_selector: String,
+}
+
+/// What `check(verb)` answered.
+#[derive(Clone, Debug, PartialEq)]
+pub struct AuthzDecision {
+    allowed: bool,
+    reason: String,
+    error: Option<String>,
+}
+
+impl std::fmt::Debug for AuthzVal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            AuthzVal::Decision(d) => d.fmt(f),
+            AuthzVal::ResourceCheck(_, r) => r.fmt(f),
+            other => f.write_str(other.type_name()),
+        }
+    }
+}
+
+impl PartialEq for AuthzVal {
+    fn eq(&self, other: &Self) -> bool {
+        let same = |a: &AuthzBase, b: &AuthzBase| {
+            std::ptr::addr_eq(Arc::as_ptr(&a.authorizer), Arc::as_ptr(&b.authorizer))
+                && a.user == b.user
+        };
+        match (self, other) {
+            (AuthzVal::Authorizer(a), AuthzVal::Authorizer(b)) => same(a, b),
+            (AuthzVal::PathCheck(a, x), AuthzVal::PathCheck(b, y))
+            | (AuthzVal::GroupCheck(a, x), AuthzVal::GroupCheck(b, y)) => same(a, b) && x == y,
+            (AuthzVal::ResourceCheck(a, x), AuthzVal::ResourceCheck(b, y)) => same(a, b) && x == y,
+            (AuthzVal::Decision(x), AuthzVal::Decision(y)) => x == y,
+            _ => false,
+        }
+    }
+}
+
+impl AuthzVal {
+    /// The CEL type name.
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            AuthzVal::Authorizer(_) => decls::AUTHORIZER,
+            AuthzVal::PathCheck(..) => decls::PATH_CHECK,
+            AuthzVal::GroupCheck(..) => decls::GROUP_CHECK,
+            AuthzVal::ResourceCheck(..) => decls::RESOURCE_CHECK,
+            AuthzVal::Decision(_) => decls::DECISION,
+        }
+    }
+
+    /// A member function of the library on this value (`None`: not one of its).
+    pub fn call<'a>(&self, name: &str, args: &[Val<'a>]) -> Option<Result<Val<'a>, EvalError>> {
+        let wrap = |v: AuthzVal| Ok(Val::Ext(Rc::new(Ext::Authz(v))));
+        Some(match (self, name, args) {
+            (AuthzVal::Authorizer(base), "path", [Val::Str(p)]) => {
+                if p.trim().is_empty() {
+                    Err(EvalError::new("path must not be empty"))
+                } else {
+                    wrap(AuthzVal::PathCheck(base.clone(), p.to_string()))
+                }
+            }
+            (AuthzVal::Authorizer(base), "group", [Val::Str(g)]) => {
+                wrap(AuthzVal::GroupCheck(base.clone(), g.to_string()))
+            }
+            (AuthzVal::Authorizer(base), "serviceAccount", [Val::Str(ns), Val::Str(n)]) => {
+                if !objectmeta::is_dns1123_subdomain(n).is_empty() {
+                    Err(EvalError::new("Invalid service account name"))
+                } else if !objectmeta::validate_namespace_name(ns).is_empty() {
+                    Err(EvalError::new("Invalid service account namespace"))
+                } else {
+                    wrap(AuthzVal::Authorizer(AuthzBase {
+                        authorizer: base.authorizer.clone(),
+                        user: service_account_user(ns, n),
+                    }))
+                }
+            }
+            (AuthzVal::GroupCheck(base, g), "resource", [Val::Str(r)]) => {
+                if r.trim().is_empty() {
+                    Err(EvalError::new("resource must not be empty"))
+                } else {
+                    wrap(AuthzVal::ResourceCheck(
+                        base.clone(),
+                        Box::new(ResourceCheck {
+                            group: g.clone(),
+                            resource: r.to_string(),
+                            ..Default::default()
+                        }),
+                    ))
+                }
+            }
+            (AuthzVal::ResourceCheck(base, rc), _, [Val::Str(v)]) if name != "check" => {
+                let mut rc = rc.clone();
+                let slot = match name {
+                    "subresource" => &mut rc.subresource,
+                    "namespace" => &mut rc.namespace,
+                    "name" => &mut rc.name,
+                    "fieldSelector" => &mut rc.field_selector,
+                    "labelSelector" => &mut rc.label_selector,
+                    _ => return None,
+                };
+                *slot = v.to_string();
+                wrap(AuthzVal::ResourceCheck(base.clone(), rc))
+            }
+            (AuthzVal::ResourceCheck(base, rc), "check", [Val::Str(verb)]) => {
+                let attrs = Attributes {
+                    user: base.user.clone(),
+                    verb: verb.to_string(),
+                    resource_request: true,
+                    api_group: rc.group.clone(),
+                    api_version: "*".into(),
+                    resource: rc.resource.clone(),
+                    subresource: rc.subresource.clone(),
+                    namespace: rc.namespace.clone(),
+                    name: rc.name.clone(),
+                    path: String::new(),
+                };
+                wrap(AuthzVal::Decision(authorize_now(
+                    base.authorizer.as_ref(),
+                    &attrs,
+                )))
+            }
+            (AuthzVal::PathCheck(base, path), "check", [Val::Str(verb)]) => {
+                let attrs = Attributes {
+                    user: base.user.clone(),
+                    verb: verb.to_string(),
+                    path: path.clone(),
+                    ..Default::default()
+                };
+                wrap(AuthzVal::Decision(authorize_now(
+                    base.authorizer.as_ref(),
+                    &attrs,
+                )))
+            }
+            (AuthzVal::Decision(d), "allowed", []) => Ok(Val::Bool(d.allowed)),
+            (AuthzVal::Decision(d), "reason", []) => Ok(Val::str(&d.reason)),
+            (AuthzVal::Decision(d), "errored", []) => Ok(Val::Bool(d.error.is_some())),
+            (AuthzVal::Decision(d), "error", []) => {
+                Ok(Val::str(d.error.as_deref().unwrap_or_default()))
+            }
+            _ => return None,
+        })
+    }
+}
+
+/// kube's user of a service account (`serviceaccount.ServiceAccountInfo.UserInfo`).
+fn service_account_user(namespace: &str, name: &str) -> UserInfo {
+    UserInfo {
+        username: format!("system:serviceaccount:{namespace}:{name}"),
+        groups: vec![
+            "system:serviceaccounts".into(),
+            format!("system:serviceaccounts:{namespace}"),
+        ],
+        ..Default::default()
+    }
+}
+
+/// Ask the authorizer while evaluating. CEL evaluation is synchronous (kube's check
+/// blocks too); the server's authorizers answer from memory, so their future is ready
+/// on its first poll. One that is not is reported as an errored decision.
+fn authorize_now(authorizer: &dyn Authorizer, attrs: &Attributes) -> AuthzDecision {
+    let mut fut = authorizer.authorize(attrs);
+    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+    match fut.as_mut().poll(&mut cx) {
+        std::task::Poll::Ready((decision, reason)) => AuthzDecision {
+            allowed: decision == Decision::Allow,
+            reason,
+            error: None,
+        },
+        std::task::Poll::Pending => AuthzDecision {
+            allowed: false,
+            reason: String::new(),
+            error: Some("the authorizer did not answer synchronously".into()),
+        },
+    }
+}
+
+/// The values of `authorizer` and `authorizer.requestResource` for a request.
+fn authz_values<'a>(ctx: &AuthzContext) -> (Val<'a>, Val<'a>) {
+    let base = AuthzBase {
+        authorizer: ctx.authorizer.clone(),
+        user: ctx.user.clone(),
+    };
+    let request_resource = AuthzVal::ResourceCheck(
+        base.clone(),
+        Box::new(ResourceCheck {
+            group: ctx.group.clone(),
+            resource: ctx.resource.clone(),
+            subresource: ctx.subresource.clone(),
+            namespace: ctx.namespace.clone(),
+            name: ctx.name.clone(),
+            ..Default::default()
+        }),
+    );
+    (
+        Val::Ext(Rc::new(Ext::Authz(AuthzVal::Authorizer(base)))),
+        Val::Ext(Rc::new(Ext::Authz(request_resource))),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -663,7 +972,7 @@ mod tests {
     }
 
     #[test]
-    fn params_only_when_declared_and_authorizer_never() {
+    fn params_only_when_declared_and_authorizer_when_asked() {
         let err = compile(
             "params.max > 1",
             &AdmissionEnv::new(false),
@@ -675,12 +984,166 @@ mod tests {
             "{err}"
         );
         assert!(compile("params.max > 1", &AdmissionEnv::new(true), ReturnType::Bool).is_ok());
-        assert!(compile(
-            "authorizer.group('').resource('pods').check('get').allowed()",
-            &AdmissionEnv::new(true),
-            ReturnType::Bool
+        let expr = "authorizer.group('').resource('pods').check('get').allowed()";
+        let err = compile(expr, &AdmissionEnv::new(true), ReturnType::Bool).unwrap_err();
+        assert!(
+            err.contains("undeclared reference to 'authorizer' (in container '')"),
+            "{err}"
+        );
+        let env = AdmissionEnv::new(true).authorizer(true);
+        assert!(compile(expr, &env, ReturnType::Bool).is_ok());
+    }
+
+    /// Grants `get` on `pods` in namespace `ns1` to user `alice` and to the
+    /// `system:serviceaccount:ns1:builder` service account, nothing else.
+    struct PodReader;
+
+    #[async_trait::async_trait]
+    impl Authorizer for PodReader {
+        async fn authorize(&self, a: &Attributes) -> (Decision, String) {
+            let who = a.user.username == "alice"
+                || (a.user.username == "system:serviceaccount:ns1:builder"
+                    && a.user
+                        .groups
+                        .iter()
+                        .any(|g| g == "system:serviceaccounts:ns1"));
+            if a.resource_request
+                && who
+                && a.verb == "get"
+                && a.api_group.is_empty()
+                && a.api_version == "*"
+                && a.resource == "pods"
+                && a.namespace == "ns1"
+            {
+                return (Decision::Allow, "pod reader".into());
+            }
+            if !a.resource_request && a.path == "/healthz" && a.verb == "get" {
+                return (Decision::Allow, String::new());
+            }
+            (Decision::NoOpinion, format!("no rule for {}", a.resource))
+        }
+    }
+
+    fn authz_eval(expr: &str, user: &str) -> Result<Value, String> {
+        let env = AdmissionEnv::new(false).authorizer(true);
+        let p = compile(expr, &env, ReturnType::Any)?;
+        let req = request();
+        let ctx = AuthzContext {
+            authorizer: Arc::new(PodReader),
+            user: UserInfo {
+                username: user.into(),
+                ..Default::default()
+            },
+            group: String::new(),
+            resource: "pods".into(),
+            subresource: String::new(),
+            namespace: "ns1".into(),
+            name: "p1".into(),
+        };
+        let act = Activation::new(&req).authorizer(Some(&ctx));
+        p.eval_json(&act).0
+    }
+
+    #[test]
+    fn authorizer_checks_ask_the_servers_authorizer() {
+        let check = "authorizer.group('').resource('pods').namespace('ns1').check('get')";
+        assert_eq!(
+            authz_eval(&format!("{check}.allowed()"), "alice"),
+            Ok(json!(true))
+        );
+        assert_eq!(
+            authz_eval(&format!("{check}.reason()"), "alice"),
+            Ok(json!("pod reader"))
+        );
+        assert_eq!(
+            authz_eval(&format!("{check}.allowed()"), "bob"),
+            Ok(json!(false))
+        );
+        assert_eq!(
+            authz_eval(
+                &format!("{check}.errored() || {check}.error() != ''"),
+                "bob"
+            ),
+            Ok(json!(false))
+        );
+        // The request's own resource, namespace and name.
+        assert_eq!(
+            authz_eval("authorizer.requestResource.check('get').allowed()", "alice"),
+            Ok(json!(true))
+        );
+        assert_eq!(
+            authz_eval(
+                "authorizer.requestResource.subresource('log').name('p1').check('get').reason()",
+                "alice"
+            ),
+            Ok(json!("pod reader"))
+        );
+        assert_eq!(
+            authz_eval("authorizer.path('/healthz').check('get').allowed()", "bob"),
+            Ok(json!(true))
+        );
+        assert_eq!(
+            authz_eval(
+                "authorizer.serviceAccount('ns1', 'builder').group('').resource('pods').namespace('ns1').check('get').allowed()",
+                "bob"
+            ),
+            Ok(json!(true))
+        );
+    }
+
+    #[test]
+    fn authorizer_argument_errors_are_kubes() {
+        assert_eq!(
+            authz_eval("authorizer.path(' ').check('get').allowed()", "alice"),
+            Err("path must not be empty".into())
+        );
+        assert_eq!(
+            authz_eval(
+                "authorizer.group('').resource('').check('get').allowed()",
+                "alice"
+            ),
+            Err("resource must not be empty".into())
+        );
+        assert_eq!(
+            authz_eval(
+                "authorizer.serviceAccount('ns1', 'Bad_Name').path('/x').check('get').allowed()",
+                "alice"
+            ),
+            Err("Invalid service account name".into())
+        );
+        assert_eq!(
+            authz_eval(
+                "authorizer.serviceAccount('NS', 'sa').path('/x').check('get').allowed()",
+                "alice"
+            ),
+            Err("Invalid service account namespace".into())
+        );
+    }
+
+    #[test]
+    fn authorizer_types_check_as_cel_go() {
+        let env = AdmissionEnv::new(false).authorizer(true);
+        let err = compile("authorizer.check('get')", &env, ReturnType::Any).unwrap_err();
+        assert_eq!(
+            err,
+            "compilation failed: ERROR: <input>:1:17: found no matching overload for 'check' applied to 'kubernetes.authorization.Authorizer.(string)'\n | authorizer.check('get')\n | ................^"
+        );
+        let err = compile(
+            "authorizer.requestResource.check('get')",
+            &env,
+            ReturnType::Bool,
         )
-        .is_err());
+        .unwrap_err();
+        assert_eq!(
+            err,
+            "must evaluate to bool but got kubernetes.authorization.Decision"
+        );
+        // `check` costs kube's fixed 350000: three checks exceed the per-call limit.
+        let three = "authorizer.path('/a').check('get').allowed() || authorizer.path('/b').check('get').allowed() || authorizer.path('/c').check('get').allowed()";
+        assert_eq!(
+            authz_eval(three, "bob"),
+            Err("operation cancelled: actual cost limit exceeded".into())
+        );
     }
 
     #[test]

@@ -299,6 +299,16 @@ impl Checker<'_, '_, '_> {
             Expr::Select(sel) => {
                 if !sel.test {
                     if let Some(q) = qualified_name(e) {
+                        // A variable whose name has a dot (`authorizer.requestResource`)
+                        // wins over a field selection, as cel-go resolves qualified names.
+                        let root = q.split('.').next().unwrap_or_default();
+                        let declared = self.env.variables.as_ref().and_then(|v| v.get(&q));
+                        if let Some(d) = declared.filter(|_| !self.is_scoped(root)) {
+                            let d = d.clone();
+                            self.set(e.id, d.ty.clone());
+                            self.decls.insert(e.id, d);
+                            return;
+                        }
                         if q.contains('.') {
                             if let Some(t) = type_ident(&q) {
                                 self.set(e.id, Type::TypeOf(Box::new(t)));
@@ -567,6 +577,10 @@ impl Checker<'_, '_, '_> {
                 }
             }
         }
+    }
+
+    fn is_scoped(&self, name: &str) -> bool {
+        self.scopes.iter().any(|s| s.contains_key(name))
     }
 
     fn is_variable(&self, qualified: &str) -> bool {

@@ -708,6 +708,7 @@ impl Coster<'_> {
                     .factor(2.0 * STRING_TRAVERSAL_COST_FACTOR),
                 None,
             ),
+            "check" => (fixed(super::kubelib::AUTHZ_CHECK_COST), None),
             n if super::kubelib::is_unit_cost(n) => (fixed(1), None),
             "containsIP" | "containsCIDR" if !args.is_empty() => {
                 let sz = Size { min: 4, max: 16 };

@@ -40,6 +40,16 @@ pub const CIDR: &str = "net.CIDR";
 pub const FORMAT: &str = "kubernetes.NamedFormat";
 /// kube's semver type.
 pub const SEMVER: &str = "kubernetes.Semver";
+/// kube's authz library: the `authorizer` variable's type.
+pub const AUTHORIZER: &str = "kubernetes.authorization.Authorizer";
+/// kube's authz library: `authorizer.path(p)`.
+pub const PATH_CHECK: &str = "kubernetes.authorization.PathCheck";
+/// kube's authz library: `authorizer.group(g)`.
+pub const GROUP_CHECK: &str = "kubernetes.authorization.GroupCheck";
+/// kube's authz library: `authorizer.group(g).resource(r)`, `authorizer.requestResource`.
+pub const RESOURCE_CHECK: &str = "kubernetes.authorization.ResourceCheck";
+/// kube's authz library: the result of `check(verb)`.
+pub const DECISION: &str = "kubernetes.authorization.Decision";
 
 /// The declaration of `name`, if it is a function.
 pub fn lookup(name: &str) -> Option<&'static FunctionDecl> {
@@ -617,5 +627,48 @@ static FUNCTIONS: LazyLock<HashMap<&'static str, FunctionDecl>> = LazyLock::new(
     t.m("isLessThan", "semver_less", vec![sv(), sv()], Bool);
     t.m("isGreaterThan", "semver_greater", vec![sv(), sv()], Bool);
     t.m("compareTo", "semver_compare", vec![sv(), sv()], Int);
+
+    // kube's authz library (in every environment; only admission declares a value).
+    let (authz, path) = (|| Opaque(AUTHORIZER), || Opaque(PATH_CHECK));
+    let (group, res) = (|| Opaque(GROUP_CHECK), || Opaque(RESOURCE_CHECK));
+    t.m("path", "authorizer_path", vec![authz(), String], path());
+    t.m("group", "authorizer_group", vec![authz(), String], group());
+    t.m(
+        "serviceAccount",
+        "authorizer_serviceaccount",
+        vec![authz(), String, String],
+        authz(),
+    );
+    t.m(
+        "resource",
+        "groupcheck_resource",
+        vec![group(), String],
+        res(),
+    );
+    for (f, id) in [
+        ("subresource", "resourcecheck_subresource"),
+        ("namespace", "resourcecheck_namespace"),
+        ("name", "resourcecheck_name"),
+        ("fieldSelector", "authorizer_fieldselector"),
+        ("labelSelector", "authorizer_labelselector"),
+    ] {
+        t.m(f, id, vec![res(), String], res());
+    }
+    t.m(
+        "check",
+        "pathcheck_check",
+        vec![path(), String],
+        Opaque(DECISION),
+    );
+    t.m(
+        "check",
+        "resourcecheck_check",
+        vec![res(), String],
+        Opaque(DECISION),
+    );
+    t.m("errored", "decision_errored", vec![Opaque(DECISION)], Bool);
+    t.m("error", "decision_error", vec![Opaque(DECISION)], String);
+    t.m("allowed", "decision_allowed", vec![Opaque(DECISION)], Bool);
+    t.m("reason", "decision_reason", vec![Opaque(DECISION)], String);
     t.0
 });

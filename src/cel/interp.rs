@@ -104,6 +104,9 @@ impl<'a, 'p, 'x> Interp<'a, 'p, 'x> {
             }
             Expr::Select(sel) => {
                 if !sel.test {
+                    if let Some(v) = self.qualified_variable(e)? {
+                        return Ok(v);
+                    }
                     if let Some(v) = self.qualified_constant(e)? {
                         return Ok(v);
                     }
@@ -235,6 +238,28 @@ impl<'a, 'p, 'x> Interp<'a, 'p, 'x> {
             }
             Expr::Struct(_) => Err(EvalError::new("unsupported struct creation")),
             Expr::Unspecified => Err(EvalError::new("unspecified expression")),
+        }
+    }
+
+    /// Variables whose names have a dot (`authorizer.requestResource`), spelled as
+    /// field selections.
+    fn qualified_variable(&mut self, e: &'p IdedExpr) -> Result<Option<Val<'a>>, EvalError> {
+        if !self.act.vars.iter().any(|(n, _)| n.contains('.')) {
+            return Ok(None);
+        }
+        let Some(q) = namespace_of(e) else {
+            return Ok(None);
+        };
+        let root = q.split('.').next().unwrap_or_default();
+        if self.scopes.iter().any(|(n, _)| *n == root) {
+            return Ok(None);
+        }
+        match self.act.vars.iter().find(|(n, _)| *n == q) {
+            Some((_, v)) => {
+                self.add_cost(1)?;
+                Ok(Some(v.clone()))
+            }
+            None => Ok(None),
         }
     }
 

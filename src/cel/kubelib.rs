@@ -38,7 +38,28 @@ const UNIT_COST_FUNCTIONS: &[&str] = &[
     "getPort",
     "getEscapedPath",
     "getQuery",
+    // kube's authz library: builders and accessors.
+    "serviceAccount",
+    "path",
+    "group",
+    "resource",
+    "subresource",
+    "namespace",
+    "name",
+    "allowed",
+    "reason",
+    "error",
+    "errored",
 ];
+
+/// kube's fixed cost of an authorization check (two checks per expression at most).
+pub const AUTHZ_CHECK_COST: u64 = 350_000;
+
+/// kube's cost of parsing a field or label selector of `len` characters.
+pub fn selector_cost(len: u64) -> u64 {
+    let by = |n: u64, f: f64| (n as f64 * f).ceil() as u64;
+    10 + by(len, STRING_TRAVERSAL_COST_FACTOR) + by(by(len, 0.5), 50.0)
+}
 
 /// Whether a kube library function costs 1 (estimate and runtime).
 pub(crate) fn is_unit_cost(name: &str) -> bool {
@@ -60,6 +81,8 @@ pub enum Ext {
     Semver(Semver),
     /// `kubernetes.NamedFormat`.
     Format(&'static str),
+    /// A value of kube's authz library (`authorizer`, its checks and decisions).
+    Authz(super::admission::AuthzVal),
 }
 
 impl Ext {
@@ -72,6 +95,7 @@ impl Ext {
             Ext::Cidr(..) => super::decls::CIDR,
             Ext::Semver(_) => super::decls::SEMVER,
             Ext::Format(_) => super::decls::FORMAT,
+            Ext::Authz(a) => a.type_name(),
         }
     }
 
@@ -173,6 +197,7 @@ pub fn call<'a>(name: &str, member: bool, args: &[Val<'a>]) -> Option<EvalResult
         (Ext::Ip(ip), _, []) => ip_method(ip, name)?,
         (Ext::Cidr(ip, len), _, _) => cidr_method(*ip, *len, name, rest)?,
         (Ext::Semver(v), _, _) => semver_method(v, name, rest)?,
+        (Ext::Authz(a), _, _) => a.call(name, rest)?,
         (Ext::Format(f), "validate", [Val::Str(s)]) => {
             let errs = validate_format(f, s);
             Ok(Val::Optional(if errs.is_empty() {
@@ -247,6 +272,8 @@ pub fn call_cost(name: &str, args: &[Val<'_>]) -> Option<u64> {
             _ => by(size(0), STRING_TRAVERSAL_COST_FACTOR),
         },
         "ip.isCanonical" => by(size(0), 2.0 * STRING_TRAVERSAL_COST_FACTOR),
+        "check" => AUTHZ_CHECK_COST,
+        "fieldSelector" | "labelSelector" => selector_cost(size(1)),
         n if is_unit_cost(n) => 1,
         "containsIP" | "containsCIDR" => {
             let cidr = size(0);

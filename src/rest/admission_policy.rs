@@ -16,6 +16,7 @@ use crate::table::{BuiltinColumn, BuiltinPrinter};
 use futures::future::BoxFuture;
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, HashSet};
+use std::sync::Arc;
 use std::sync::Weak;
 
 /// The API group of the policy kinds.
@@ -44,6 +45,8 @@ pub struct AdmissionPolicyKind {
     which: PolicyObject,
     descriptor: Descriptor,
     printer: BuiltinPrinter,
+    /// Served CRDs, for `status.typeChecking` (none: never type checked).
+    schemas: Option<Arc<crate::registry::catalog::Catalog>>,
 }
 
 impl AdmissionPolicyKind {
@@ -53,7 +56,15 @@ impl AdmissionPolicyKind {
             which,
             descriptor: crate::registry::builtin::descriptor(GROUP, which.resource(), prefix),
             printer: printer(which),
+            schemas: None,
         }
+    }
+
+    /// Type check policies against the schemas of the CRDs in `catalog`
+    /// (`status.typeChecking`).
+    pub fn with_schemas(mut self, catalog: Arc<crate::registry::catalog::Catalog>) -> Self {
+        self.schemas = Some(catalog);
+        self
     }
 
     /// Which of the two kinds.
@@ -106,12 +117,23 @@ impl AdmissionPolicyKind {
         errs
     }
 
-    /// kube's status: `observedGeneration` follows the spec (set here, at write time,
-    /// where kube's status controller sets it shortly after), `typeChecking` empty.
+    /// kube's status: `observedGeneration` follows the spec and `typeChecking` holds the
+    /// type checker's warnings (both set here, at write time, where kube's status
+    /// controller sets them shortly after).
     fn set_status(&self, obj: &mut Value) {
         if self.which != PolicyObject::Policy {
             return;
         }
+        let type_checking = self.schemas.as_ref().map(|catalog| {
+            let spec = obj.get("spec").cloned().unwrap_or(Value::Null);
+            let warnings =
+                crate::admission::typecheck::expression_warnings(&spec, catalog.as_ref());
+            if warnings.is_empty() {
+                json!({})
+            } else {
+                json!({"expressionWarnings": warnings})
+            }
+        });
         let generation = obj
             .pointer("/metadata/generation")
             .and_then(Value::as_i64)
@@ -123,7 +145,14 @@ impl AdmissionPolicyKind {
             }
             if let Some(s) = status.as_object_mut() {
                 s.insert("observedGeneration".into(), json!(generation));
-                s.entry("typeChecking").or_insert_with(|| json!({}));
+                match type_checking {
+                    Some(t) => {
+                        s.insert("typeChecking".into(), t);
+                    }
+                    None => {
+                        s.entry("typeChecking").or_insert_with(|| json!({}));
+                    }
+                }
             }
         }
     }
@@ -379,7 +408,8 @@ pub fn validate_policy_spec(name: &str, spec: &Value, path: &Path) -> ErrorList 
         AdmissionEnv::new(has_params)
     } else {
         AdmissionEnv::with_variables(has_params)
-    };
+    }
+    .authorizer(true);
     for (i, v) in variables.iter().enumerate() {
         let p = path.child("variables").index(i);
         let vname = str_of(v, "name");
@@ -459,10 +489,10 @@ fn validate_validation(v: &Value, env: &AdmissionEnv, has_params: bool, p: &Path
             "must be non-empty if specified",
         ));
     } else if !msg_expr.trim().is_empty() {
-        // kube compiles messageExpression with params only when paramKind is set, and
-        // without the authorizer (not declared here anyway).
+        // kube compiles messageExpression without the authorizer.
         let _ = has_params;
-        if let Err(e) = cel_admission::compile(msg_expr, env, ReturnType::String) {
+        let env = env.clone().authorizer(false);
+        if let Err(e) = cel_admission::compile(msg_expr, &env, ReturnType::String) {
             errs.push(Error::invalid(
                 &p.child("messageExpression"),
                 json!(msg_expr),
@@ -542,7 +572,7 @@ fn validate_match_conditions(conds: &[Value], has_params: bool, path: &Path) -> 
     if conds.len() > 64 {
         errs.push(Error::too_many(path, conds.len() as i64, 64));
     }
-    let env = AdmissionEnv::new(has_params);
+    let env = AdmissionEnv::new(has_params).authorizer(true);
     let mut names = HashSet::new();
     for (i, c) in conds.iter().enumerate() {
         let p = path.index(i);
