@@ -579,3 +579,275 @@ async fn kube_rs_recorder_and_typed_round_trips() {
     assert_eq!(items.as_array().map(Vec::len), Some(1), "{items}");
     assert_eq!(items[0]["series"]["count"], 2);
 }
+
+/// GET `path` with `Authorization: Bearer <token>`.
+fn get_as(server: &TestServer, token: &str, path: &str) -> common::HttpResponse {
+    let mut headers = common::json_accept();
+    headers.push(("Authorization".into(), format!("Bearer {token}")));
+    server
+        .http()
+        .request("GET", path, &[], &headers, None)
+        .unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn create_token(server: &TestServer, args: &[&str]) -> String {
+    let mut all = vec!["create", "token"];
+    all.extend_from_slice(args);
+    ok(server, &all).trim().to_string()
+}
+
+#[test]
+fn kubectl_create_token_authenticates_as_the_service_account() {
+    let server = TestServer::start_with(&["--authorization-mode", "RBAC"]);
+    let cms = "/api/v1/namespaces/default/configmaps";
+    ok(&server, &["create", "serviceaccount", "builder"]);
+    let token = create_token(&server, &["builder"]);
+    assert_eq!(token.split('.').count(), 3, "not a JWT: {token}");
+    // Authenticated as the service account, which RBAC does not allow yet.
+    let resp = get_as(&server, &token, cms);
+    assert_eq!(resp.status, 403, "{}", resp.text());
+    assert_eq!(
+        resp.json().expect("json")["message"],
+        "configmaps is forbidden: User \"system:serviceaccount:default:builder\" cannot list resource \"configmaps\" in API group \"\" in the namespace \"default\""
+    );
+    let rbac = "/apis/rbac.authorization.k8s.io/v1/namespaces/default";
+    let resp = server.http().send_json(
+        "POST",
+        &format!("{rbac}/roles"),
+        &json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+            "metadata": {"name": "cm-reader"},
+            "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["list"]}]}),
+    );
+    assert_eq!(resp.status, 201, "{}", resp.text());
+    // Bound through the namespace's service account group.
+    let resp = server.http().send_json(
+        "POST",
+        &format!("{rbac}/rolebindings"),
+        &json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+            "metadata": {"name": "cm-readers"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "cm-reader"},
+            "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group",
+                "name": "system:serviceaccounts:default"}]}),
+    );
+    assert_eq!(resp.status, 201, "{}", resp.text());
+    let allowed = poll(SETTLE, || {
+        (get_as(&server, &token, cms).status == 200).then_some(())
+    });
+    assert!(allowed.is_some(), "the role binding never applied");
+
+    // The TokenRequest as kube answers it.
+    let resp = server.http().send_json(
+        "POST",
+        "/api/v1/namespaces/default/serviceaccounts/builder/token",
+        &json!({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
+            "spec": {"expirationSeconds": 600}}),
+    );
+    assert_eq!(resp.status, 201, "{}", resp.text());
+    let tr = resp.json().expect("json");
+    assert_eq!(tr["kind"], "TokenRequest");
+    assert_eq!(tr["metadata"]["name"], "builder");
+    assert_eq!(
+        tr["spec"]["audiences"],
+        json!(["https://kubernetes.default.svc.cluster.local"])
+    );
+    assert_eq!(tr["spec"]["expirationSeconds"], 600);
+    assert!(tr["status"]["expirationTimestamp"].is_string(), "{tr}");
+
+    // A token for another audience does not authenticate here.
+    let vault = create_token(&server, &["builder", "--audience=vault"]);
+    assert_eq!(get_as(&server, &vault, cms).status, 401);
+
+    // Deleting and recreating the service account invalidates its tokens.
+    ok(&server, &["delete", "serviceaccount", "builder"]);
+    ok(&server, &["create", "serviceaccount", "builder"]);
+    let resp = get_as(&server, &token, cms);
+    assert_eq!(resp.status, 401, "{}", resp.text());
+    assert_eq!(resp.json().expect("json")["message"], "Unauthorized");
+    let fresh = create_token(&server, &["builder"]);
+    assert_eq!(get_as(&server, &fresh, cms).status, 200);
+
+    // A SelfSubjectReview (`kubectl auth whoami`) with the token.
+    let mut headers = common::json_accept();
+    headers.push(("Authorization".into(), format!("Bearer {fresh}")));
+    headers.push(("Content-Type".into(), "application/json".into()));
+    let body = json!({"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"});
+    let resp = server
+        .http()
+        .request(
+            "POST",
+            "/apis/authentication.k8s.io/v1/selfsubjectreviews",
+            &[],
+            &headers,
+            Some(body.to_string().into_bytes()),
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(resp.status, 201, "{}", resp.text());
+    let whoami = resp.json().expect("json");
+    let user = &whoami["status"]["userInfo"];
+    assert_eq!(user["username"], "system:serviceaccount:default:builder");
+    assert_eq!(
+        user["groups"],
+        json!([
+            "system:serviceaccounts",
+            "system:serviceaccounts:default",
+            "system:authenticated"
+        ])
+    );
+    // A TokenReview of the old and the fresh token.
+    let review = |token: &str| {
+        let resp = server.http().send_json(
+            "POST",
+            "/apis/authentication.k8s.io/v1/tokenreviews",
+            &json!({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview",
+                "spec": {"token": token}}),
+        );
+        assert_eq!(resp.status, 201, "{}", resp.text());
+        resp.json().expect("json")["status"].clone()
+    };
+    let fresh_review = review(&fresh);
+    assert_eq!(fresh_review["authenticated"], true);
+    assert_eq!(
+        fresh_review["user"]["username"],
+        "system:serviceaccount:default:builder"
+    );
+    assert_eq!(
+        fresh_review["audiences"],
+        json!(["https://kubernetes.default.svc.cluster.local"])
+    );
+    let old_review = review(&token);
+    assert_eq!(old_review["authenticated"], false);
+    assert!(
+        old_review["error"]
+            .as_str()
+            .is_some_and(|e| e.starts_with("service account UID (")),
+        "{old_review}"
+    );
+}
+
+#[test]
+fn create_token_rejects_bad_requests_and_binds_tokens_to_secrets() {
+    let server = TestServer::start();
+    ok(&server, &["create", "serviceaccount", "builder"]);
+    let out = server.kubectl(&["create", "token", "builder", "--duration=5m"]);
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("TokenRequest.authentication.k8s.io \"\" is invalid: spec.expirationSeconds: Invalid value: 300: may not specify a duration less than 10 minutes"),
+        "{stderr}"
+    );
+    let out = server.kubectl(&["create", "token", "nosuch"]);
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("serviceaccounts \"nosuch\" not found"),
+        "{stderr}"
+    );
+    let resp = server.http().send_json(
+        "POST",
+        "/api/v1/namespaces/default/serviceaccounts/builder/token",
+        &json!({"metadata": {"name": "other"}, "spec": {}}),
+    );
+    assert_eq!(resp.status, 422, "{}", resp.text());
+    assert_eq!(
+        resp.json().expect("json")["message"],
+        "TokenRequest.authentication.k8s.io \"builder\" is invalid: metadata.name: Invalid value: \"other\": must match the service account name if specified"
+    );
+
+    // Discovery names the subresource's kind as kube does.
+    let api = server.http().get("/api/v1").json().expect("json");
+    let token = api["resources"]
+        .as_array()
+        .and_then(|r| r.iter().find(|r| r["name"] == "serviceaccounts/token"))
+        .cloned();
+    assert_eq!(
+        token,
+        Some(
+            json!({"name": "serviceaccounts/token", "singularName": "", "namespaced": true,
+            "group": "authentication.k8s.io", "version": "v1", "kind": "TokenRequest",
+            "verbs": ["create"]})
+        )
+    );
+    // kubectl's SelfSubjectReview (protobuf) over plain HTTP without credentials.
+    assert!(ok(&server, &["auth", "whoami"]).contains("system:unsecured"));
+    // A token bound to a Secret lives as long as the Secret.
+    ok(&server, &["create", "secret", "generic", "s1"]);
+    let token = create_token(
+        &server,
+        &[
+            "builder",
+            "--bound-object-kind=Secret",
+            "--bound-object-name=s1",
+        ],
+    );
+    let cms = "/api/v1/namespaces/default/configmaps";
+    assert_eq!(get_as(&server, &token, cms).status, 200);
+    ok(&server, &["delete", "secret", "s1"]);
+    assert_eq!(get_as(&server, &token, cms).status, 401);
+    let out = server.kubectl(&[
+        "create",
+        "token",
+        "builder",
+        "--bound-object-kind=Secret",
+        "--bound-object-name=s1",
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("secrets \"s1\" not found"), "{stderr}");
+}
+
+#[test]
+fn events_expire_a_ttl_after_their_last_write() {
+    let server = TestServer::start_with(&["--event-ttl", "3s"]);
+    let http = server.http();
+    let core = "/api/v1/namespaces/default/events";
+    let event = |name: &str| {
+        json!({"apiVersion": "v1", "kind": "Event",
+            "metadata": {"name": name, "namespace": "default"},
+            "involvedObject": {"kind": "ConfigMap", "name": "c1", "namespace": "default"},
+            "reason": "Synced", "message": "synced", "type": "Normal", "count": 1})
+    };
+    let resp = http.send_json(
+        "POST",
+        "/apis/events.k8s.io/v1/namespaces/default/events",
+        &json!({"apiVersion": "events.k8s.io/v1", "kind": "Event",
+            "metadata": {"name": "old", "namespace": "default"},
+            "eventTime": "2024-01-01T00:00:00.000000Z",
+            "reportingController": "example.com/c", "reportingInstance": "c-0",
+            "action": "Sync", "reason": "Synced", "type": "Normal", "note": "n",
+            "regarding": {"kind": "ConfigMap", "name": "c1", "namespace": "default"}}),
+    );
+    assert_eq!(resp.status, 201, "{}", resp.text());
+    let resp = http.send_json("POST", core, &event("kept"));
+    assert_eq!(resp.status, 201, "{}", resp.text());
+    // Rewrite "kept" every half second until "old" is gone from both APIs.
+    let mut count = 1;
+    let gone = poll(Duration::from_secs(30), || {
+        count += 1;
+        let patch = json!({"count": count});
+        let r = http.request(
+            "PATCH",
+            &format!("{core}/kept"),
+            &[],
+            &[("Content-Type".into(), "application/merge-patch+json".into())],
+            Some(patch.to_string().into_bytes()),
+        );
+        assert_eq!(
+            r.map(|r| r.status).ok(),
+            Some(200),
+            "kept must live while rewritten"
+        );
+        std::thread::sleep(Duration::from_millis(500));
+        (http.get(&format!("{core}/old")).status == 404).then_some(())
+    });
+    assert!(gone.is_some(), "the event was never expired");
+    assert_eq!(
+        http.get("/apis/events.k8s.io/v1/namespaces/default/events/old")
+            .status,
+        404
+    );
+    assert_eq!(http.get(&format!("{core}/kept")).status, 200);
+    // Left alone, it expires too.
+    let gone = poll(Duration::from_secs(30), || {
+        (http.get(&format!("{core}/kept")).status == 404).then_some(())
+    });
+    assert!(gone.is_some(), "the rewritten event was never expired");
+}

@@ -859,6 +859,114 @@ fn imperative_create_namespace() {
 }
 
 #[test]
+fn imperative_create_rbac_objects() {
+    let server = TestServer::start();
+    // The typed client sends these as protobuf too.
+    assert_eq!(
+        ok(
+            &server,
+            &[
+                "create",
+                "role",
+                "reader",
+                "-n",
+                "default",
+                "--verb=get,list",
+                "--resource=configmaps",
+                "--resource-name=cfg"
+            ]
+        ),
+        "role.rbac.authorization.k8s.io/reader created\n"
+    );
+    assert_eq!(
+        jsonpath(&server, &["role", "reader", "-n", "default"], "{.rules[0].verbs} {.rules[0].resources} {.rules[0].resourceNames} {.rules[0].apiGroups}"),
+        r#"["get","list"] ["configmaps"] ["cfg"] [""]"#
+    );
+    assert_eq!(
+        ok(
+            &server,
+            &[
+                "create",
+                "clusterrole",
+                "agg",
+                "--aggregation-rule=team=a,tier=web"
+            ]
+        ),
+        "clusterrole.rbac.authorization.k8s.io/agg created\n"
+    );
+    assert_eq!(
+        jsonpath(
+            &server,
+            &["clusterrole", "agg"],
+            "{.aggregationRule.clusterRoleSelectors[0].matchLabels}"
+        ),
+        r#"{"team":"a","tier":"web"}"#
+    );
+    assert_eq!(
+        ok(
+            &server,
+            &[
+                "create",
+                "clusterrole",
+                "urls",
+                "--verb=get",
+                "--non-resource-url=/logs/*"
+            ]
+        ),
+        "clusterrole.rbac.authorization.k8s.io/urls created\n"
+    );
+    assert_eq!(
+        jsonpath(
+            &server,
+            &["clusterrole", "urls"],
+            "{.rules[0].nonResourceURLs}"
+        ),
+        r#"["/logs/*"]"#
+    );
+    assert_eq!(
+        ok(
+            &server,
+            &[
+                "create",
+                "rolebinding",
+                "read",
+                "-n",
+                "default",
+                "--role=reader",
+                "--user=alice",
+                "--serviceaccount=default:bot"
+            ]
+        ),
+        "rolebinding.rbac.authorization.k8s.io/read created\n"
+    );
+    assert_eq!(
+        jsonpath(&server, &["rolebinding", "read", "-n", "default"], "{.roleRef.kind}/{.roleRef.name} {.subjects[0].kind}:{.subjects[0].name} {.subjects[1].kind}:{.subjects[1].namespace}/{.subjects[1].name}"),
+        "Role/reader User:alice ServiceAccount:default/bot"
+    );
+    assert_eq!(
+        ok(
+            &server,
+            &[
+                "create",
+                "clusterrolebinding",
+                "all",
+                "--clusterrole=urls",
+                "--group=devs"
+            ]
+        ),
+        "clusterrolebinding.rbac.authorization.k8s.io/all created\n"
+    );
+    assert_eq!(
+        jsonpath(
+            &server,
+            &["clusterrolebinding", "all"],
+            "{.roleRef.apiGroup} {.subjects[0].kind}:{.subjects[0].name}"
+        ),
+        "rbac.authorization.k8s.io Group:devs"
+    );
+}
+
+#[test]
 fn deleting_a_namespace_deletes_its_objects() {
     let server = TestServer::start();
     install_crd(&server, "crds/widgets.yaml", "widgets.example.com");

@@ -538,3 +538,320 @@ fn kubectl_with_a_user_token_shows_kubes_403_message() {
         describe_output(&out)
     );
 }
+
+const TEAM_ROLES: &str = "/apis/rbac.authorization.k8s.io/v1/namespaces/team/roles";
+const TEAM_BINDINGS: &str = "/apis/rbac.authorization.k8s.io/v1/namespaces/team/rolebindings";
+
+fn role(name: &str, rules: Value) -> Value {
+    json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+        "metadata": {"name": name}, "rules": rules})
+}
+
+fn cluster_role(name: &str, labels: Value, rules: Value) -> Value {
+    json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+        "metadata": {"name": name, "labels": labels}, "rules": rules})
+}
+
+/// The rows of `kubectl auth can-i --list` as whitespace-separated cells.
+fn can_i_rows(out: &std::process::Output) -> Vec<Vec<String>> {
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| l.split_whitespace().map(str::to_string).collect())
+        .collect()
+}
+
+#[test]
+fn kubectl_auth_can_i_list_shows_the_rules_bound_in_the_namespace() {
+    let c = Cluster::start();
+    c.admin_create(
+        TEAM_ROLES,
+        role(
+            "widget-reader",
+            json!([{"apiGroups": ["example.com"], "resources": ["widgets"], "verbs": ["get", "list"]}]),
+        ),
+    );
+    c.admin_create(
+        TEAM_BINDINGS,
+        role_binding(
+            "team",
+            "alice-reads",
+            "Role",
+            "widget-reader",
+            json!([user("alice")]),
+        ),
+    );
+    // kube's answer: no metadata or spec, the rules of the cluster-wide bindings
+    // (system:basic-user, discovery, ...) and of the namespace's.
+    let review = json!({"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectRulesReview",
+        "spec": {"namespace": "team"}});
+    let path = "/apis/authorization.k8s.io/v1/selfsubjectrulesreviews";
+    let r = c.send("alice", "POST", path, &review);
+    assert_eq!(r.status, 201, "{}", r.text());
+    let body = r.json().expect("JSON");
+    assert_eq!(body["metadata"], json!({}));
+    assert_eq!(body["spec"], json!({}));
+    assert_eq!(body["status"]["incomplete"], json!(false));
+    assert!(body["status"].get("evaluationError").is_none(), "{body}");
+    let rules = body["status"]["resourceRules"].as_array().expect("rules");
+    assert!(rules.contains(
+        &json!({"verbs": ["get", "list"], "apiGroups": ["example.com"], "resources": ["widgets"]})
+    ));
+    assert!(rules.contains(
+        &json!({"verbs": ["create"], "apiGroups": ["authorization.k8s.io"],
+        "resources": ["selfsubjectaccessreviews", "selfsubjectrulesreviews"]})
+    ));
+    assert!(body["status"]["nonResourceRules"]
+        .as_array()
+        .expect("non-resource rules")
+        .iter()
+        .any(|r| r["nonResourceURLs"]
+            .as_array()
+            .is_some_and(|u| u.contains(&json!("/version")))));
+    let r = c.send("alice", "POST", path, &json!({"spec": {}}));
+    assert_eq!(r.status, 400, "{}", r.text());
+    assert_eq!(
+        r.json().expect("Status")["message"],
+        "no namespace on request"
+    );
+
+    let out = c.kubectl_as("alice", &["auth", "can-i", "--list", "-n", "team"]);
+    assert!(out.status.success(), "{}", describe_output(&out));
+    let rows = can_i_rows(&out);
+    assert_eq!(
+        rows.first().map(Vec::as_slice),
+        Some(
+            &[
+                "Resources",
+                "Non-Resource",
+                "URLs",
+                "Resource",
+                "Names",
+                "Verbs"
+            ]
+            .map(String::from)[..]
+        ),
+        "{}",
+        describe_output(&out)
+    );
+    let widgets = ["widgets.example.com", "[]", "[]", "[get", "list]"].map(String::from);
+    assert!(
+        rows.contains(&widgets.to_vec()),
+        "{}",
+        describe_output(&out)
+    );
+    let rules_review = [
+        "selfsubjectrulesreviews.authorization.k8s.io",
+        "[]",
+        "[]",
+        "[create]",
+    ]
+    .map(String::from);
+    assert!(
+        rows.contains(&rules_review.to_vec()),
+        "{}",
+        describe_output(&out)
+    );
+    // In another namespace the Role's rules do not apply.
+    let out = c.kubectl_as("alice", &["auth", "can-i", "--list", "-n", "default"]);
+    assert!(out.status.success(), "{}", describe_output(&out));
+    let rows = can_i_rows(&out);
+    assert!(
+        !rows.contains(&widgets.to_vec()),
+        "{}",
+        describe_output(&out)
+    );
+    assert!(
+        rows.contains(&rules_review.to_vec()),
+        "{}",
+        describe_output(&out)
+    );
+}
+
+#[test]
+fn escalation_is_forbidden_unless_held_or_escalate_or_bind_is_granted() {
+    let c = Cluster::start();
+    // Alice manages roles and bindings in `team` and may get widgets there.
+    c.admin_create(
+        TEAM_ROLES,
+        role(
+            "rbac-manager",
+            json!([{"apiGroups": ["rbac.authorization.k8s.io"], "resources": ["roles", "rolebindings"],
+                    "verbs": ["create", "get", "update", "patch"]},
+                   {"apiGroups": ["example.com"], "resources": ["widgets"], "verbs": ["get"]}]),
+        ),
+    );
+    c.admin_create(
+        TEAM_BINDINGS,
+        role_binding(
+            "team",
+            "alice-manages",
+            "Role",
+            "rbac-manager",
+            json!([user("alice")]),
+        ),
+    );
+    c.admin_create(
+        &format!("{RBAC}/clusterroles"),
+        cluster_role(
+            "widget-deleter",
+            json!({}),
+            json!([{"apiGroups": ["example.com"], "resources": ["widgets"], "verbs": ["get", "delete"]}]),
+        ),
+    );
+    // Rules she holds she may grant.
+    let getter = role(
+        "getter",
+        json!([{"apiGroups": ["example.com"], "resources": ["widgets"], "verbs": ["get"]}]),
+    );
+    let r = c.send("alice", "POST", TEAM_ROLES, &getter);
+    assert_eq!(r.status, 201, "{}", r.text());
+    // Others not: kube's message lists the missing rules.
+    let deleter = role(
+        "deleter",
+        json!([{"apiGroups": ["example.com"], "resources": ["widgets"], "verbs": ["get", "delete", "patch"]}]),
+    );
+    let r = c.send("alice", "POST", TEAM_ROLES, &deleter);
+    assert_eq!(
+        r.json(),
+        Some(forbidden(
+            "roles.rbac.authorization.k8s.io \"deleter\" is forbidden: user \"alice\" (groups=[\"system:authenticated\"]) is attempting to grant RBAC permissions not currently held:\n{APIGroups:[\"example.com\"], Resources:[\"widgets\"], Verbs:[\"delete\" \"patch\"]}",
+            "deleter",
+            "rbac.authorization.k8s.io",
+            "roles"
+        )),
+        "{}",
+        r.text()
+    );
+    // Widening a role by an update is an escalation too.
+    let mut widened = getter.clone();
+    widened["rules"][0]["verbs"] = json!(["get", "delete"]);
+    let r = c.send("alice", "PUT", &format!("{TEAM_ROLES}/getter"), &widened);
+    assert_eq!(r.status, 403, "{}", r.text());
+    let binding = role_binding(
+        "team",
+        "bob-deletes",
+        "ClusterRole",
+        "widget-deleter",
+        json!([user("bob")]),
+    );
+    let r = c.send("alice", "POST", TEAM_BINDINGS, &binding);
+    assert_eq!(
+        r.json(),
+        Some(forbidden(
+            "rolebindings.rbac.authorization.k8s.io \"bob-deletes\" is forbidden: user \"alice\" (groups=[\"system:authenticated\"]) is attempting to grant RBAC permissions not currently held:\n{APIGroups:[\"example.com\"], Resources:[\"widgets\"], Verbs:[\"delete\"]}",
+            "bob-deletes",
+            "rbac.authorization.k8s.io",
+            "rolebindings"
+        )),
+        "{}",
+        r.text()
+    );
+    // A binding to a role that does not exist: the registry's 404.
+    let r = c.send(
+        "alice",
+        "POST",
+        TEAM_BINDINGS,
+        &role_binding("team", "dangling", "Role", "nope", json!([user("bob")])),
+    );
+    assert_eq!(r.status, 404, "{}", r.text());
+    assert_eq!(
+        r.json().expect("Status")["message"],
+        "roles.rbac.authorization.k8s.io \"nope\" not found"
+    );
+    // `escalate` on roles and `bind` on the one ClusterRole lift both checks.
+    c.admin_create(
+        TEAM_ROLES,
+        role(
+            "delegate",
+            json!([{"apiGroups": ["rbac.authorization.k8s.io"], "resources": ["roles"], "verbs": ["escalate"]},
+                   {"apiGroups": ["rbac.authorization.k8s.io"], "resources": ["clusterroles"],
+                    "verbs": ["bind"], "resourceNames": ["widget-deleter"]}]),
+        ),
+    );
+    c.admin_create(
+        TEAM_BINDINGS,
+        role_binding(
+            "team",
+            "alice-delegates",
+            "Role",
+            "delegate",
+            json!([user("alice")]),
+        ),
+    );
+    let r = c.send("alice", "POST", TEAM_ROLES, &deleter);
+    assert_eq!(r.status, 201, "{}", r.text());
+    let r = c.send("alice", "POST", TEAM_BINDINGS, &binding);
+    assert_eq!(r.status, 201, "{}", r.text());
+    // Bob's new binding takes effect at once.
+    let r = c.send(
+        "bob",
+        "DELETE",
+        "/apis/example.com/v1/namespaces/team/widgets/none",
+        &json!({}),
+    );
+    assert_eq!(r.status, 404, "{}", r.text());
+}
+
+#[test]
+fn aggregated_cluster_role_picks_up_a_cluster_role_labelled_later() {
+    let c = Cluster::start();
+    let label = "example.com/aggregate-to-widgets";
+    c.admin_create(
+        &format!("{RBAC}/clusterroles"),
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+            "metadata": {"name": "widgets-aggregate"},
+            "aggregationRule": {"clusterRoleSelectors": [{"matchLabels": {label: "true"}}]}}),
+    );
+    c.admin_create(
+        &format!("{RBAC}/clusterrolebindings"),
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+            "metadata": {"name": "alice-widgets"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "widgets-aggregate"},
+            "subjects": [user("alice")]}),
+    );
+    let rule = json!({"verbs": ["list"], "apiGroups": ["example.com"], "resources": ["widgets"]});
+    c.admin_create(
+        &format!("{RBAC}/clusterroles"),
+        cluster_role("widget-lister", json!({}), json!([rule])),
+    );
+    assert_eq!(c.get("alice", WIDGETS).status, 403);
+    let mut h = Cluster::headers("admin");
+    h.push(("Content-Type".into(), "application/merge-patch+json".into()));
+    let patch = json!({"metadata": {"labels": {label: "true"}}});
+    let r = c
+        .http
+        .request(
+            "PATCH",
+            &format!("{RBAC}/clusterroles/widget-lister"),
+            &[],
+            &h,
+            Some(serde_json::to_vec(&patch).expect("JSON")),
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(r.status, 200, "{}", r.text());
+    let aggregated = poll(Duration::from_secs(30), || {
+        let r = c.get("admin", &format!("{RBAC}/clusterroles/widgets-aggregate"));
+        let obj = r.json()?;
+        (obj["rules"] == json!([rule])).then_some(obj)
+    });
+    assert!(aggregated.is_some(), "widgets-aggregate never aggregated");
+    let allowed = poll(Duration::from_secs(30), || {
+        (c.get("alice", WIDGETS).status == 200).then_some(())
+    });
+    assert!(allowed.is_some(), "aggregated rules never took effect");
+    // Deleting the source takes its rules out of the aggregate again.
+    let r = c.send(
+        "admin",
+        "DELETE",
+        &format!("{RBAC}/clusterroles/widget-lister"),
+        &json!({}),
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    let denied = poll(Duration::from_secs(30), || {
+        (c.get("alice", WIDGETS).status == 403).then_some(())
+    });
+    assert!(
+        denied.is_some(),
+        "rules of a deleted role stayed aggregated"
+    );
+}

@@ -27,6 +27,8 @@ pub struct ApiOptions {
     pub advertise_address: String,
     /// `--authorization-mode`, in order (empty: `AlwaysAllow`).
     pub authorization_modes: Vec<crate::auth::authz::Mode>,
+    /// The issuer of service account tokens (the `serviceaccounts/token` subresource).
+    pub service_account_tokens: Option<Arc<crate::auth::service_account::ServiceAccountTokens>>,
 }
 
 /// Shared state of one API server.
@@ -147,14 +149,28 @@ impl ApiServer {
                 crate::rest::access_review::AccessReviewKind::new(review, &api.options.prefix);
             api.register_builtin(Arc::new(kind));
         }
+        for review in crate::rest::builtin::token_review::Review::ALL {
+            let kind =
+                crate::rest::builtin::token_review::ReviewKind::new(review, &api.options.prefix);
+            api.register_builtin(Arc::new(kind));
+        }
         // The typed kinds controllers touch (ConfigMaps, Secrets, Events, Leases, ...).
+        // RBAC kinds check escalation in `RBAC` mode; aggregated ClusterRoles follow.
+        let escalation = api.rbac_enabled().then(|| {
+            crate::rest::rbac::EscalationCheck::new(api.authorizer.clone(), api.rbac.clone())
+        });
         for r in crate::registry::builtin::RESOURCES {
             let d = r.descriptor(&api.options.prefix);
-            let kind = crate::rest::builtin::kind_for(d.clone(), r.definition)
-                .or_else(|| crate::rest::rbac::kind_for(d, r.definition));
-            if let Some(kind) = kind {
+            if let Some(kind) = crate::rest::builtin::kind_for(d.clone(), r.definition) {
+                api.register_builtin(Arc::new(kind));
+            } else if let Some(kind) =
+                crate::rest::rbac::kind_for(d, r.definition, escalation.clone())
+            {
                 api.register_builtin(Arc::new(kind));
             }
+        }
+        if api.rbac_enabled() {
+            crate::auth::rbac::start_aggregation(&api);
         }
         api.admission
             .serve_webhooks(crate::admission::webhook::WebhookSource::new(

@@ -88,6 +88,23 @@ struct Flags {
     /// Time limit of non-long-running requests (a Go duration, e.g. 60s, 1m30s).
     #[arg(long = "request-timeout", default_value = "1m0s", value_parser = parse_duration)]
     request_timeout: std::time::Duration,
+    /// Issuer (`iss`) of service account tokens.
+    #[arg(
+        long = "service-account-issuer",
+        default_value = crd_apiserver::auth::service_account::DEFAULT_ISSUER
+    )]
+    service_account_issuer: String,
+    /// Audiences service account tokens must carry to authenticate (comma-separated;
+    /// default: the issuer).
+    #[arg(long = "api-audiences", value_delimiter = ',')]
+    api_audiences: Vec<String>,
+    /// PEM PKCS#8 ECDSA P-256 key signing service account tokens (default: one
+    /// generated at start).
+    #[arg(long = "service-account-signing-key-file", value_name = "PATH")]
+    service_account_signing_key_file: Option<PathBuf>,
+    /// How long Events are kept after their last write (a Go duration; 0 keeps them).
+    #[arg(long = "event-ttl", default_value = "1h0m0s", value_parser = parse_duration)]
+    event_ttl: std::time::Duration,
     /// Write a kubeconfig for this server to PATH.
     #[arg(long = "kubeconfig-out", value_name = "PATH")]
     kubeconfig_out: Option<PathBuf>,
@@ -173,6 +190,9 @@ async fn main() {
                 std::process::exit(1);
             }
         },
+        service_account_issuer: flags.service_account_issuer,
+        api_audiences: non_empty(flags.api_audiences),
+        service_account_signing_key_file: flags.service_account_signing_key_file,
     };
     let config = Config {
         bind_address: flags.bind_address,
@@ -182,6 +202,7 @@ async fn main() {
         secure,
         auth,
         request_timeout: flags.request_timeout,
+        event_ttl: flags.event_ttl,
         kubeconfig_out: flags.kubeconfig_out,
         load: flags.load,
         etcd_servers: flags

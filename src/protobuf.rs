@@ -152,9 +152,82 @@ const SELF_SUBJECT_ACCESS_REVIEW: &[Field] = &[
     f(1, "metadata", Ty::Msg(OBJECT_META)),
     f(2, "spec", Ty::Msg(SELF_SUBJECT_ACCESS_REVIEW_SPEC)),
 ];
+const SELF_SUBJECT_RULES_REVIEW: &[Field] = &[
+    f(1, "metadata", Ty::Msg(OBJECT_META)),
+    f(2, "spec", Ty::Msg(&[f(1, "namespace", Ty::Str)])),
+];
 const SUBJECT_ACCESS_REVIEW: &[Field] = &[
     f(1, "metadata", Ty::Msg(OBJECT_META)),
     f(2, "spec", Ty::Msg(SUBJECT_ACCESS_REVIEW_SPEC)),
+];
+
+// authentication.k8s.io/v1 TokenRequest (`kubectl create token`).
+const BOUND_OBJECT_REFERENCE: &[Field] = &[
+    f(1, "kind", Ty::Str),
+    f(2, "apiVersion", Ty::Str),
+    f(3, "name", Ty::Str),
+    f(4, "uid", Ty::Str),
+];
+const TOKEN_REQUEST_SPEC: &[Field] = &[
+    r(1, "audiences", Ty::Str),
+    f(3, "boundObjectRef", Ty::Msg(BOUND_OBJECT_REFERENCE)),
+    f(4, "expirationSeconds", Ty::Int),
+];
+const TOKEN_REQUEST: &[Field] = &[
+    f(1, "metadata", Ty::Msg(OBJECT_META)),
+    f(2, "spec", Ty::Msg(TOKEN_REQUEST_SPEC)),
+];
+
+// authentication.k8s.io/v1 reviews (`kubectl auth whoami`); the status is the server's.
+const TOKEN_REVIEW_SPEC: &[Field] = &[f(1, "token", Ty::Str), r(2, "audiences", Ty::Str)];
+const TOKEN_REVIEW: &[Field] = &[
+    f(1, "metadata", Ty::Msg(OBJECT_META)),
+    f(2, "spec", Ty::Msg(TOKEN_REVIEW_SPEC)),
+];
+const SELF_SUBJECT_REVIEW: &[Field] = &[f(1, "metadata", Ty::Msg(OBJECT_META))];
+
+// rbac.authorization.k8s.io/v1 (`kubectl create role|clusterrole|rolebinding|clusterrolebinding`).
+const POLICY_RULE: &[Field] = &[
+    r(1, "verbs", Ty::Str),
+    r(2, "apiGroups", Ty::Str),
+    r(3, "resources", Ty::Str),
+    r(4, "resourceNames", Ty::Str),
+    r(5, "nonResourceURLs", Ty::Str),
+];
+const LABEL_SELECTOR_REQUIREMENT: &[Field] = &[
+    f(1, "key", Ty::Str),
+    f(2, "operator", Ty::Str),
+    r(3, "values", Ty::Str),
+];
+const LABEL_SELECTOR: &[Field] = &[
+    f(1, "matchLabels", Ty::StrMap),
+    r(2, "matchExpressions", Ty::Msg(LABEL_SELECTOR_REQUIREMENT)),
+];
+const AGGREGATION_RULE: &[Field] = &[r(1, "clusterRoleSelectors", Ty::Msg(LABEL_SELECTOR))];
+const ROLE: &[Field] = &[
+    f(1, "metadata", Ty::Msg(OBJECT_META)),
+    r(2, "rules", Ty::Msg(POLICY_RULE)),
+];
+const CLUSTER_ROLE: &[Field] = &[
+    f(1, "metadata", Ty::Msg(OBJECT_META)),
+    r(2, "rules", Ty::Msg(POLICY_RULE)),
+    f(3, "aggregationRule", Ty::Msg(AGGREGATION_RULE)),
+];
+const SUBJECT: &[Field] = &[
+    f(1, "kind", Ty::Str),
+    f(2, "apiGroup", Ty::Str),
+    f(3, "name", Ty::Str),
+    f(4, "namespace", Ty::Str),
+];
+const ROLE_REF: &[Field] = &[
+    f(1, "apiGroup", Ty::Str),
+    f(2, "kind", Ty::Str),
+    f(3, "name", Ty::Str),
+];
+const ROLE_BINDING: &[Field] = &[
+    f(1, "metadata", Ty::Msg(OBJECT_META)),
+    r(2, "subjects", Ty::Msg(SUBJECT)),
+    f(3, "roleRef", Ty::Msg(ROLE_REF)),
 ];
 
 struct Reader<'a> {
@@ -315,7 +388,14 @@ pub fn decode(body: &[u8]) -> Result<Value, String> {
         "ServiceAccount" => SERVICE_ACCOUNT,
         "DeleteOptions" => DELETE_OPTIONS,
         "SelfSubjectAccessReview" => SELF_SUBJECT_ACCESS_REVIEW,
+        "SelfSubjectRulesReview" => SELF_SUBJECT_RULES_REVIEW,
         "SubjectAccessReview" | "LocalSubjectAccessReview" => SUBJECT_ACCESS_REVIEW,
+        "Role" => ROLE,
+        "ClusterRole" => CLUSTER_ROLE,
+        "RoleBinding" | "ClusterRoleBinding" => ROLE_BINDING,
+        "TokenRequest" => TOKEN_REQUEST,
+        "TokenReview" => TOKEN_REVIEW,
+        "SelfSubjectReview" => SELF_SUBJECT_REVIEW,
         other => {
             return Err(format!(
                 "no kind \"{other}\" is registered for the protobuf encoding"

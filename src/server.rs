@@ -62,6 +62,8 @@ pub struct Config {
     pub auth: crate::auth::AuthConfig,
     /// Time limit of non-long-running requests (`--request-timeout`).
     pub request_timeout: std::time::Duration,
+    /// How long Events live after their last write (`--event-ttl`).
+    pub event_ttl: std::time::Duration,
 }
 
 impl Default for Config {
@@ -85,6 +87,7 @@ impl Default for Config {
             secure: None,
             auth: crate::auth::AuthConfig::default(),
             request_timeout: crate::http::DEFAULT_REQUEST_TIMEOUT,
+            event_ttl: crate::rest::builtin::event_ttl::DEFAULT_TTL,
         }
     }
 }
@@ -181,6 +184,12 @@ impl Server {
             authenticator.admin_token = Some(uuid::Uuid::new_v4().simple().to_string());
         }
         let admin_token = authenticator.admin_token.clone();
+        let sa_tokens = Arc::new(
+            config
+                .auth
+                .service_account_tokens()
+                .map_err(StartError::Security)?,
+        );
         let secure = match (&config.secure, &listeners.https) {
             (Some(serving), Some(_)) => {
                 let cert = serving
@@ -198,6 +207,7 @@ impl Server {
             log_pipeline: config.log_pipeline,
             advertise_address: addr.to_string(),
             authorization_modes: config.auth.authorization_modes.clone(),
+            service_account_tokens: Some(sa_tokens.clone()),
         };
         // Every storage call is timed; object counts read the backend itself.
         let metrics = Arc::new(Metrics::new());
@@ -206,6 +216,11 @@ impl Server {
         let api = ApiServer::start(storage, options)
             .await
             .map_err(|s| StartError::Storage(s.message))?;
+        authenticator.service_accounts = Some(crate::auth::service_account::TokenAuthenticator {
+            tokens: sa_tokens,
+            storage: api.store.storage.clone(),
+            prefix: api.options.prefix.clone(),
+        });
         let gate = Arc::new(crate::http::Gate {
             authenticator,
             authorizer: api.authorizer.clone(),
@@ -223,6 +238,11 @@ impl Server {
             faults.add(rule.clone());
         }
         let (stop, stop_rx) = watch::channel(false);
+        tokio::spawn(crate::rest::builtin::event_ttl::expire_events(
+            api.clone(),
+            config.event_ttl,
+            stop_rx.clone(),
+        ));
         let served = Served {
             metrics: metrics.clone(),
             storage: raw_storage,

@@ -5,6 +5,7 @@
 //! To add a mode (RBAC): implement [`Authorizer`], add a [`Mode`] variant and its
 //! flag name in [`Mode::parse`], and build it in [`build`].
 
+use super::rbac::PolicyRule;
 use super::UserInfo;
 use crate::field::go_quote;
 use crate::http::request_info::RequestInfo;
@@ -66,11 +67,61 @@ pub enum Decision {
     NoOpinion,
 }
 
+/// The rules a user holds in a namespace, as kube's `RuleResolver.RulesFor` answers
+/// (a SelfSubjectRulesReview's status).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RulesInfo {
+    /// Rules on resources (verbs, groups, resources, names).
+    pub resource_rules: Vec<PolicyRule>,
+    /// Rules on non-resource paths (verbs, URLs).
+    pub non_resource_rules: Vec<PolicyRule>,
+    /// Some authorizer could not list its rules.
+    pub incomplete: bool,
+    /// Errors met resolving the rules (each message once).
+    pub errors: Vec<String>,
+}
+
+impl RulesInfo {
+    /// kube's `evaluationError`: the errors as one aggregate (empty: none).
+    pub fn evaluation_error(&self) -> String {
+        if self.errors.is_empty() {
+            return String::new();
+        }
+        crate::auth::rbac::aggregate(&self.errors)
+    }
+}
+
 /// Judges requests (kube's `authorizer.Authorizer`).
 #[async_trait::async_trait]
 pub trait Authorizer: Send + Sync {
     /// The decision and its reason (appended to kube's 403 message when not empty).
     async fn authorize(&self, attrs: &Attributes) -> (Decision, String);
+
+    /// The rules `user` holds in `namespace` (kube's `RuleResolver`); authorizers that
+    /// are no rule resolvers in kube (`system:masters`) answer none.
+    fn rules_for(&self, user: &UserInfo, namespace: &str) -> RulesInfo {
+        let _ = (user, namespace);
+        RulesInfo::default()
+    }
+}
+
+/// kube's rules of `AlwaysAllow`: everything.
+fn all_rules() -> RulesInfo {
+    let star = || vec!["*".to_string()];
+    RulesInfo {
+        resource_rules: vec![PolicyRule {
+            verbs: star(),
+            api_groups: star(),
+            resources: star(),
+            ..Default::default()
+        }],
+        non_resource_rules: vec![PolicyRule {
+            verbs: star(),
+            non_resource_urls: star(),
+            ..Default::default()
+        }],
+        ..Default::default()
+    }
 }
 
 /// Allows everything (kube's `AlwaysAllow`, the default here).
@@ -80,6 +131,10 @@ pub struct AlwaysAllow;
 impl Authorizer for AlwaysAllow {
     async fn authorize(&self, _: &Attributes) -> (Decision, String) {
         (Decision::Allow, String::new())
+    }
+
+    fn rules_for(&self, _: &UserInfo, _: &str) -> RulesInfo {
+        all_rules()
     }
 }
 
@@ -128,6 +183,22 @@ impl Authorizer for Union {
             }
         }
         (Decision::NoOpinion, reasons.join(", "))
+    }
+
+    fn rules_for(&self, user: &UserInfo, namespace: &str) -> RulesInfo {
+        let mut all = RulesInfo::default();
+        for a in &self.0 {
+            let info = a.rules_for(user, namespace);
+            all.resource_rules.extend(info.resource_rules);
+            all.non_resource_rules.extend(info.non_resource_rules);
+            all.incomplete |= info.incomplete;
+            for e in info.errors {
+                if !all.errors.contains(&e) {
+                    all.errors.push(e);
+                }
+            }
+        }
+        all
     }
 }
 
@@ -346,5 +417,21 @@ mod tests {
             deny.authorize(&attrs("delete", "default", "x")).await,
             (Decision::NoOpinion, "Everything is forbidden.".to_string())
         );
+    }
+
+    // kube's union rule resolver: the rules of every mode in order; the privileged
+    // group authorizer is no rule resolver.
+    #[test]
+    fn union_rules_are_those_of_each_mode() {
+        let user = attrs("get", "", "").user;
+        let deny_then_allow = build(&[Mode::AlwaysDeny, Mode::AlwaysAllow], Arc::new(AlwaysDeny));
+        assert_eq!(deny_then_allow.rules_for(&user, "default"), all_rules());
+        let deny = build(&[Mode::AlwaysDeny], Arc::new(AlwaysDeny));
+        assert_eq!(deny.rules_for(&user, "default"), RulesInfo::default());
+        let info = RulesInfo {
+            errors: vec!["a".into(), "b".into()],
+            ..Default::default()
+        };
+        assert_eq!(info.evaluation_error(), "[a, b]");
     }
 }

@@ -5,6 +5,7 @@
 
 pub mod authz;
 pub mod rbac;
+pub mod service_account;
 pub mod token;
 pub mod x509;
 
@@ -49,6 +50,12 @@ pub struct AuthConfig {
     pub anonymous_auth: bool,
     /// `--authorization-mode`, in order.
     pub authorization_modes: Vec<authz::Mode>,
+    /// `--service-account-issuer` (the `iss` of service account tokens).
+    pub service_account_issuer: String,
+    /// `--api-audiences` (empty: the issuer).
+    pub api_audiences: Vec<String>,
+    /// `--service-account-signing-key-file` (none: a key generated at start).
+    pub service_account_signing_key_file: Option<PathBuf>,
 }
 
 impl Default for AuthConfig {
@@ -63,11 +70,26 @@ impl Default for AuthConfig {
             requestheader_extra_headers_prefix: vec!["X-Remote-Extra-".into()],
             anonymous_auth: true,
             authorization_modes: vec![authz::Mode::AlwaysAllow],
+            service_account_issuer: service_account::DEFAULT_ISSUER.into(),
+            api_audiences: Vec::new(),
+            service_account_signing_key_file: None,
         }
     }
 }
 
 impl AuthConfig {
+    /// The service account token issuer of the `--service-account-*` flags.
+    pub fn service_account_tokens(&self) -> Result<service_account::ServiceAccountTokens, String> {
+        let (issuer, audiences) = (&self.service_account_issuer, &self.api_audiences);
+        match &self.service_account_signing_key_file {
+            Some(path) => {
+                service_account::ServiceAccountTokens::from_key_file(issuer, audiences, path)
+                    .map_err(|e| format!("--service-account-signing-key-file: {e}"))
+            }
+            None => service_account::ServiceAccountTokens::generate(issuer, audiences),
+        }
+    }
+
     /// Read the files the flags name and build the authenticators.
     pub fn authenticator(&self) -> Result<Authenticator, String> {
         let request_header = match &self.requestheader_client_ca_file {
@@ -98,6 +120,7 @@ impl AuthConfig {
             tokens,
             anonymous: self.anonymous_auth,
             admin_token: None,
+            service_accounts: None,
         })
     }
 }
@@ -207,6 +230,8 @@ pub struct Authenticator {
     /// The bearer token of [`ADMIN_USER`] (group `system:masters`), minted at start-up
     /// for the server's own kubeconfig, as kube's loopback token.
     pub admin_token: Option<String>,
+    /// Service account tokens (TokenRequest), set once storage is up.
+    pub service_accounts: Option<service_account::TokenAuthenticator>,
 }
 
 impl Authenticator {
@@ -231,7 +256,11 @@ impl Authenticator {
     /// Authenticate a request: the first authenticator that recognises the request
     /// decides; credentials that fail everywhere are a 401 even with anonymous access
     /// on (kube's union with fail-on-error before anonymous).
-    pub fn authenticate(&self, headers: &HeaderMap, conn: &Connection) -> Result<UserInfo, Status> {
+    pub async fn authenticate(
+        &self,
+        headers: &HeaderMap,
+        conn: &Connection,
+    ) -> Result<UserInfo, Status> {
         let mut errors: Vec<String> = Vec::new();
         let mut found = None;
         if let Some(rh) = &self.request_header {
@@ -256,6 +285,19 @@ impl Authenticator {
             match self.tokens.as_ref().unwrap_or(&empty).authenticate(headers) {
                 Ok(user) => found = user,
                 Err(e) => errors.push(e),
+            }
+        }
+        if found.is_none() {
+            if let (Some(sa), Some(bearer)) = (&self.service_accounts, token::bearer_token(headers))
+            {
+                match sa.authenticate(bearer).await {
+                    Ok(Some(user)) => {
+                        found = Some(user);
+                        errors.clear();
+                    }
+                    Ok(None) => errors.push("invalid bearer token".into()),
+                    Err(e) => errors.push(e),
+                }
             }
         }
         match found {
@@ -373,8 +415,8 @@ mod tests {
         assert_eq!(anon.groups, [UNAUTHENTICATED_GROUP]);
     }
 
-    #[test]
-    fn no_credentials_is_anonymous_on_tls_and_unsecured_on_plain_http() {
+    #[tokio::test]
+    async fn no_credentials_is_anonymous_on_tls_and_unsecured_on_plain_http() {
         let tls = Connection {
             tls: true,
             ..Default::default()
@@ -385,18 +427,19 @@ mod tests {
         };
         let headers = HeaderMap::new();
         assert_eq!(
-            authn.authenticate(&headers, &tls).map_err(|s| s.code),
+            authn.authenticate(&headers, &tls).await.map_err(|s| s.code),
             Ok(UserInfo::anonymous())
         );
         assert_eq!(
             authn
                 .authenticate(&headers, &Connection::default())
+                .await
                 .map_err(|s| s.code),
             Ok(UserInfo::unsecured())
         );
         authn.anonymous = false;
         assert_eq!(
-            authn.authenticate(&headers, &tls).map_err(|s| s.code),
+            authn.authenticate(&headers, &tls).await.map_err(|s| s.code),
             Err(401)
         );
     }

@@ -7,9 +7,15 @@
 //!   step by a storage watch (writes by other servers on the same etcd) and updated
 //!   synchronously by writes through this server (`ApiServer::after_write`), so a
 //!   binding created by a test applies to its next request.
-//! - [`RbacAuthorizer`]: the `--authorization-mode=RBAC` authorizer over that cache.
+//! - [`RbacAuthorizer`]: the `--authorization-mode=RBAC` authorizer over that cache, and
+//!   its rules per user (SelfSubjectRulesReviews).
+//! - [`uncovered`], [`escalation_message`], [`RbacRules::confirm_no_escalation`]: kube's
+//!   escalation check (`Covers`, `CompactRules`, `CompactString`), which
+//!   `rest::rbac::RbacKind` runs on writes of roles and bindings.
 //! - [`bootstrap_policy`]: kube's bootstrap ClusterRoles and bindings that tests bind to
 //!   (`cluster-admin`, `admin`, `edit`, `view`, discovery), created at start-up.
+//! - [`start_aggregation`]: kube's ClusterRole aggregation controller, kept running over
+//!   the cache ([`aggregated_rules`], shared with the bootstrap policy).
 
 use super::authz::{Attributes, Authorizer, Decision};
 use super::{UserInfo, MASTERS_GROUP};
@@ -121,6 +127,180 @@ impl PolicyRule {
             && self.resource_matches(&combined, &attrs.subresource)
             && self.resource_name_matches(&attrs.name)
     }
+}
+
+impl PolicyRule {
+    /// The rule as kube encodes it (`verbs` always, other lists when not empty).
+    pub fn to_json(&self) -> Value {
+        let mut m = serde_json::Map::new();
+        m.insert("verbs".into(), serde_json::json!(self.verbs));
+        for (field, list) in [
+            ("apiGroups", &self.api_groups),
+            ("resources", &self.resources),
+            ("resourceNames", &self.resource_names),
+            ("nonResourceURLs", &self.non_resource_urls),
+        ] {
+            if !list.is_empty() {
+                m.insert(field.into(), serde_json::json!(list));
+            }
+        }
+        Value::Object(m)
+    }
+
+    /// kube's `CompactString`, the form escalation errors list missing rules in:
+    /// `{APIGroups:[""], Resources:["pods"], Verbs:["get" "list"]}`.
+    pub fn compact_string(&self) -> String {
+        let parts: Vec<String> = [
+            ("APIGroups", &self.api_groups),
+            ("Resources", &self.resources),
+            ("NonResourceURLs", &self.non_resource_urls),
+            ("ResourceNames", &self.resource_names),
+            ("Verbs", &self.verbs),
+        ]
+        .iter()
+        .filter(|(_, list)| !list.is_empty())
+        .map(|(name, list)| format!("{name}:{}", go_quoted_list(list)))
+        .collect();
+        format!("{{{}}}", parts.join(", "))
+    }
+}
+
+/// Go's `%q` of a `[]string`: `["a" "b"]`.
+fn go_quoted_list(list: &[String]) -> String {
+    let quoted: Vec<String> = list.iter().map(|s| crate::field::go_quote(s)).collect();
+    format!("[{}]", quoted.join(" "))
+}
+
+/// kube's `BreakdownRule`: one rule per (group, resource, verb[, name]) and per
+/// (non-resource URL, verb), each covered or not by a single owner rule.
+fn breakdown(rule: &PolicyRule) -> Vec<PolicyRule> {
+    let one = |s: &String| vec![s.clone()];
+    let mut out = Vec::new();
+    for group in &rule.api_groups {
+        for resource in &rule.resources {
+            for verb in &rule.verbs {
+                let base = PolicyRule {
+                    verbs: one(verb),
+                    api_groups: one(group),
+                    resources: one(resource),
+                    ..Default::default()
+                };
+                if rule.resource_names.is_empty() {
+                    out.push(base);
+                } else {
+                    for name in &rule.resource_names {
+                        out.push(PolicyRule {
+                            resource_names: one(name),
+                            ..base.clone()
+                        });
+                    }
+                }
+            }
+        }
+    }
+    for url in &rule.non_resource_urls {
+        for verb in &rule.verbs {
+            out.push(PolicyRule {
+                verbs: one(verb),
+                non_resource_urls: one(url),
+                ..Default::default()
+            });
+        }
+    }
+    out
+}
+
+fn has_all(set: &[String], wanted: &[String]) -> bool {
+    wanted.iter().all(|w| set.contains(w))
+}
+
+fn has_star_or_all(set: &[String], wanted: &[String]) -> bool {
+    set.iter().any(|s| s == "*") || has_all(set, wanted)
+}
+
+/// kube's `ruleCovers`: whether `owner` allows everything the broken-down `sub` does.
+fn rule_covers(owner: &PolicyRule, sub: &PolicyRule) -> bool {
+    let resources = has_star_or_all(&owner.resources, &sub.resources)
+        || sub.resources.iter().all(|path| {
+            owner.resources.contains(path)
+                || path.split_once('/').is_some_and(|(_, subresource)| {
+                    owner.resources.contains(&format!("*/{subresource}"))
+                })
+        });
+    let urls = sub.non_resource_urls.iter().all(|path| {
+        owner
+            .non_resource_urls
+            .iter()
+            .any(|o| o == path || (o.ends_with('*') && path.starts_with(o.trim_end_matches('*'))))
+    });
+    let names = if sub.resource_names.is_empty() {
+        owner.resource_names.is_empty()
+    } else {
+        owner.resource_names.is_empty() || has_all(&owner.resource_names, &sub.resource_names)
+    };
+    has_star_or_all(&owner.verbs, &sub.verbs)
+        && has_star_or_all(&owner.api_groups, &sub.api_groups)
+        && resources
+        && names
+        && urls
+}
+
+/// kube's `Covers`: the broken-down parts of `servant` that no rule of `owner` covers
+/// (empty: `owner` holds everything `servant` grants).
+pub fn uncovered(owner: &[PolicyRule], servant: &[PolicyRule]) -> Vec<PolicyRule> {
+    servant
+        .iter()
+        .flat_map(breakdown)
+        .filter(|sub| !owner.iter().any(|o| rule_covers(o, sub)))
+        .collect()
+}
+
+/// kube's `CompactRules`: rules of one group, one resource and at most one name that
+/// differ only by verb become one rule with all their verbs.
+fn compact_rules(rules: Vec<PolicyRule>) -> Vec<PolicyRule> {
+    let mut out = Vec::new();
+    let mut simple: Vec<PolicyRule> = Vec::new();
+    for rule in rules {
+        let is_simple = rule.resource_names.len() <= 1
+            && rule.non_resource_urls.is_empty()
+            && rule.api_groups.len() == 1
+            && rule.resources.len() == 1;
+        if !is_simple {
+            out.push(rule);
+            continue;
+        }
+        let same = simple.iter_mut().find(|s| {
+            s.api_groups == rule.api_groups
+                && s.resources == rule.resources
+                && s.resource_names == rule.resource_names
+        });
+        match same {
+            Some(s) => s.verbs.extend(rule.verbs),
+            None => simple.push(rule),
+        }
+    }
+    out.extend(simple);
+    out
+}
+
+/// kube's `ConfirmNoEscalation` message for the rules `user` lacks (`missing` as
+/// [`uncovered`] returns them), with the errors met resolving the user's own rules.
+pub fn escalation_message(user: &UserInfo, missing: Vec<PolicyRule>, errors: &[String]) -> String {
+    let descriptions: std::collections::BTreeSet<String> = compact_rules(missing)
+        .iter()
+        .map(PolicyRule::compact_string)
+        .collect();
+    let lines: Vec<String> = descriptions.into_iter().collect();
+    let mut msg = format!(
+        "user {} (groups={}) is attempting to grant RBAC permissions not currently held:\n{}",
+        crate::field::go_quote(&user.username),
+        go_quoted_list(&user.groups),
+        lines.join("\n")
+    );
+    if !errors.is_empty() {
+        msg.push_str(&format!("; resolution errors: [{}]", aggregate(errors)));
+    }
+    msg
 }
 
 /// Who a binding grants its role to (kube's `Subject`).
@@ -253,6 +433,8 @@ struct State {
     roles: HashMap<String, Slot<Vec<PolicyRule>>>,
     /// name → rules.
     cluster_roles: HashMap<String, Slot<Vec<PolicyRule>>>,
+    /// name → the ClusterRole itself (labels and `aggregationRule`, for aggregation).
+    cluster_role_objects: BTreeMap<String, Slot<Value>>,
     /// `namespace/name` → binding (ordered, to range over one namespace).
     role_bindings: BTreeMap<String, Slot<Binding>>,
     /// name → binding.
@@ -273,6 +455,10 @@ pub struct RbacRules {
     /// Key roots (`/registry/roles`, ...), in [`Which`] order.
     roots: [(Which, String); 4],
     state: RwLock<State>,
+    /// Signalled whenever a ClusterRole changes (wakes the aggregation controller).
+    cluster_roles_changed: tokio::sync::Notify,
+    /// Storage was loaded once: aggregation never works from a half-loaded cache.
+    loaded: std::sync::atomic::AtomicBool,
 }
 
 /// What visiting the rules of a user meets: a rule with the binding that grants it, or
@@ -294,6 +480,8 @@ impl RbacRules {
                 (Which::ClusterRoleBindings, root("clusterrolebindings")),
             ],
             state: RwLock::new(State::default()),
+            cluster_roles_changed: tokio::sync::Notify::new(),
+            loaded: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
@@ -324,12 +512,16 @@ impl RbacRules {
                 revision,
                 obj.map(PolicyRule::list_from),
             ),
-            Which::ClusterRoles => put(
-                &mut state.cluster_roles,
-                id,
-                revision,
-                obj.map(PolicyRule::list_from),
-            ),
+            Which::ClusterRoles => {
+                put(
+                    &mut state.cluster_roles,
+                    id,
+                    revision,
+                    obj.map(PolicyRule::list_from),
+                );
+                put(&mut state.cluster_role_objects, id, revision, obj.cloned());
+                self.cluster_roles_changed.notify_one();
+            }
             Which::RoleBindings => put(
                 &mut state.role_bindings,
                 id,
@@ -366,6 +558,8 @@ impl RbacRules {
                 }
             }
         }
+        self.loaded.store(true, std::sync::atomic::Ordering::SeqCst);
+        self.cluster_roles_changed.notify_one();
         Ok(revision)
     }
 
@@ -389,13 +583,21 @@ impl RbacRules {
     /// Visit the rules that apply to `user` in `namespace` (all namespaces' cluster-wide
     /// rules when empty), as kube's `VisitRulesFor`: ClusterRoleBindings first, then the
     /// namespace's RoleBindings; `f` returns false to stop.
-    fn visit(&self, user: &UserInfo, namespace: &str, f: &mut dyn FnMut(Visit<'_>) -> bool) {
+    /// `names` words the errors of roles not found as the authorizer's listers
+    /// (`role.rbac...`) or as the registry (`roles.rbac...`, the escalation check).
+    fn visit(
+        &self,
+        user: &UserInfo,
+        namespace: &str,
+        names: ErrorNames,
+        f: &mut dyn FnMut(Visit<'_>) -> bool,
+    ) {
         let Ok(state) = self.state.read() else {
             return;
         };
         for slot in state.cluster_role_bindings.values() {
             let Some(binding) = &slot.value else { continue };
-            if !visit_binding(&state, binding, user, "", f) {
+            if !visit_binding(&state, binding, user, "", names, f) {
                 return;
             }
         }
@@ -408,7 +610,7 @@ impl RbacRules {
                 break;
             }
             let Some(binding) = &slot.value else { continue };
-            if !visit_binding(&state, binding, user, namespace, f) {
+            if !visit_binding(&state, binding, user, namespace, names, f) {
                 return;
             }
         }
@@ -419,19 +621,24 @@ impl RbacRules {
     pub fn authorize(&self, attrs: &Attributes) -> (Decision, String) {
         let mut allowed_by = None;
         let mut errors: Vec<String> = Vec::new();
-        self.visit(&attrs.user, &attrs.namespace, &mut |v| match v {
-            Visit::Rule(binding, subject, rule) => {
-                if rule.allows(attrs) {
-                    allowed_by = Some(binding.describe(subject));
-                    return false;
+        self.visit(
+            &attrs.user,
+            &attrs.namespace,
+            ErrorNames::Lister,
+            &mut |v| match v {
+                Visit::Rule(binding, subject, rule) => {
+                    if rule.allows(attrs) {
+                        allowed_by = Some(binding.describe(subject));
+                        return false;
+                    }
+                    true
                 }
-                true
-            }
-            Visit::Error(e) => {
-                errors.push(e);
-                true
-            }
-        });
+                Visit::Error(e) => {
+                    errors.push(e);
+                    true
+                }
+            },
+        );
         if let Some(source) = allowed_by {
             return (Decision::Allow, format!("RBAC: allowed by {source}"));
         }
@@ -441,10 +648,51 @@ impl RbacRules {
         (Decision::NoOpinion, format!("RBAC: {}", aggregate(&errors)))
     }
 
-    /// Every rule that applies to `user` in `namespace`, and the errors resolving them.
+    /// kube's `ConfirmNoEscalation`: `Err` with kube's message unless the rules `user`
+    /// holds in `namespace` cover `rules`.
+    pub fn confirm_no_escalation(
+        &self,
+        user: &UserInfo,
+        namespace: &str,
+        rules: &[PolicyRule],
+    ) -> Result<(), String> {
+        let (owner, errors) = self.collect_rules(user, namespace, ErrorNames::Registry);
+        let missing = uncovered(&owner, rules);
+        if missing.is_empty() {
+            return Ok(());
+        }
+        Err(escalation_message(user, missing, &errors))
+    }
+
+    /// The rules of the role a binding in `namespace` references (`kind` is `Role` or
+    /// `ClusterRole`); `Err` is the registry's not-found message.
+    pub fn role_reference_rules(
+        &self,
+        kind: &str,
+        name: &str,
+        namespace: &str,
+    ) -> Result<Vec<PolicyRule>, String> {
+        let state = self
+            .state
+            .read()
+            .map_err(|_| "RBAC cache unavailable".to_string())?;
+        role_rules(&state, kind, name, namespace, ErrorNames::Registry).map(|r| r.to_vec())
+    }
+
+    /// Every rule that applies to `user` in `namespace`, and the errors resolving them
+    /// (worded as the authorizer's, the errors of a SelfSubjectRulesReview).
     pub fn rules_for(&self, user: &UserInfo, namespace: &str) -> (Vec<PolicyRule>, Vec<String>) {
+        self.collect_rules(user, namespace, ErrorNames::Lister)
+    }
+
+    fn collect_rules(
+        &self,
+        user: &UserInfo,
+        namespace: &str,
+        names: ErrorNames,
+    ) -> (Vec<PolicyRule>, Vec<String>) {
         let (mut rules, mut errors) = (Vec::new(), Vec::new());
-        self.visit(user, namespace, &mut |v| {
+        self.visit(user, namespace, names, &mut |v| {
             match v {
                 Visit::Rule(_, _, rule) => rules.push(rule.clone()),
                 Visit::Error(e) => errors.push(e),
@@ -461,6 +709,7 @@ fn visit_binding(
     binding: &Binding,
     user: &UserInfo,
     namespace: &str,
+    names: ErrorNames,
     f: &mut dyn FnMut(Visit<'_>) -> bool,
 ) -> bool {
     let Some(subject) = binding
@@ -470,20 +719,13 @@ fn visit_binding(
     else {
         return true;
     };
-    let q = crate::field::go_quote;
-    let rules = match binding.role_kind.as_str() {
-        "Role" => state
-            .roles
-            .get(&format!("{namespace}/{}", binding.role_name))
-            .and_then(|s| s.value.clone())
-            .ok_or_else(|| format!("role.{GROUP} {} not found", q(&binding.role_name))),
-        "ClusterRole" => state
-            .cluster_roles
-            .get(&binding.role_name)
-            .and_then(|s| s.value.clone())
-            .ok_or_else(|| format!("clusterrole.{GROUP} {} not found", q(&binding.role_name))),
-        other => Err(format!("unsupported role reference kind: {}", q(other))),
-    };
+    let rules = role_rules(
+        state,
+        &binding.role_kind,
+        &binding.role_name,
+        namespace,
+        names,
+    );
     match rules {
         Ok(rules) => rules
             .iter()
@@ -492,8 +734,47 @@ fn visit_binding(
     }
 }
 
+/// How errors name a role that is not found: kube's authorizer reads listers
+/// (`role.rbac.authorization.k8s.io "r" not found`), its RBAC registry reads storage
+/// (`roles.rbac.authorization.k8s.io "r" not found`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum ErrorNames {
+    Lister,
+    Registry,
+}
+
+/// The rules of the role a binding in `namespace` references (kube's
+/// `GetRoleReferenceRules`), or the error resolving it.
+fn role_rules(
+    state: &State,
+    kind: &str,
+    name: &str,
+    namespace: &str,
+    names: ErrorNames,
+) -> Result<Arc<Vec<PolicyRule>>, String> {
+    let q = crate::field::go_quote;
+    let plural = if names == ErrorNames::Registry {
+        "s"
+    } else {
+        ""
+    };
+    match kind {
+        "Role" => state
+            .roles
+            .get(&format!("{namespace}/{name}"))
+            .and_then(|s| s.value.clone())
+            .ok_or_else(|| format!("role{plural}.{GROUP} {} not found", q(name))),
+        "ClusterRole" => state
+            .cluster_roles
+            .get(name)
+            .and_then(|s| s.value.clone())
+            .ok_or_else(|| format!("clusterrole{plural}.{GROUP} {} not found", q(name))),
+        other => Err(format!("unsupported role reference kind: {}", q(other))),
+    }
+}
+
 /// kube's error aggregate: one message bare, several as `[a, b]` (duplicates once).
-fn aggregate(errors: &[String]) -> String {
+pub(crate) fn aggregate(errors: &[String]) -> String {
     let mut seen = std::collections::HashSet::new();
     let unique: Vec<&str> = errors
         .iter()
@@ -605,6 +886,34 @@ impl Authorizer for RbacAuthorizer {
         }
         self.rules.authorize(attrs)
     }
+
+    /// kube's `RBACAuthorizer.RulesFor`: each rule with resources is a resource rule,
+    /// each with non-resource URLs a non-resource rule.
+    fn rules_for(&self, user: &UserInfo, namespace: &str) -> super::authz::RulesInfo {
+        let (rules, errors) = self.rules.rules_for(user, namespace);
+        let mut info = super::authz::RulesInfo::default();
+        for rule in rules {
+            if !rule.resources.is_empty() {
+                info.resource_rules.push(PolicyRule {
+                    non_resource_urls: Vec::new(),
+                    ..rule.clone()
+                });
+            }
+            if !rule.non_resource_urls.is_empty() {
+                info.non_resource_rules.push(PolicyRule {
+                    verbs: rule.verbs,
+                    non_resource_urls: rule.non_resource_urls,
+                    ..Default::default()
+                });
+            }
+        }
+        for e in errors {
+            if !info.errors.contains(&e) {
+                info.errors.push(e);
+            }
+        }
+        info
+    }
 }
 
 /// kube's bootstrap ClusterRoles and ClusterRoleBindings tests commonly bind to, with
@@ -624,7 +933,7 @@ pub fn bootstrap_policy() -> Vec<Value> {
 /// kube's ClusterRole aggregation (`clusterroleaggregation` controller) over `objects`,
 /// repeated until nothing changes (aggregated roles may aggregate each other): each
 /// role with an `aggregationRule` gets the rules of the other ClusterRoles its
-/// selectors match, in name order, each rule once.
+/// selectors match ([`aggregated_rules`]).
 pub fn aggregate_cluster_roles(objects: &mut [Value]) {
     let is_role = |o: &Value| o.get("kind").and_then(Value::as_str) == Some("ClusterRole");
     for _ in 0..objects.len() {
@@ -633,42 +942,126 @@ pub fn aggregate_cluster_roles(objects: &mut [Value]) {
             if !is_role(&objects[i]) {
                 continue;
             }
-            let Some(selectors) = objects[i]
-                .pointer("/aggregationRule/clusterRoleSelectors")
-                .and_then(Value::as_array)
-                .cloned()
-            else {
+            let roles: Vec<&Value> = objects.iter().filter(|o| is_role(o)).collect();
+            let Some(rules) = aggregated_rules(&objects[i], &roles) else {
                 continue;
             };
-            let selectors: Vec<_> = selectors
-                .iter()
-                .filter_map(|s| crate::selector::labels::from_label_selector_json(s).ok())
-                .collect();
-            let me = object::name(&objects[i]).to_string();
-            let mut sources: Vec<&Value> = objects
-                .iter()
-                .filter(|o| is_role(o) && object::name(o) != me)
-                .filter(|o| selectors.iter().any(|s| s.matches_object(o)))
-                .collect();
-            sources.sort_by_key(|o| object::name(o));
-            let mut rules: Vec<Value> = Vec::new();
-            for rule in sources
-                .iter()
-                .filter_map(|o| o.get("rules").and_then(Value::as_array))
-                .flatten()
-            {
-                if !rules.contains(rule) {
-                    rules.push(rule.clone());
-                }
-            }
-            let rules = Value::Array(rules);
-            if objects[i].get("rules") != Some(&rules) {
-                objects[i]["rules"] = rules;
+            if PolicyRule::list_from(&objects[i]) != PolicyRule::list_from(&rules) {
+                objects[i]["rules"] = rules["rules"].clone();
                 changed = true;
             }
         }
         if !changed {
             break;
+        }
+    }
+}
+
+/// The rules kube's aggregation controller gives `role` (`{"rules": [...]}`), or `None`
+/// when it has no `aggregationRule`: per selector in order, the rules of the other
+/// ClusterRoles it matches in name order, each rule once.
+pub fn aggregated_rules(role: &Value, cluster_roles: &[&Value]) -> Option<Value> {
+    let selectors = role
+        .pointer("/aggregationRule/clusterRoleSelectors")
+        .and_then(Value::as_array)?;
+    let me = object::name(role);
+    let mut sources: Vec<&Value> = cluster_roles.to_vec();
+    sources.sort_by_key(|o| object::name(o));
+    let (mut rules, mut seen) = (Vec::new(), Vec::new());
+    for selector in selectors {
+        // An invalid selector stops kube's sync of this role: keep what it has.
+        let selector = crate::selector::labels::from_label_selector_json(selector).ok()?;
+        for source in sources.iter().filter(|o| object::name(o) != me) {
+            if !selector.matches_object(source) {
+                continue;
+            }
+            let list = source.get("rules").and_then(Value::as_array);
+            for rule in list.into_iter().flatten() {
+                let parsed = PolicyRule::from_json(rule);
+                if !seen.contains(&parsed) {
+                    seen.push(parsed);
+                    rules.push(rule.clone());
+                }
+            }
+        }
+    }
+    Some(serde_json::json!({ "rules": rules }))
+}
+
+/// The field manager of the aggregation controller's writes.
+pub const AGGREGATION_MANAGER: &str = "clusterrole-aggregation-controller";
+
+impl RbacRules {
+    /// The aggregated ClusterRoles whose rules differ from what aggregation gives them
+    /// now: `(name, rules)`.
+    pub fn aggregation_updates(&self) -> Vec<(String, Value)> {
+        if !self.loaded.load(std::sync::atomic::Ordering::SeqCst) {
+            return Vec::new();
+        }
+        let Ok(state) = self.state.read() else {
+            return Vec::new();
+        };
+        let roles: Vec<&Value> = state
+            .cluster_role_objects
+            .values()
+            .filter_map(|s| s.value.as_deref())
+            .collect();
+        roles
+            .iter()
+            .filter_map(|role| {
+                let rules = aggregated_rules(role, &roles)?;
+                (PolicyRule::list_from(role) != PolicyRule::list_from(&rules))
+                    .then(|| (object::name(role).to_string(), rules["rules"].clone()))
+            })
+            .collect()
+    }
+}
+
+/// Start kube's ClusterRole aggregation controller: whenever a ClusterRole changes,
+/// aggregated ClusterRoles get the union of the rules their selectors match, written
+/// through the store (the RBAC cache, hence authorization, follows).
+pub fn start_aggregation(api: &Arc<crate::apiserver::ApiServer>) {
+    tokio::spawn(run_aggregation(Arc::downgrade(api), api.rbac.clone()));
+}
+
+async fn run_aggregation(api: Weak<crate::apiserver::ApiServer>, cache: Arc<RbacRules>) {
+    loop {
+        // Wake now and then to notice the server is gone.
+        let woken = tokio::time::timeout(
+            std::time::Duration::from_secs(5),
+            cache.cluster_roles_changed.notified(),
+        )
+        .await;
+        let Some(api) = api.upgrade() else { return };
+        if woken.is_err() {
+            continue;
+        }
+        let Some(kind) = api.builtin(GROUP, "v1", "clusterroles") else {
+            continue;
+        };
+        for (name, rules) in cache.aggregation_updates() {
+            // Writes by the server itself carry no user: no escalation check applies.
+            let opts = crate::rest::WriteOptions {
+                field_manager: AGGREGATION_MANAGER.into(),
+                ..Default::default()
+            };
+            let res = api
+                .store
+                .update(kind.as_ref(), "", &name, &opts, false, |cur| {
+                    let mut desired = cur.clone();
+                    desired["rules"] = rules.clone();
+                    Ok(desired)
+                })
+                .await;
+            match res {
+                Ok(w) => api.after_write(kind.descriptor(), &w.object, w.deleted),
+                Err(e) if e.code == 404 => {}
+                Err(e) => {
+                    tracing::warn!(clusterrole = %name, error = %e.message, "aggregation failed; retrying");
+                    tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+                    cache.cluster_roles_changed.notify_one();
+                }
+            }
         }
     }
 }
@@ -771,6 +1164,9 @@ mod tests {
 
     fn cache(objects: &[(&str, Value)]) -> RbacRules {
         let rules = RbacRules::new("/registry");
+        rules
+            .loaded
+            .store(true, std::sync::atomic::Ordering::SeqCst);
         for (i, (key, obj)) in objects.iter().enumerate() {
             rules.apply(&format!("/registry/{key}"), i as i64 + 1, Some(obj));
         }
@@ -967,5 +1363,226 @@ mod tests {
         assert!(items.iter().any(|o| o["kind"] == "ClusterRoleBinding"
             && object::name(o) == "cluster-admin"
             && o["subjects"][0]["name"] == MASTERS_GROUP));
+    }
+
+    fn rules(v: Value) -> Vec<PolicyRule> {
+        v.as_array()
+            .map(|a| a.iter().map(PolicyRule::from_json).collect())
+            .unwrap_or_default()
+    }
+
+    // kube's policy_comparator_test.go `TestCoversMultipleRulesMissingSingleVerbResourceCombination`.
+    #[test]
+    fn covers_reports_the_single_missing_verb_resource_combination() {
+        let owner = rules(json!([
+            {"apiGroups": ["v1"], "verbs": ["delete", "update"], "resources": ["builds", "deployments"]},
+            {"apiGroups": ["v1"], "verbs": ["delete"], "resources": ["pods"]}]));
+        let servant = rules(json!([
+            {"apiGroups": ["v1"], "verbs": ["delete", "update"], "resources": ["builds", "deployments", "pods"]}]));
+        assert_eq!(
+            uncovered(&owner, &servant),
+            rules(json!([{"apiGroups": ["v1"], "verbs": ["update"], "resources": ["pods"]}]))
+        );
+    }
+
+    // `TestCoversSubresourceWildcard`, `TestCoversAPIGroupStarCoveringMultiple`,
+    // `TestCoversEnumerationNotCoveringAPIGroupStar`, `TestCoversVerbStarCoveringMultiple`.
+    #[test]
+    fn covers_wildcards_only_from_the_owner_side() {
+        let owner =
+            rules(json!([{"apiGroups": ["v1"], "verbs": ["get"], "resources": ["*/scale"]}]));
+        let servant =
+            rules(json!([{"apiGroups": ["v1"], "verbs": ["get"], "resources": ["foo/scale"]}]));
+        assert!(uncovered(&owner, &servant).is_empty());
+        let owner = rules(json!([{"apiGroups": ["*"], "verbs": ["get"], "resources": ["roles"]}]));
+        let servant = rules(
+            json!([{"apiGroups": ["group1", "group2"], "verbs": ["get"], "resources": ["roles"]}]),
+        );
+        assert!(uncovered(&owner, &servant).is_empty());
+        let owner = rules(
+            json!([{"apiGroups": ["dummy-group"], "verbs": ["get"], "resources": ["roles"]}]),
+        );
+        let servant =
+            rules(json!([{"apiGroups": ["*"], "verbs": ["get"], "resources": ["roles"]}]));
+        assert_eq!(uncovered(&owner, &servant), servant);
+        let owner = rules(json!([{"apiGroups": ["v1"], "verbs": ["*"], "resources": ["roles"]}]));
+        let servant = rules(
+            json!([{"apiGroups": ["v1"], "verbs": ["watch", "list"], "resources": ["roles"]}]),
+        );
+        assert!(uncovered(&owner, &servant).is_empty());
+    }
+
+    // `TestCoversResourceNameEmpty`-style cases and the non-resource URL ones
+    // (`TestCoversNonResourceURLsStarAfterPrefixDoesntCover`).
+    #[test]
+    fn covers_resource_names_and_non_resource_urls() {
+        let named = rules(
+            json!([{"apiGroups": ["v1"], "verbs": ["get"], "resources": ["pods"], "resourceNames": ["foo", "bar"]}]),
+        );
+        let any = rules(json!([{"apiGroups": ["v1"], "verbs": ["get"], "resources": ["pods"]}]));
+        assert!(uncovered(&any, &named).is_empty());
+        assert_eq!(uncovered(&named, &any), any);
+        let owner = rules(json!([{"nonResourceURLs": ["/apis/*"], "verbs": ["*"]}]));
+        let servant = rules(json!([{"nonResourceURLs": ["/apis", "/apis/v1"], "verbs": ["get"]}]));
+        assert_eq!(
+            uncovered(&owner, &servant),
+            rules(json!([{"nonResourceURLs": ["/apis"], "verbs": ["get"]}]))
+        );
+    }
+
+    // The message of kube's `ConfirmNoEscalation`: missing rules compacted by resource
+    // (`CompactRules`), printed by `CompactString`, sorted, one per line.
+    #[test]
+    fn escalation_message_lists_compacted_missing_rules_sorted() {
+        let servant = rules(json!([
+            {"apiGroups": [""], "verbs": ["get", "list"], "resources": ["secrets", "pods"]},
+            {"apiGroups": [""], "verbs": ["get"], "resources": ["configmaps"], "resourceNames": ["a", "b"]},
+            {"nonResourceURLs": ["/metrics"], "verbs": ["get"]}]));
+        let alice = user("alice", &["system:authenticated", "devs"]);
+        let missing = uncovered(&[], &servant);
+        assert_eq!(
+            escalation_message(&alice, missing, &[]),
+            "user \"alice\" (groups=[\"system:authenticated\" \"devs\"]) is attempting to grant RBAC permissions not currently held:\n\
+             {APIGroups:[\"\"], Resources:[\"configmaps\"], ResourceNames:[\"a\"], Verbs:[\"get\"]}\n\
+             {APIGroups:[\"\"], Resources:[\"configmaps\"], ResourceNames:[\"b\"], Verbs:[\"get\"]}\n\
+             {APIGroups:[\"\"], Resources:[\"pods\"], Verbs:[\"get\" \"list\"]}\n\
+             {APIGroups:[\"\"], Resources:[\"secrets\"], Verbs:[\"get\" \"list\"]}\n\
+             {NonResourceURLs:[\"/metrics\"], Verbs:[\"get\"]}"
+        );
+        let missing = uncovered(
+            &[],
+            &rules(json!([{"apiGroups": [""], "verbs": ["get"], "resources": ["pods"]}])),
+        );
+        assert_eq!(
+            escalation_message(&user("bob", &[]), missing, &["clusterroles.rbac.authorization.k8s.io \"x\" not found".into()]),
+            "user \"bob\" (groups=[]) is attempting to grant RBAC permissions not currently held:\n\
+             {APIGroups:[\"\"], Resources:[\"pods\"], Verbs:[\"get\"]}; resolution errors: [clusterroles.rbac.authorization.k8s.io \"x\" not found]"
+        );
+    }
+
+    #[test]
+    fn confirm_no_escalation_uses_the_rules_held_in_the_namespace() {
+        let c = cache(&[
+            (
+                "roles/ns1/reader",
+                json!({"rules": [{"verbs": ["get", "list"], "apiGroups": [""], "resources": ["pods"]}]}),
+            ),
+            (
+                "rolebindings/ns1/rb",
+                role_binding(
+                    "ns1",
+                    "rb",
+                    "Role",
+                    "reader",
+                    json!([{"kind": "User", "name": "alice"}]),
+                ),
+            ),
+            (
+                "rolebindings/ns1/gone",
+                role_binding(
+                    "ns1",
+                    "gone",
+                    "ClusterRole",
+                    "gone",
+                    json!([{"kind": "User", "name": "alice"}]),
+                ),
+            ),
+        ]);
+        let alice = user("alice", &[]);
+        let get = rules(json!([{"verbs": ["get"], "apiGroups": [""], "resources": ["pods"]}]));
+        assert_eq!(c.confirm_no_escalation(&alice, "ns1", &get), Ok(()));
+        let err = c
+            .confirm_no_escalation(&alice, "ns2", &get)
+            .expect_err("not held in ns2");
+        assert!(
+            err.ends_with("{APIGroups:[\"\"], Resources:[\"pods\"], Verbs:[\"get\"]}"),
+            "{err}"
+        );
+        let delete =
+            rules(json!([{"verbs": ["delete"], "apiGroups": [""], "resources": ["pods"]}]));
+        let err = c
+            .confirm_no_escalation(&alice, "ns1", &delete)
+            .expect_err("not held");
+        assert!(
+            err.ends_with(
+                "; resolution errors: [clusterroles.rbac.authorization.k8s.io \"gone\" not found]"
+            ),
+            "{err}"
+        );
+        assert_eq!(
+            c.role_reference_rules("Role", "missing", "ns1"),
+            Err("roles.rbac.authorization.k8s.io \"missing\" not found".into())
+        );
+    }
+
+    fn cluster_role(name: &str, labels: Value, rules: Value) -> Value {
+        json!({"kind": "ClusterRole", "metadata": {"name": name, "labels": labels}, "rules": rules})
+    }
+
+    // kube's aggregation controller: per selector in order, matching roles by name,
+    // each rule once, never the role itself.
+    #[test]
+    fn aggregation_takes_rules_per_selector_by_name_once() {
+        let agg = json!({"kind": "ClusterRole", "metadata": {"name": "agg", "labels": {"a": "x"}},
+            "aggregationRule": {"clusterRoleSelectors": [{"matchLabels": {"b": "x"}}, {"matchLabels": {"a": "x"}}]}});
+        let get = json!({"verbs": ["get"], "apiGroups": [""], "resources": ["pods"]});
+        let list = json!({"verbs": ["list"], "apiGroups": [""], "resources": ["pods"]});
+        let z = cluster_role("z", json!({"b": "x"}), json!([list]));
+        let a = cluster_role("a", json!({"a": "x"}), json!([get, list]));
+        let m = cluster_role("m", json!({"b": "x"}), json!([get]));
+        let roles = [&agg, &z, &a, &m];
+        assert_eq!(
+            aggregated_rules(&agg, &roles),
+            Some(json!({"rules": [get, list]}))
+        );
+        assert_eq!(aggregated_rules(&a, &roles), None);
+    }
+
+    #[test]
+    fn aggregation_updates_follow_labelled_roles_in_the_cache() {
+        let agg = json!({"metadata": {"name": "agg"},
+            "aggregationRule": {"clusterRoleSelectors": [{"matchLabels": {"agg": "true"}}]}});
+        let c = cache(&[("clusterroles/agg", agg)]);
+        assert!(c.aggregation_updates().is_empty());
+        let rule =
+            json!({"verbs": ["get"], "apiGroups": ["example.com"], "resources": ["widgets"]});
+        c.apply(
+            "/registry/clusterroles/w",
+            10,
+            Some(&cluster_role("w", json!({"agg": "true"}), json!([rule]))),
+        );
+        assert_eq!(
+            c.aggregation_updates(),
+            [("agg".to_string(), json!([rule]))]
+        );
+        c.apply("/registry/clusterroles/w", 11, None);
+        assert!(c.aggregation_updates().is_empty());
+    }
+
+    #[test]
+    fn rbac_rules_for_splits_resource_and_non_resource_rules() {
+        let c = Arc::new(cache(&[
+            (
+                "clusterroles/cr",
+                json!({"rules": [{"verbs": ["get"], "apiGroups": [""], "resources": ["pods"]},
+                                 {"verbs": ["get"], "nonResourceURLs": ["/healthz"]}]}),
+            ),
+            (
+                "clusterrolebindings/b",
+                json!({"metadata": {"name": "b"}, "roleRef": {"kind": "ClusterRole", "name": "cr"},
+                       "subjects": [{"kind": "User", "name": "alice"}]}),
+            ),
+        ]));
+        let info = RbacAuthorizer::new(c).rules_for(&user("alice", &[]), "ns1");
+        assert_eq!(
+            info.resource_rules,
+            rules(json!([{"verbs": ["get"], "apiGroups": [""], "resources": ["pods"]}]))
+        );
+        assert_eq!(
+            info.non_resource_rules,
+            rules(json!([{"verbs": ["get"], "nonResourceURLs": ["/healthz"]}]))
+        );
+        assert!(!info.incomplete);
+        assert!(info.errors.is_empty());
     }
 }

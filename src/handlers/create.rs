@@ -64,3 +64,61 @@ pub async fn access_review(
     let reply = crate::http::response::Reply::with_code(StatusCode::CREATED, answer);
     Ok(super::object_reply(req, kind, reply))
 }
+
+/// `POST serviceaccounts/NAME/token`: a TokenRequest, answered with a signed token and
+/// never stored.
+pub async fn service_account_token(
+    api: &Arc<ApiServer>,
+    req: &ApiRequest,
+    kind: &dyn ResourceKind,
+) -> Result<Response<Body>, Status> {
+    let mut opts = write_options(api, req, "CreateOptions")?;
+    let obj = decode_object(req, kind, &mut opts)?;
+    let Some(tokens) = api.options.service_account_tokens.as_deref() else {
+        return Err(Status::not_found_message(
+            "the server could not find the requested resource",
+        ));
+    };
+    let answer = crate::rest::builtin::token_request::create(
+        api,
+        tokens,
+        &req.info.namespace,
+        &req.info.name,
+        obj,
+        chrono::Utc::now(),
+    )
+    .await?;
+    let reply = crate::http::response::Reply::with_code(StatusCode::CREATED, answer);
+    Ok(crate::http::response::reply(reply, req.output))
+}
+
+/// Answer a TokenReview or SelfSubjectReview (`authentication.k8s.io`): decoded as a
+/// create, never stored.
+pub async fn authentication_review(
+    api: &Arc<ApiServer>,
+    req: &ApiRequest,
+    kind: &dyn ResourceKind,
+    review: crate::rest::builtin::token_review::Review,
+) -> Result<Response<Body>, Status> {
+    use crate::rest::builtin::token_review::{self, Review};
+    let mut opts = write_options(api, req, "CreateOptions")?;
+    let obj = decode_object(req, kind, &mut opts)?;
+    let answer = match review {
+        Review::SelfSubject => token_review::self_subject(&req.user, chrono::Utc::now()),
+        Review::Token => {
+            let Some(tokens) = api.options.service_account_tokens.clone() else {
+                return Err(Status::not_found_message(
+                    "the server could not find the requested resource",
+                ));
+            };
+            let authenticator = crate::auth::service_account::TokenAuthenticator {
+                tokens,
+                storage: api.store.storage.clone(),
+                prefix: api.options.prefix.clone(),
+            };
+            token_review::token(&obj, &req.info.namespace, &authenticator).await?
+        }
+    };
+    let reply = crate::http::response::Reply::with_code(StatusCode::CREATED, answer);
+    Ok(super::object_reply(req, kind, reply))
+}

@@ -99,6 +99,15 @@ async fn resource(api: &Arc<ApiServer>, req: &ApiRequest) -> Result<Response<Bod
             _ => Err(method_not_allowed()),
         };
     }
+    // TokenReviews and SelfSubjectReviews too.
+    if let Some(review) = crate::rest::builtin::token_review::Review::of(&d.gr) {
+        return match (info.verb.as_str(), sub) {
+            ("create", "") if info.name.is_empty() => {
+                create::authentication_review(api, req, kind, review).await
+            }
+            _ => Err(method_not_allowed()),
+        };
+    }
     let status_ok = d.status_subresource;
     let scale_ok = matches!(&resolved, Resolved::Custom(k) if k.schema().scale.is_some());
     match (info.verb.as_str(), sub) {
@@ -113,6 +122,9 @@ async fn resource(api: &Arc<ApiServer>, req: &ApiRequest) -> Result<Response<Bod
         ("get", "status") if status_ok => read::get(api, req, kind).await,
         ("update", "status") if status_ok => update::update(api, req, kind).await,
         ("patch", "status") if status_ok => patch::patch(api, req, kind).await,
+        ("create", "token") if d.gr.group.is_empty() && d.gr.resource == "serviceaccounts" => {
+            create::service_account_token(api, req, kind).await
+        }
         ("update", "finalize") if d.gr.resource == "namespaces" => {
             update::update(api, req, kind).await
         }

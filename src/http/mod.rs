@@ -220,6 +220,7 @@ pub async fn admit(
     let user = gate
         .authenticator
         .authenticate(headers, conn)
+        .await
         .map_err(|s| response::status(&s, Output::Json))?;
     let attrs = Attributes::new(&user, info, path);
     let (decision, reason) = gate.authorizer.authorize(&attrs).await;

@@ -83,6 +83,15 @@ impl BuiltinResource {
         self.subresources.iter().any(|(s, _)| *s == name)
     }
 
+    /// The `(group, version, kind)` a subresource answers with: the resource's own,
+    /// except kube's TokenRequest for `serviceaccounts/token`.
+    pub fn subresource_kind(&self, sub: &str) -> (&'static str, &'static str, &'static str) {
+        match (self.group, self.resource, sub) {
+            ("", "serviceaccounts", "token") => ("authentication.k8s.io", "v1", "TokenRequest"),
+            _ => (self.group, self.version, self.kind),
+        }
+    }
+
     /// Whether a verb is served on the main resource.
     pub fn has_verb(&self, verb: &str) -> bool {
         self.verbs.contains(&verb)
@@ -109,6 +118,7 @@ impl BuiltinResource {
 /// `<version>.<group>`). Custom resource groups come after all of these.
 pub const GROUPS: &[(&str, &str)] = &[
     ("events.k8s.io", "v1"),
+    ("authentication.k8s.io", "v1"),
     ("authorization.k8s.io", "v1"),
     ("rbac.authorization.k8s.io", "v1"),
     ("admissionregistration.k8s.io", "v1"),
@@ -266,7 +276,7 @@ pub const RESOURCES: &[BuiltinResource] = &[
         verbs: ALL_VERBS,
         short_names: &["sa"],
         categories: &[],
-        subresources: &[],
+        subresources: &[("token", &["create"])],
         storage: "serviceaccounts",
         definition: "io.k8s.api.core.v1.ServiceAccount",
         generation: false,
@@ -362,6 +372,36 @@ pub const RESOURCES: &[BuiltinResource] = &[
         generation: false,
     },
     BuiltinResource {
+        group: "authentication.k8s.io",
+        version: "v1",
+        resource: "selfsubjectreviews",
+        singular: "selfsubjectreview",
+        kind: "SelfSubjectReview",
+        namespaced: false,
+        verbs: &["create"],
+        short_names: &[],
+        categories: &[],
+        subresources: &[],
+        storage: "",
+        definition: "io.k8s.api.authentication.v1.SelfSubjectReview",
+        generation: false,
+    },
+    BuiltinResource {
+        group: "authentication.k8s.io",
+        version: "v1",
+        resource: "tokenreviews",
+        singular: "tokenreview",
+        kind: "TokenReview",
+        namespaced: false,
+        verbs: &["create"],
+        short_names: &[],
+        categories: &[],
+        subresources: &[],
+        storage: "",
+        definition: "io.k8s.api.authentication.v1.TokenReview",
+        generation: false,
+    },
+    BuiltinResource {
         group: "authorization.k8s.io",
         version: "v1",
         resource: "localsubjectaccessreviews",
@@ -389,6 +429,21 @@ pub const RESOURCES: &[BuiltinResource] = &[
         subresources: &[],
         storage: "",
         definition: "io.k8s.api.authorization.v1.SelfSubjectAccessReview",
+        generation: false,
+    },
+    BuiltinResource {
+        group: "authorization.k8s.io",
+        version: "v1",
+        resource: "selfsubjectrulesreviews",
+        singular: "selfsubjectrulesreview",
+        kind: "SelfSubjectRulesReview",
+        namespaced: false,
+        verbs: &["create"],
+        short_names: &[],
+        categories: &[],
+        subresources: &[],
+        storage: "",
+        definition: "io.k8s.api.authorization.v1.SelfSubjectRulesReview",
         generation: false,
     },
     BuiltinResource {

@@ -68,13 +68,20 @@ fn legacy(r: &BuiltinResource) -> Vec<Value> {
     }
     let mut out = vec![main];
     for (sub, verbs) in r.subresources {
-        out.push(json!({
+        let (group, version, kind) = r.subresource_kind(sub);
+        let mut entry = json!({
             "name": format!("{}/{sub}", r.resource),
             "singularName": "",
             "namespaced": r.namespaced,
-            "kind": r.kind,
+            "kind": kind,
             "verbs": verbs,
-        }));
+        });
+        // kube names the group and version of a subresource of another group's kind.
+        if (group, version) != (r.group, r.version) {
+            entry["group"] = json!(group);
+            entry["version"] = json!(version);
+        }
+        out.push(entry);
     }
     out
 }
@@ -85,7 +92,11 @@ fn aggregated(r: &BuiltinResource) -> Value {
     let subresources: Vec<Value> = r
         .subresources
         .iter()
-        .map(|(sub, verbs)| json!({"subresource": sub, "responseKind": gvk, "verbs": verbs}))
+        .map(|(sub, verbs)| {
+            let (group, version, kind) = r.subresource_kind(sub);
+            let kind = json!({"group": group, "version": version, "kind": kind});
+            json!({"subresource": sub, "responseKind": kind, "verbs": verbs})
+        })
         .collect();
     let mut out = json!({
         "resource": r.resource,

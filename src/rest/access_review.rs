@@ -1,11 +1,13 @@
-//! `authorization.k8s.io/v1` SelfSubjectAccessReviews, SubjectAccessReviews and
-//! LocalSubjectAccessReviews (`pkg/registry/authorization/*`): create-only kinds that
-//! are never stored. A create asks the server's authorizer about the attributes in the
-//! spec and answers with the review and its `status` (`allowed`, `denied`, `reason`);
-//! `kubectl auth can-i` is a SelfSubjectAccessReview.
+//! `authorization.k8s.io/v1` SelfSubjectAccessReviews, SubjectAccessReviews,
+//! LocalSubjectAccessReviews and SelfSubjectRulesReviews (`pkg/registry/authorization/*`):
+//! create-only kinds that are never stored. An access review asks the server's
+//! authorizer about the attributes in the spec and answers with the review and its
+//! `status` (`allowed`, `denied`, `reason`); `kubectl auth can-i` is a
+//! SelfSubjectAccessReview. A rules review lists the rules the requesting user holds in
+//! `spec.namespace` (`kubectl auth can-i --list`), as the authorizers resolve them.
 //!
-//! Not done: SelfSubjectRulesReviews (`kubectl auth can-i --list`) and the checks of
-//! `fieldSelector`/`labelSelector` attributes (RBAC ignores selectors anyway).
+//! Not done: the checks of `fieldSelector`/`labelSelector` attributes (RBAC ignores
+//! selectors anyway).
 
 use super::{Admitted, Descriptor, ResourceKind, WriteOptions};
 use crate::auth::authz::{Attributes, Authorizer, Decision};
@@ -26,11 +28,18 @@ pub enum Review {
     Subject,
     /// `LocalSubjectAccessReview`: a SubjectAccessReview within one namespace.
     LocalSubject,
+    /// `SelfSubjectRulesReview`: what may the requesting user do in a namespace?
+    SelfSubjectRules,
 }
 
 impl Review {
     /// Every review kind.
-    pub const ALL: [Review; 3] = [Review::SelfSubject, Review::Subject, Review::LocalSubject];
+    pub const ALL: [Review; 4] = [
+        Review::SelfSubject,
+        Review::Subject,
+        Review::LocalSubject,
+        Review::SelfSubjectRules,
+    ];
 
     /// The review served at `gr`, if any.
     pub fn of(gr: &GroupResource) -> Option<Review> {
@@ -48,6 +57,7 @@ impl Review {
             Review::SelfSubject => "selfsubjectaccessreviews",
             Review::Subject => "subjectaccessreviews",
             Review::LocalSubject => "localsubjectaccessreviews",
+            Review::SelfSubjectRules => "selfsubjectrulesreviews",
         }
     }
 
@@ -57,6 +67,7 @@ impl Review {
             Review::SelfSubject => "SelfSubjectAccessReview",
             Review::Subject => "SubjectAccessReview",
             Review::LocalSubject => "LocalSubjectAccessReview",
+            Review::SelfSubjectRules => "SelfSubjectRulesReview",
         }
     }
 }
@@ -327,13 +338,16 @@ pub async fn review(
     authorizer: &dyn Authorizer,
 ) -> Result<Value, Status> {
     let spec = obj.get("spec").cloned().unwrap_or(Value::Null);
+    if which == Review::SelfSubjectRules {
+        return rules_review(&spec, requester, authorizer);
+    }
     let errs = validate(which, obj, &spec);
     if !errs.is_empty() {
         // kube's decoder clears the internal object's kind: the message names none.
         return Err(Status::invalid("", GROUP, "", &errs));
     }
     let user = match which {
-        Review::SelfSubject => requester.clone(),
+        Review::SelfSubject | Review::SelfSubjectRules => requester.clone(),
         Review::Subject | Review::LocalSubject => spec_user(&spec),
     };
     let (decision, reason) = authorizer.authorize(&attributes(user, &spec)).await;
@@ -354,6 +368,59 @@ pub async fn review(
         "apiVersion": format!("{GROUP}/v1"),
         "metadata": metadata,
         "spec": normalized_spec(which, &spec),
+        "status": status,
+    }))
+}
+
+/// kube's SelfSubjectRulesReview answer: no metadata, an empty spec and the rules of
+/// `requester` in `spec.namespace` (a 400 without one).
+fn rules_review(
+    spec: &Value,
+    requester: &UserInfo,
+    authorizer: &dyn Authorizer,
+) -> Result<Value, Status> {
+    let namespace = str_of(spec, "namespace");
+    if namespace.is_empty() {
+        return Err(Status::bad_request("no namespace on request"));
+    }
+    let info = authorizer.rules_for(requester, namespace);
+    let resource_rules: Vec<Value> = info
+        .resource_rules
+        .iter()
+        .map(|r| {
+            let mut v = r.to_json();
+            if let Some(m) = v.as_object_mut() {
+                m.remove("nonResourceURLs");
+            }
+            v
+        })
+        .collect();
+    let non_resource_rules: Vec<Value> = info
+        .non_resource_rules
+        .iter()
+        .map(|r| {
+            let mut m = Map::new();
+            m.insert("verbs".into(), json!(r.verbs));
+            if !r.non_resource_urls.is_empty() {
+                m.insert("nonResourceURLs".into(), json!(r.non_resource_urls));
+            }
+            Value::Object(m)
+        })
+        .collect();
+    let mut status = json!({
+        "resourceRules": resource_rules,
+        "nonResourceRules": non_resource_rules,
+        "incomplete": info.incomplete,
+    });
+    let error = info.evaluation_error();
+    if !error.is_empty() {
+        status["evaluationError"] = json!(error);
+    }
+    Ok(json!({
+        "kind": Review::SelfSubjectRules.kind(),
+        "apiVersion": format!("{GROUP}/v1"),
+        "metadata": {},
+        "spec": {},
         "status": status,
     }))
 }
@@ -432,5 +499,45 @@ mod tests {
         let a = attributes(alice(), &spec);
         assert_eq!(a.api_version, "*");
         assert!(a.resource_request);
+    }
+
+    #[tokio::test]
+    async fn rules_review_lists_the_authorizers_rules_without_metadata_or_spec() {
+        let body = json!({"metadata": {"name": "x"}, "spec": {"namespace": "default"}});
+        let out = review(Review::SelfSubjectRules, &body, &alice(), "", &AlwaysAllow)
+            .await
+            .expect("review");
+        assert_eq!(
+            out,
+            json!({"kind": "SelfSubjectRulesReview", "apiVersion": "authorization.k8s.io/v1",
+                "metadata": {}, "spec": {},
+                "status": {"resourceRules": [{"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]}],
+                           "nonResourceRules": [{"verbs": ["*"], "nonResourceURLs": ["*"]}],
+                           "incomplete": false}})
+        );
+        let out = review(Review::SelfSubjectRules, &body, &alice(), "", &AlwaysDeny)
+            .await
+            .expect("review");
+        assert_eq!(
+            out["status"],
+            json!({"resourceRules": [], "nonResourceRules": [], "incomplete": false})
+        );
+    }
+
+    #[tokio::test]
+    async fn rules_review_without_a_namespace_is_a_bad_request() {
+        let err = review(
+            Review::SelfSubjectRules,
+            &json!({"spec": {}}),
+            &alice(),
+            "",
+            &AlwaysAllow,
+        )
+        .await
+        .expect_err("no namespace");
+        assert_eq!(
+            (err.code, err.message.as_str()),
+            (400, "no namespace on request")
+        );
     }
 }

@@ -243,6 +243,19 @@ pub trait ResourceKind: Send + Sync {
         Ok(out)
     }
 
+    /// Checks of a create (`old`: `None`) or an update that need the requesting user
+    /// and IO, run on the object after mutating admission (kube's RBAC escalation
+    /// check); `None` (the default): nothing to check.
+    fn write_check<'a>(
+        &'a self,
+        obj: &'a Value,
+        old: Option<&'a Value>,
+        opts: &'a WriteOptions,
+    ) -> Option<futures::future::BoxFuture<'a, Result<(), Status>>> {
+        let _ = (obj, old, opts);
+        None
+    }
+
     /// Convert an admitted object to the form kept in storage (custom resources: the
     /// storage version, which may take a call to the CRD's conversion webhook).
     fn to_storage<'a>(&'a self, obj: &'a mut Value) -> Conversion<'a> {

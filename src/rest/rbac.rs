@@ -3,34 +3,371 @@
 //! served by [`TypedKind`], with kube's defaults, validation and printers. The
 //! authorizer reading them is `auth::rbac`.
 //!
-//! Not done: kube's escalation check (a user may grant only what they hold unless they
-//! may `escalate`/`bind`), and `PUT` creating a missing object (`AllowCreateOnUpdate`).
+//! [`RbacKind`] adds kube's escalation check (`pkg/registry/rbac/*/policybased`) in
+//! `RBAC` mode: a user may write a Role or ClusterRole only with rules they hold, unless
+//! they may `escalate` it; a binding only to a role whose rules they hold, unless they
+//! may `bind` it; `system:masters` may do anything.
+//!
+//! Not done: `PUT` creating a missing object (`AllowCreateOnUpdate`).
 
 use super::builtin::{age_cell, at};
 use super::typed::{str_at, Strategy, TypedKind};
-use super::Descriptor;
+use super::{Admitted, Conversion, Descriptor, ResourceKind, WriteOptions};
+use crate::auth::authz::{Attributes, Authorizer, Decision};
+use crate::auth::rbac::{PolicyRule, RbacRules};
+use crate::auth::UserInfo;
 use crate::field::{BadValue, Error, ErrorList, ErrorType, Path};
 use crate::goformat::go_json_string;
 use crate::schema::objectmeta;
+use crate::status::{GroupResource, Status};
 use crate::table::{BuiltinColumn, BuiltinPrinter};
+use futures::future::BoxFuture;
 use serde_json::{json, Value};
+use std::sync::Arc;
 
 /// The API group of RBAC objects.
 pub const GROUP: &str = "rbac.authorization.k8s.io";
 
-/// The typed kind for an RBAC resource, if `descriptor` addresses one.
-pub fn kind_for(descriptor: Descriptor, definition: &str) -> Option<TypedKind> {
+/// The kind for an RBAC resource, if `descriptor` addresses one; `escalation` is the
+/// check of `RBAC` mode (`None`: writes are not checked).
+pub fn kind_for(
+    descriptor: Descriptor,
+    definition: &str,
+    escalation: Option<Arc<EscalationCheck>>,
+) -> Option<RbacKind> {
     if descriptor.gr.group != GROUP {
         return None;
     }
-    let strategy: Box<dyn Strategy> = match descriptor.gr.resource.as_str() {
-        "roles" => Box::new(RoleStrategy { cluster: false }),
-        "clusterroles" => Box::new(RoleStrategy { cluster: true }),
-        "rolebindings" => Box::new(BindingStrategy { cluster: false }),
-        "clusterrolebindings" => Box::new(BindingStrategy { cluster: true }),
+    let (strategy, object): (Box<dyn Strategy>, RbacObject) = match descriptor.gr.resource.as_str()
+    {
+        "roles" => (Box::new(RoleStrategy { cluster: false }), RbacObject::Role),
+        "clusterroles" => (Box::new(RoleStrategy { cluster: true }), RbacObject::Role),
+        "rolebindings" => (
+            Box::new(BindingStrategy { cluster: false }),
+            RbacObject::Binding,
+        ),
+        "clusterrolebindings" => (
+            Box::new(BindingStrategy { cluster: true }),
+            RbacObject::Binding,
+        ),
         _ => return None,
     };
-    Some(TypedKind::new(descriptor, definition, strategy))
+    Some(RbacKind {
+        typed: TypedKind::new(descriptor, definition, strategy),
+        object,
+        escalation,
+    })
+}
+
+/// Whether an RBAC kind holds rules or grants them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum RbacObject {
+    /// Roles and ClusterRoles.
+    Role,
+    /// RoleBindings and ClusterRoleBindings.
+    Binding,
+}
+
+/// An RBAC kind: the typed kind, plus kube's escalation check on writes.
+pub struct RbacKind {
+    typed: TypedKind,
+    object: RbacObject,
+    escalation: Option<Arc<EscalationCheck>>,
+}
+
+/// kube's escalation check (`escalation_check.go`, `ConfirmNoEscalation`): asks the
+/// server's authorizer about `escalate`/`bind` and compares rules with those the user
+/// holds in the RBAC cache.
+pub struct EscalationCheck {
+    authorizer: Arc<dyn Authorizer>,
+    rules: Arc<RbacRules>,
+}
+
+impl EscalationCheck {
+    /// The check over the server's authorizer and RBAC cache.
+    pub fn new(authorizer: Arc<dyn Authorizer>, rules: Arc<RbacRules>) -> Arc<EscalationCheck> {
+        Arc::new(EscalationCheck { authorizer, rules })
+    }
+
+    async fn allows(&self, attrs: Attributes) -> bool {
+        self.authorizer.authorize(&attrs).await.0 == Decision::Allow
+    }
+
+    /// A Role or ClusterRole write: allowed with `escalate` on it (kube asks with the
+    /// request's name: none on a create), else its rules must be held.
+    async fn check_role(
+        &self,
+        gr: &GroupResource,
+        obj: &Value,
+        old: Option<&Value>,
+        user: &UserInfo,
+    ) -> Result<(), Status> {
+        let namespace = super::object::namespace(obj);
+        let name = super::object::name(obj);
+        let escalate = Attributes {
+            user: user.clone(),
+            verb: "escalate".into(),
+            resource_request: true,
+            api_group: gr.group.clone(),
+            api_version: "*".into(),
+            resource: gr.resource.clone(),
+            namespace: namespace.to_string(),
+            name: if old.is_some() { name } else { "" }.to_string(),
+            ..Default::default()
+        };
+        if self.allows(escalate).await {
+            return Ok(());
+        }
+        if old.is_some_and(|old| only_gc_fields_change(obj, old)) {
+            return Ok(());
+        }
+        let rules = PolicyRule::list_from(obj);
+        self.rules
+            .confirm_no_escalation(user, namespace, &rules)
+            .map_err(|msg| forbidden(gr, name, &msg))?;
+        // An aggregation rule can gather anything (and keep rules from being
+        // tightened): setting or changing one takes every permission.
+        if gr.resource == "clusterroles"
+            && (has_aggregation_rule(obj) || old.is_some_and(has_aggregation_rule))
+        {
+            let star = || vec!["*".to_string()];
+            let full_authority = [
+                PolicyRule {
+                    verbs: star(),
+                    api_groups: star(),
+                    resources: star(),
+                    ..Default::default()
+                },
+                PolicyRule {
+                    verbs: star(),
+                    non_resource_urls: star(),
+                    ..Default::default()
+                },
+            ];
+            self.rules
+                .confirm_no_escalation(user, namespace, &full_authority)
+                .map_err(|_| {
+                    forbidden(
+                        gr,
+                        name,
+                        "must have cluster-admin privileges to use the aggregationRule",
+                    )
+                })?;
+        }
+        Ok(())
+    }
+
+    /// A RoleBinding or ClusterRoleBinding write: allowed with `bind` on the role it
+    /// references, else the role's rules must be held.
+    async fn check_binding(
+        &self,
+        gr: &GroupResource,
+        obj: &Value,
+        old: Option<&Value>,
+        user: &UserInfo,
+    ) -> Result<(), Status> {
+        if old.is_some_and(|old| only_gc_fields_change(obj, old)) {
+            return Ok(());
+        }
+        let namespace = super::object::namespace(obj);
+        let kind = str_at(obj, "/roleRef/kind");
+        let role = str_at(obj, "/roleRef/name");
+        let role_resource = match kind {
+            "Role" => Some("roles"),
+            "ClusterRole" => Some("clusterroles"),
+            _ => None,
+        };
+        if let Some(resource) = role_resource {
+            let bind = Attributes {
+                user: user.clone(),
+                verb: "bind".into(),
+                resource_request: true,
+                api_group: str_at(obj, "/roleRef/apiGroup").to_string(),
+                api_version: "*".into(),
+                resource: resource.into(),
+                namespace: namespace.to_string(),
+                name: role.to_string(),
+                ..Default::default()
+            };
+            if self.allows(bind).await {
+                return Ok(());
+            }
+        }
+        let rules = self
+            .rules
+            .role_reference_rules(kind, role, namespace)
+            .map_err(|msg| match role_resource {
+                Some(resource) => Status::not_found(&GroupResource::new(GROUP, resource), role),
+                None => Status::internal(msg),
+            })?;
+        self.rules
+            .confirm_no_escalation(user, namespace, &rules)
+            .map_err(|msg| forbidden(gr, super::object::name(obj), &msg))
+    }
+}
+
+/// Whether a ClusterRole has an `aggregationRule` with selectors.
+fn has_aggregation_rule(role: &Value) -> bool {
+    role.pointer("/aggregationRule/clusterRoleSelectors")
+        .and_then(Value::as_array)
+        .is_some_and(|s| !s.is_empty())
+}
+
+/// kube's `NewForbidden` (no name: none quoted).
+fn forbidden(gr: &GroupResource, name: &str, msg: &str) -> Status {
+    let mut status = Status::forbidden(gr, name, msg);
+    if name.is_empty() {
+        status.message = format!("{gr} is forbidden: {msg}");
+    }
+    status
+}
+
+/// kube's `IsOnlyMutatingGCFields`: the update changes nothing but owner references
+/// and finalizers (and selfLink, managedFields), which garbage collection may always do.
+fn only_gc_fields_change(new: &Value, old: &Value) -> bool {
+    let mut copy = new.clone();
+    let old_meta = old.get("metadata").and_then(Value::as_object);
+    let meta = super::object::meta_mut(&mut copy);
+    for field in ["ownerReferences", "finalizers", "selfLink", "managedFields"] {
+        match old_meta.and_then(|m| m.get(field)) {
+            Some(v) => meta.insert(field.into(), v.clone()),
+            None => meta.remove(field),
+        };
+    }
+    semantic_eq(&copy, old)
+}
+
+/// Go's semantic equality of decoded objects: a zero value equals an absent field.
+fn semantic_eq(a: &Value, b: &Value) -> bool {
+    fn zero(v: &Value) -> bool {
+        match v {
+            Value::Null => true,
+            Value::Bool(b) => !b,
+            Value::Number(n) => n.as_f64() == Some(0.0),
+            Value::String(s) => s.is_empty(),
+            Value::Array(a) => a.is_empty(),
+            Value::Object(o) => o.is_empty(),
+        }
+    }
+    match (a, b) {
+        (Value::Object(x), Value::Object(y)) => {
+            let keys: std::collections::BTreeSet<&String> = x.keys().chain(y.keys()).collect();
+            keys.into_iter().all(|k| match (x.get(k), y.get(k)) {
+                (Some(p), Some(q)) => semantic_eq(p, q),
+                (Some(v), None) | (None, Some(v)) => zero(v),
+                (None, None) => true,
+            })
+        }
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(p, q)| semantic_eq(p, q))
+        }
+        _ => a == b || (zero(a) && zero(b)),
+    }
+}
+
+impl ResourceKind for RbacKind {
+    fn descriptor(&self) -> &Descriptor {
+        self.typed.descriptor()
+    }
+
+    fn admit_create(&self, obj: Value, opts: &WriteOptions) -> Result<Admitted, Status> {
+        self.typed.admit_create(obj, opts)
+    }
+
+    fn admit_update(
+        &self,
+        new: Value,
+        old: &Value,
+        opts: &WriteOptions,
+    ) -> Result<Admitted, Status> {
+        self.typed.admit_update(new, old, opts)
+    }
+
+    fn create_mutating_input(&self, obj: Value, opts: &WriteOptions) -> Result<Admitted, Status> {
+        self.typed.create_mutating_input(obj, opts)
+    }
+
+    fn create_after_admission(
+        &self,
+        input: Admitted,
+        opts: &WriteOptions,
+    ) -> Result<Admitted, Status> {
+        self.typed.create_after_admission(input, opts)
+    }
+
+    fn update_mutating_input(
+        &self,
+        new: Value,
+        old: &Value,
+        opts: &WriteOptions,
+    ) -> Result<Admitted, Status> {
+        self.typed.update_mutating_input(new, old, opts)
+    }
+
+    fn update_after_admission(
+        &self,
+        input: Admitted,
+        old: &Value,
+        opts: &WriteOptions,
+    ) -> Result<Admitted, Status> {
+        self.typed.update_after_admission(input, old, opts)
+    }
+
+    fn write_check<'a>(
+        &'a self,
+        obj: &'a Value,
+        old: Option<&'a Value>,
+        opts: &'a WriteOptions,
+    ) -> Option<BoxFuture<'a, Result<(), Status>>> {
+        let check = self.escalation.as_ref()?;
+        let user = &opts.user;
+        // Writes by the server itself (bootstrap, `--load`, the aggregation controller)
+        // carry no user; `system:masters` may escalate (kube's `EscalationAllowed`).
+        if user.username.is_empty() || user.groups.iter().any(|g| g == crate::auth::MASTERS_GROUP) {
+            return None;
+        }
+        let gr = &self.descriptor().gr;
+        Some(match self.object {
+            RbacObject::Role => Box::pin(check.check_role(gr, obj, old, user)),
+            RbacObject::Binding => Box::pin(check.check_binding(gr, obj, old, user)),
+        })
+    }
+
+    fn to_storage<'a>(&'a self, obj: &'a mut Value) -> Conversion<'a> {
+        self.typed.to_storage(obj)
+    }
+
+    fn on_read<'a>(&'a self, obj: &'a mut Value) -> Conversion<'a> {
+        self.typed.on_read(obj)
+    }
+
+    fn on_read_all<'a>(&'a self, objs: &'a mut [Value]) -> Conversion<'a> {
+        self.typed.on_read_all(objs)
+    }
+
+    fn merge_schema(&self) -> &crate::schema::structural::Structural {
+        self.typed.merge_schema()
+    }
+
+    fn allow_unconditional_update(&self) -> bool {
+        self.typed.allow_unconditional_update()
+    }
+
+    fn finalizers_pending(&self, obj: &Value) -> bool {
+        self.typed.finalizers_pending(obj)
+    }
+
+    fn printer_columns(&self) -> Vec<crate::table::PrinterColumn> {
+        self.typed.printer_columns()
+    }
+
+    fn builtin_printer(&self) -> Option<&BuiltinPrinter> {
+        self.typed.builtin_printer()
+    }
+
+    fn field_value(&self, obj: &Value, field: &str) -> Result<Option<String>, String> {
+        self.typed.field_value(obj, field)
+    }
 }
 
 /// The `roles` (`cluster: false`) or `clusterroles` strategy.
@@ -560,5 +897,220 @@ mod tests {
         assert_eq!(cells[3], "a, b");
         assert_eq!(cells[4], "g");
         assert_eq!(cells[5], "ns/sa");
+    }
+
+    fn alice() -> UserInfo {
+        UserInfo {
+            username: "alice".into(),
+            groups: vec!["system:authenticated".into()],
+            ..Default::default()
+        }
+    }
+
+    /// The RBAC cache with `objects` (`resource/ns/name` or `resource/name` keys).
+    fn rbac_cache(objects: &[(&str, Value)]) -> Arc<RbacRules> {
+        let rules = Arc::new(RbacRules::new("/registry"));
+        for (i, (key, obj)) in objects.iter().enumerate() {
+            let mut obj = obj.clone();
+            obj["metadata"]["resourceVersion"] = json!((i + 1).to_string());
+            rules.written(&format!("/registry/{key}"), &obj, false);
+        }
+        rules
+    }
+
+    fn rbac_kind(
+        resource: &str,
+        authorizer: Arc<dyn Authorizer>,
+        rules: Arc<RbacRules>,
+    ) -> RbacKind {
+        let d = crate::registry::builtin::descriptor(GROUP, resource, "/registry");
+        let definition = match resource {
+            "roles" => "io.k8s.api.rbac.v1.Role",
+            "clusterroles" => "io.k8s.api.rbac.v1.ClusterRole",
+            _ => "io.k8s.api.rbac.v1.RoleBinding",
+        };
+        kind_for(d, definition, Some(EscalationCheck::new(authorizer, rules))).expect("kind")
+    }
+
+    async fn check(
+        kind: &RbacKind,
+        obj: &Value,
+        old: Option<&Value>,
+        user: UserInfo,
+    ) -> Result<(), Status> {
+        let opts = WriteOptions {
+            user,
+            ..Default::default()
+        };
+        let outcome = match kind.write_check(obj, old, &opts) {
+            Some(f) => f.await,
+            None => Ok(()),
+        };
+        outcome
+    }
+
+    fn alice_reads_widgets_in_ns1() -> Vec<(&'static str, Value)> {
+        vec![
+            (
+                "roles/ns1/reader",
+                json!({"metadata": {"name": "reader", "namespace": "ns1"},
+                       "rules": [{"verbs": ["get"], "apiGroups": ["example.com"], "resources": ["widgets"]}]}),
+            ),
+            (
+                "rolebindings/ns1/rb",
+                json!({"metadata": {"name": "rb", "namespace": "ns1"},
+                       "roleRef": {"apiGroup": GROUP, "kind": "Role", "name": "reader"},
+                       "subjects": [{"kind": "User", "name": "alice"}]}),
+            ),
+        ]
+    }
+
+    fn widget_role(verbs: Value) -> Value {
+        json!({"metadata": {"name": "w", "namespace": "ns1"},
+               "rules": [{"verbs": verbs, "apiGroups": ["example.com"], "resources": ["widgets"]}]})
+    }
+
+    #[tokio::test]
+    async fn role_with_rules_not_held_is_forbidden_with_kubes_message() {
+        let rules = rbac_cache(&alice_reads_widgets_in_ns1());
+        let rbac: Arc<dyn Authorizer> =
+            Arc::new(crate::auth::rbac::RbacAuthorizer::new(rules.clone()));
+        let roles = rbac_kind("roles", rbac, rules.clone());
+        assert_eq!(
+            check(&roles, &widget_role(json!(["get"])), None, alice()).await,
+            Ok(())
+        );
+        let err = check(
+            &roles,
+            &widget_role(json!(["get", "delete"])),
+            None,
+            alice(),
+        )
+        .await
+        .expect_err("escalation");
+        assert_eq!(err.code, 403);
+        assert_eq!(
+            err.message,
+            "roles.rbac.authorization.k8s.io \"w\" is forbidden: user \"alice\" (groups=[\"system:authenticated\"]) is attempting to grant RBAC permissions not currently held:\n{APIGroups:[\"example.com\"], Resources:[\"widgets\"], Verbs:[\"delete\"]}"
+        );
+        // Masters and the server's own writes are not checked.
+        let mut root = alice();
+        root.groups.push(crate::auth::MASTERS_GROUP.into());
+        assert_eq!(
+            check(&roles, &widget_role(json!(["*"])), None, root).await,
+            Ok(())
+        );
+        assert_eq!(
+            check(
+                &roles,
+                &widget_role(json!(["*"])),
+                None,
+                UserInfo::default()
+            )
+            .await,
+            Ok(())
+        );
+        // An authorizer allowing `escalate` (AlwaysAllow) lifts the check.
+        let allow = rbac_kind("roles", Arc::new(crate::auth::authz::AlwaysAllow), rules);
+        assert_eq!(
+            check(&allow, &widget_role(json!(["*"])), None, alice()).await,
+            Ok(())
+        );
+    }
+
+    #[tokio::test]
+    async fn aggregation_rule_takes_cluster_admin_privileges() {
+        let rules = rbac_cache(&alice_reads_widgets_in_ns1());
+        let rbac: Arc<dyn Authorizer> =
+            Arc::new(crate::auth::rbac::RbacAuthorizer::new(rules.clone()));
+        let cluster_roles = rbac_kind("clusterroles", rbac, rules);
+        let agg = json!({"metadata": {"name": "agg"},
+            "aggregationRule": {"clusterRoleSelectors": [{"matchLabels": {"a": "b"}}]}});
+        let err = check(&cluster_roles, &agg, None, alice())
+            .await
+            .expect_err("aggregation rule");
+        assert_eq!(
+            (err.code, err.message.as_str()),
+            (
+                403,
+                "clusterroles.rbac.authorization.k8s.io \"agg\" is forbidden: must have cluster-admin privileges to use the aggregationRule"
+            )
+        );
+        let plain = json!({"metadata": {"name": "plain"}});
+        assert_eq!(check(&cluster_roles, &plain, None, alice()).await, Ok(()));
+    }
+
+    #[tokio::test]
+    async fn updates_changing_only_finalizers_are_not_checked() {
+        let rules = rbac_cache(&alice_reads_widgets_in_ns1());
+        let rbac: Arc<dyn Authorizer> =
+            Arc::new(crate::auth::rbac::RbacAuthorizer::new(rules.clone()));
+        let roles = rbac_kind("roles", rbac, rules);
+        let old = widget_role(json!(["*"]));
+        let mut new = old.clone();
+        new["metadata"]["finalizers"] = json!(["example.com/keep"]);
+        assert_eq!(check(&roles, &new, Some(&old), alice()).await, Ok(()));
+        new["metadata"]["labels"] = json!({"a": "b"});
+        assert_eq!(
+            check(&roles, &new, Some(&old), alice())
+                .await
+                .map_err(|e| e.code),
+            Err(403)
+        );
+    }
+
+    #[tokio::test]
+    async fn binding_needs_bind_or_the_roles_rules() {
+        let mut objects = alice_reads_widgets_in_ns1();
+        objects.push((
+            "clusterroles/deleter",
+            json!({"metadata": {"name": "deleter"},
+                   "rules": [{"verbs": ["delete"], "apiGroups": ["example.com"], "resources": ["widgets"]}]}),
+        ));
+        let rules = rbac_cache(&objects);
+        let rbac: Arc<dyn Authorizer> =
+            Arc::new(crate::auth::rbac::RbacAuthorizer::new(rules.clone()));
+        let bindings = rbac_kind("rolebindings", rbac, rules.clone());
+        let binding = |kind: &str, name: &str| {
+            json!({"metadata": {"name": "b", "namespace": "ns1"},
+                   "roleRef": {"apiGroup": GROUP, "kind": kind, "name": name},
+                   "subjects": [{"kind": "User", "name": "bob"}]})
+        };
+        assert_eq!(
+            check(&bindings, &binding("Role", "reader"), None, alice()).await,
+            Ok(())
+        );
+        let err = check(&bindings, &binding("ClusterRole", "deleter"), None, alice())
+            .await
+            .expect_err("escalation");
+        assert_eq!(
+            err.message,
+            "rolebindings.rbac.authorization.k8s.io \"b\" is forbidden: user \"alice\" (groups=[\"system:authenticated\"]) is attempting to grant RBAC permissions not currently held:\n{APIGroups:[\"example.com\"], Resources:[\"widgets\"], Verbs:[\"delete\"]}"
+        );
+        let err = check(&bindings, &binding("Role", "nope"), None, alice())
+            .await
+            .expect_err("missing role");
+        assert_eq!(
+            (err.code, err.message.as_str()),
+            (404, "roles.rbac.authorization.k8s.io \"nope\" not found")
+        );
+        // `bind` on the ClusterRole, granted in the binding's namespace.
+        rules.written(
+            "/registry/roles/ns1/binder",
+            &json!({"metadata": {"name": "binder", "namespace": "ns1", "resourceVersion": "10"},
+                    "rules": [{"verbs": ["bind"], "apiGroups": [GROUP], "resources": ["clusterroles"], "resourceNames": ["deleter"]}]}),
+            false,
+        );
+        rules.written(
+            "/registry/rolebindings/ns1/binder",
+            &json!({"metadata": {"name": "binder", "namespace": "ns1", "resourceVersion": "11"},
+                    "roleRef": {"apiGroup": GROUP, "kind": "Role", "name": "binder"},
+                    "subjects": [{"kind": "User", "name": "alice"}]}),
+            false,
+        );
+        assert_eq!(
+            check(&bindings, &binding("ClusterRole", "deleter"), None, alice()).await,
+            Ok(())
+        );
     }
 }

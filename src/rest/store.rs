@@ -241,6 +241,9 @@ impl Store {
             .admission
             .mutate(&attrs, obj, None, &mut input.warnings)
             .await?;
+        if let Some(check) = kind.write_check(&input.object, None, opts) {
+            check.await?;
+        }
         let mut out = kind.create_after_admission(input, opts)?;
         self.admission
             .validate(&attrs, &out.object, None, &mut out.warnings)
@@ -263,6 +266,9 @@ impl Store {
             .admission
             .mutate(&attrs, obj, Some(old), &mut input.warnings)
             .await?;
+        if let Some(check) = kind.write_check(&input.object, Some(old), opts) {
+            check.await?;
+        }
         let mut out = kind.update_after_admission(input, old, opts)?;
         self.admission
             .validate(&attrs, &out.object, Some(old), &mut out.warnings)

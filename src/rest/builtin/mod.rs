@@ -4,9 +4,12 @@
 
 pub mod configmap;
 pub mod event;
+pub mod event_ttl;
 pub mod lease;
 pub mod secret;
 pub mod service_account;
+pub mod token_request;
+pub mod token_review;
 
 use super::typed::TypedKind;
 use crate::field::{Error, ErrorList, Path};
