@@ -144,14 +144,18 @@ impl ApiServer {
                     api: Arc::downgrade(&api),
                 }),
             });
-        for review in crate::rest::access_review::Review::ALL {
+        // Access, rules, token and self-subject reviews: served, never stored.
+        let reviews = crate::rest::access_review::Review::ALL
+            .iter()
+            .map(|r| (crate::rest::access_review::GROUP, r.resource()))
+            .chain(
+                crate::rest::builtin::token_review::Review::ALL
+                    .iter()
+                    .map(|r| (crate::rest::builtin::token_review::GROUP, r.resource())),
+            );
+        for (group, resource) in reviews {
             let kind =
-                crate::rest::access_review::AccessReviewKind::new(review, &api.options.prefix);
-            api.register_builtin(Arc::new(kind));
-        }
-        for review in crate::rest::builtin::token_review::Review::ALL {
-            let kind =
-                crate::rest::builtin::token_review::ReviewKind::new(review, &api.options.prefix);
+                crate::rest::access_review::ReviewKind::new(group, resource, &api.options.prefix);
             api.register_builtin(Arc::new(kind));
         }
         // The typed kinds controllers touch (ConfigMaps, Secrets, Events, Leases, ...).

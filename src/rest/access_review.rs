@@ -72,17 +72,18 @@ impl Review {
     }
 }
 
-/// A review resource as the registry sees it: served (discovery, OpenAPI, routing) but
-/// never written through the store; handlers answer creates with [`review`].
-pub struct AccessReviewKind {
+/// A review resource as the registry sees it (access, rules, token and self-subject
+/// reviews): served (discovery, OpenAPI, routing) but never written through the store;
+/// handlers answer creates themselves.
+pub struct ReviewKind {
     descriptor: Descriptor,
 }
 
-impl AccessReviewKind {
-    /// The kind of `review`.
-    pub fn new(review: Review, prefix: &str) -> Self {
-        AccessReviewKind {
-            descriptor: crate::registry::builtin::descriptor(GROUP, review.resource(), prefix),
+impl ReviewKind {
+    /// The kind of `resource` in `group`.
+    pub fn new(group: &str, resource: &str, prefix: &str) -> Self {
+        ReviewKind {
+            descriptor: crate::registry::builtin::descriptor(group, resource, prefix),
         }
     }
 }
@@ -91,7 +92,7 @@ fn not_stored() -> Status {
     Status::method_not_allowed("the server does not allow this method on the requested resource")
 }
 
-impl ResourceKind for AccessReviewKind {
+impl ResourceKind for ReviewKind {
     fn descriptor(&self) -> &Descriptor {
         &self.descriptor
     }
@@ -216,7 +217,7 @@ fn validate(review: Review, obj: &Value, spec: &Value) -> ErrorList {
         .unwrap_or_default();
     meta.remove("managedFields");
     // kube compares with the zero ObjectMeta: zero values count as empty.
-    meta.retain(|_, v| !is_zero(v));
+    meta.retain(|_, v| !super::object::is_zero(v));
     let namespace = meta
         .remove("namespace")
         .and_then(|n| n.as_str().map(str::to_string))
@@ -257,18 +258,6 @@ fn validate(review: Review, obj: &Value, spec: &Value) -> ErrorList {
         ));
     }
     errs
-}
-
-/// Go's zero value of a JSON field (what `omitempty` drops).
-fn is_zero(v: &Value) -> bool {
-    match v {
-        Value::Null => true,
-        Value::Bool(b) => !b,
-        Value::Number(n) => n.as_f64() == Some(0.0),
-        Value::String(s) => s.is_empty(),
-        Value::Array(a) => a.is_empty(),
-        Value::Object(o) => o.is_empty(),
-    }
 }
 
 /// The user a SubjectAccessReview asks about.

@@ -284,6 +284,19 @@ pub fn status_only(new: &Value, old: &Value) -> Value {
     out
 }
 
+/// Go's zero value of a JSON field: what `omitempty` drops, and what Go's semantic
+/// equality treats as equal to an absent field.
+pub fn is_zero(v: &Value) -> bool {
+    match v {
+        Value::Null => true,
+        Value::Bool(b) => !b,
+        Value::Number(n) => n.as_f64() == Some(0.0),
+        Value::String(s) => s.is_empty(),
+        Value::Array(a) => a.is_empty(),
+        Value::Object(o) => o.is_empty(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

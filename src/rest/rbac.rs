@@ -239,16 +239,7 @@ fn only_gc_fields_change(new: &Value, old: &Value) -> bool {
 
 /// Go's semantic equality of decoded objects: a zero value equals an absent field.
 fn semantic_eq(a: &Value, b: &Value) -> bool {
-    fn zero(v: &Value) -> bool {
-        match v {
-            Value::Null => true,
-            Value::Bool(b) => !b,
-            Value::Number(n) => n.as_f64() == Some(0.0),
-            Value::String(s) => s.is_empty(),
-            Value::Array(a) => a.is_empty(),
-            Value::Object(o) => o.is_empty(),
-        }
-    }
+    use super::object::is_zero as zero;
     match (a, b) {
         (Value::Object(x), Value::Object(y)) => {
             let keys: std::collections::BTreeSet<&String> = x.keys().chain(y.keys()).collect();

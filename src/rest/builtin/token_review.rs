@@ -6,7 +6,6 @@
 
 use crate::auth::service_account::TokenAuthenticator;
 use crate::auth::UserInfo;
-use crate::rest::{Admitted, Descriptor, ResourceKind, WriteOptions};
 use crate::status::{GroupResource, Status};
 use serde_json::{json, Value};
 
@@ -50,38 +49,6 @@ impl Review {
             Review::Token => "TokenReview",
             Review::SelfSubject => "SelfSubjectReview",
         }
-    }
-}
-
-/// A review resource as the registry sees it: served, never written through the store.
-pub struct ReviewKind {
-    descriptor: Descriptor,
-}
-
-impl ReviewKind {
-    /// The kind of `review`.
-    pub fn new(review: Review, prefix: &str) -> Self {
-        ReviewKind {
-            descriptor: crate::registry::builtin::descriptor(GROUP, review.resource(), prefix),
-        }
-    }
-}
-
-fn not_stored() -> Status {
-    Status::method_not_allowed("the server does not allow this method on the requested resource")
-}
-
-impl ResourceKind for ReviewKind {
-    fn descriptor(&self) -> &Descriptor {
-        &self.descriptor
-    }
-
-    fn admit_create(&self, _obj: Value, _opts: &WriteOptions) -> Result<Admitted, Status> {
-        Err(not_stored())
-    }
-
-    fn admit_update(&self, _: Value, _: &Value, _: &WriteOptions) -> Result<Admitted, Status> {
-        Err(not_stored())
     }
 }
 
