@@ -367,6 +367,38 @@ impl<'a> Attributes<'a> {
         options
     }
 
+    /// kube's AdmissionRequest (`admission.k8s.io/v1`) without `object`/`oldObject`:
+    /// what CEL's `request` variable sees, and the body of a webhook's review. Empty
+    /// optional fields are left out, as Go's JSON writes them.
+    pub fn request(&self, uid: &str, obj: &Value, old: Option<&Value>) -> Value {
+        let d = self.descriptor;
+        let r = self.requested();
+        let mut req = json!({
+            "uid": uid,
+            "kind": {"group": d.gr.group, "version": d.version, "kind": d.kind},
+            "resource": {"group": d.gr.group, "version": d.version, "resource": d.gr.resource},
+            "requestKind": {"group": r.gr.group, "version": r.version, "kind": r.kind},
+            "requestResource": {"group": r.gr.group, "version": r.version, "resource": r.gr.resource},
+            "operation": self.operation_name(),
+            "userInfo": self.opts.user.to_json(),
+            "dryRun": self.opts.dry_run,
+            "options": self.options(),
+        });
+        if !self.opts.subresource.is_empty() {
+            req["subResource"] = json!(self.opts.subresource);
+            req["requestSubResource"] = json!(self.opts.subresource);
+        }
+        let name = self.name(obj, old);
+        if !name.is_empty() {
+            req["name"] = json!(name);
+        }
+        let ns = self.namespace(obj, old);
+        if !ns.is_empty() {
+            req["namespace"] = json!(ns);
+        }
+        req
+    }
+
     /// Record the audit annotations `hook` returned, as kube: under `<hook>/<key>`,
     /// invalid keys and changed values dropped with an error log.
     fn record_audit_annotations(

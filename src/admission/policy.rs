@@ -27,6 +27,7 @@ use crate::cel::admission::{
     MAX_MESSAGE_EXPRESSION_SIZE, RUNTIME_COST_BUDGET,
 };
 use crate::rest::object;
+use crate::rest::object::{list_field, str_field};
 use crate::selector::labels::{from_label_selector_json, LabelSelector};
 use crate::status::{Cause, GroupResource, Status};
 use crate::storage::{EventKind, ListOptions, Storage, WatchItem};
@@ -108,12 +109,12 @@ impl CompiledPolicy {
     pub fn compile(object: Value) -> CompiledPolicy {
         let spec = object.get("spec").cloned().unwrap_or(Value::Null);
         let has_params = spec.get("paramKind").is_some_and(|p| !p.is_null());
-        let vars: Vec<(String, String)> = arr(&spec, "variables")
+        let vars: Vec<(String, String)> = list_field(&spec, "variables")
             .iter()
             .map(|v| {
                 (
-                    str_of(v, "name").to_string(),
-                    str_of(v, "expression").to_string(),
+                    str_field(v, "name").to_string(),
+                    str_field(v, "expression").to_string(),
                 )
             })
             .collect();
@@ -128,41 +129,41 @@ impl CompiledPolicy {
         // the authorizer.
         let plain = AdmissionEnv::new(has_params).authorizer(true);
         let message_env = env.clone().authorizer(false);
-        let match_conditions = arr(&spec, "matchConditions")
+        let match_conditions = list_field(&spec, "matchConditions")
             .iter()
             .map(|m| {
-                let expr = str_of(m, "expression");
+                let expr = str_field(m, "expression");
                 (
-                    str_of(m, "name").to_string(),
+                    str_field(m, "name").to_string(),
                     cel_admission::compile(expr, &plain, ReturnType::Bool),
                 )
             })
             .collect();
-        let validations = arr(&spec, "validations")
+        let validations = list_field(&spec, "validations")
             .iter()
             .map(|v| {
-                let expression = str_of(v, "expression").to_string();
-                let me = str_of(v, "messageExpression");
+                let expression = str_field(v, "expression").to_string();
+                let me = str_field(v, "messageExpression");
                 CompiledValidation {
                     program: cel_admission::compile(&expression, &env, ReturnType::Bool),
                     expression,
-                    message: str_of(v, "message").to_string(),
+                    message: str_field(v, "message").to_string(),
                     message_expression: (!me.trim().is_empty())
                         .then(|| cel_admission::compile(me, &message_env, ReturnType::String)),
                     reason: v.get("reason").and_then(Value::as_str).map(str::to_string),
                 }
             })
             .collect();
-        let audit_annotations = arr(&spec, "auditAnnotations")
+        let audit_annotations = list_field(&spec, "auditAnnotations")
             .iter()
             .map(|a| {
-                let expr = str_of(a, "valueExpression").trim().to_string();
+                let expr = str_field(a, "valueExpression").trim().to_string();
                 let program = cel_admission::compile(&expr, &env, ReturnType::StringOrNull);
-                (str_of(a, "key").to_string(), expr, program)
+                (str_field(a, "key").to_string(), expr, program)
             })
             .collect();
         CompiledPolicy {
-            failure_policy_ignore: str_of(&spec, "failurePolicy") == "Ignore",
+            failure_policy_ignore: str_field(&spec, "failurePolicy") == "Ignore",
             object,
             variables,
             match_conditions,
@@ -297,7 +298,7 @@ impl Policies {
                     .bindings
                     .values()
                     .filter_map(|(_, b)| b.clone())
-                    .filter(|b| str_of(spec_of(b), "policyName") == p.name())
+                    .filter(|b| str_field(spec_of(b), "policyName") == p.name())
                     .collect();
                 if !bindings.is_empty() {
                     pairs.push((p.clone(), bindings));
@@ -351,7 +352,7 @@ impl Policies {
             };
             // kube's policy-level configuration error: a paramKind no server kind has.
             if let Some(pk) = policy.spec().get("paramKind").filter(|p| !p.is_null()) {
-                let (api_version, kind) = (str_of(pk, "apiVersion"), str_of(pk, "kind"));
+                let (api_version, kind) = (str_field(pk, "apiVersion"), str_field(pk, "kind"));
                 if source.params.scope(api_version, kind).is_none() {
                     if !policy.failure_policy_ignore {
                         let gv = if api_version.contains('/') {
@@ -394,7 +395,7 @@ impl Policies {
                         continue;
                     }
                 };
-                let actions: Vec<String> = arr(spec_of(binding), "validationActions")
+                let actions: Vec<String> = list_field(spec_of(binding), "validationActions")
                     .iter()
                     .filter_map(Value::as_str)
                     .map(str::to_string)
@@ -598,16 +599,16 @@ impl<'a> Input<'a> {
             return None;
         }
         let own = self.attrs.descriptor.version.as_str();
-        let others: &[String] = if str_of(mr, "matchPolicy") != "Exact" {
+        let others: &[String] = if str_field(mr, "matchPolicy") != "Exact" {
             equivalents
         } else {
             &[]
         };
-        let excludes = arr(mr, "excludeResourceRules");
+        let excludes = list_field(mr, "excludeResourceRules");
         if self.rules_match(excludes, own) || others.iter().any(|v| self.rules_match(excludes, v)) {
             return None;
         }
-        let rules = arr(mr, "resourceRules");
+        let rules = list_field(mr, "resourceRules");
         if rules.is_empty() || self.rules_match(rules, own) {
             return Some(None);
         }
@@ -651,11 +652,15 @@ impl<'a> Input<'a> {
 
     fn rules_match(&self, rules: &[Value], version: &str) -> bool {
         let d = self.attrs.descriptor;
-        let op = operation_name(self.attrs);
+        let op = self.attrs.operation_name();
         let name = self.name();
         rules.iter().any(|rule| {
-            let list =
-                |k: &str| -> Vec<&str> { arr(rule, k).iter().filter_map(Value::as_str).collect() };
+            let list = |k: &str| -> Vec<&str> {
+                list_field(rule, k)
+                    .iter()
+                    .filter_map(Value::as_str)
+                    .collect()
+            };
             let has = |k: &str, v: &str| list(k).iter().any(|x| *x == "*" || *x == v);
             let scope_ok = match rule.get("scope").and_then(Value::as_str).unwrap_or("*") {
                 "Cluster" => !d.namespaced,
@@ -676,63 +681,9 @@ impl<'a> Input<'a> {
     }
 }
 
-fn operation_name(attrs: &Attributes<'_>) -> &'static str {
-    match format!("{:?}", attrs.operation).as_str() {
-        "Create" => "CREATE",
-        "Update" => "UPDATE",
-        "Delete" => "DELETE",
-        _ => "CONNECT",
-    }
-}
-
-/// kube's AdmissionRequest (`admission.k8s.io/v1`) as the CEL variable `request` sees
-/// it: the JSON of the typed request, empty optional fields left out.
+/// kube's AdmissionRequest as the CEL variable `request` sees it.
 pub fn admission_request(attrs: &Attributes<'_>, obj: &Value, old: Option<&Value>) -> Value {
-    let d = attrs.descriptor;
-    let kind = json!({"group": d.gr.group, "version": d.version, "kind": d.kind});
-    let resource = json!({"group": d.gr.group, "version": d.version, "resource": d.gr.resource});
-    let r = attrs.requested();
-    let request_kind = json!({"group": r.gr.group, "version": r.version, "kind": r.kind});
-    let request_resource =
-        json!({"group": r.gr.group, "version": r.version, "resource": r.gr.resource});
-    let op = operation_name(attrs);
-    let options_kind = match op {
-        "DELETE" => "DeleteOptions",
-        _ if attrs.opts.is_patch || attrs.opts.is_apply => "PatchOptions",
-        "CREATE" => "CreateOptions",
-        _ => "UpdateOptions",
-    };
-    let mut options = json!({"kind": options_kind, "apiVersion": "meta.k8s.io/v1"});
-    if attrs.opts.dry_run {
-        options["dryRun"] = json!(["All"]);
-    }
-    if !attrs.opts.field_manager.is_empty() && op != "DELETE" {
-        options["fieldManager"] = json!(attrs.opts.field_manager);
-    }
-    let mut req = json!({
-        "uid": "",
-        "kind": kind,
-        "resource": resource,
-        "requestKind": request_kind,
-        "requestResource": request_resource,
-        "operation": op,
-        "userInfo": attrs.opts.user.to_json(),
-        "dryRun": attrs.opts.dry_run,
-        "options": options,
-    });
-    if !attrs.opts.subresource.is_empty() {
-        req["subResource"] = json!(attrs.opts.subresource);
-        req["requestSubResource"] = json!(attrs.opts.subresource);
-    }
-    let name = attrs.name(obj, old);
-    if !name.is_empty() {
-        req["name"] = json!(name);
-    }
-    let ns = attrs.namespace(obj, old);
-    if !ns.is_empty() {
-        req["namespace"] = json!(ns);
-    }
-    req
+    attrs.request("", obj, old)
 }
 
 /// kube's `CreateNamespaceObject`: the namespace with the metadata fields kube keeps.
@@ -795,13 +746,13 @@ async fn collect_params(
     let Some(pr) = spec_of(binding).get("paramRef").filter(|p| !p.is_null()) else {
         return Ok(vec![None]);
     };
-    let (api_version, kind) = (str_of(pk, "apiVersion"), str_of(pk, "kind"));
+    let (api_version, kind) = (str_field(pk, "apiVersion"), str_field(pk, "kind"));
     let Some(namespaced) = source.params.scope(api_version, kind) else {
         return Err(format!(
             "paramKind kind `&ParamKind{{APIVersion:{api_version},Kind:{kind},}}` not known"
         ));
     };
-    let ref_ns = str_of(pr, "namespace");
+    let ref_ns = str_field(pr, "namespace");
     let ns = if namespaced {
         if !ref_ns.is_empty() {
             ref_ns.to_string()
@@ -817,7 +768,7 @@ async fn collect_params(
     } else {
         String::new()
     };
-    let name = str_of(pr, "name");
+    let name = str_field(pr, "name");
     let sel = pr.get("selector").filter(|s| !s.is_null());
     let params: Vec<Value> = if !name.is_empty() {
         if sel.is_some() {
@@ -841,7 +792,7 @@ async fn collect_params(
     } else {
         return Err("one of name or selector must be provided".into());
     };
-    if params.is_empty() && str_of(pr, "parameterNotFoundAction") == "Deny" {
+    if params.is_empty() && str_field(pr, "parameterNotFoundAction") == "Deny" {
         return Err(
             "no params found for policy binding with `Deny` parameterNotFoundAction".into(),
         );
@@ -1117,17 +1068,6 @@ impl Denial {
 
 fn spec_of(v: &Value) -> &Value {
     v.get("spec").unwrap_or(&Value::Null)
-}
-
-fn str_of<'v>(v: &'v Value, k: &str) -> &'v str {
-    v.get(k).and_then(Value::as_str).unwrap_or("")
-}
-
-fn arr<'v>(v: &'v Value, k: &str) -> &'v [Value] {
-    v.get(k)
-        .and_then(Value::as_array)
-        .map(Vec::as_slice)
-        .unwrap_or(&[])
 }
 
 /// A selector field; `None` when it does not parse (matches nothing, as kube's error).

@@ -416,38 +416,9 @@ fn object_selector_matches(hook: &Value, obj: &Value, old: Option<&Value>) -> bo
 
 /// The AdmissionReview kube sends (`admission.k8s.io/v1`).
 fn review(attrs: &Attributes<'_>, uid: &str, obj: &Value, old: Option<&Value>) -> Value {
-    let d = attrs.descriptor;
-    let kind = json!({"group": d.gr.group, "version": d.version, "kind": d.kind});
-    let resource = json!({"group": d.gr.group, "version": d.version, "resource": d.gr.resource});
-    let r = attrs.requested();
-    let request_kind = json!({"group": r.gr.group, "version": r.version, "kind": r.kind});
-    let request_resource =
-        json!({"group": r.gr.group, "version": r.version, "resource": r.gr.resource});
-    let mut req = json!({
-        "uid": uid,
-        "kind": kind,
-        "resource": resource,
-        "requestKind": request_kind,
-        "requestResource": request_resource,
-        "operation": attrs.operation_name(),
-        "userInfo": attrs.opts.user.to_json(),
-        "object": obj,
-        "oldObject": old.cloned().unwrap_or(Value::Null),
-        "dryRun": attrs.opts.dry_run,
-        "options": attrs.options(),
-    });
-    if !attrs.opts.subresource.is_empty() {
-        req["subResource"] = json!(attrs.opts.subresource);
-        req["requestSubResource"] = json!(attrs.opts.subresource);
-    }
-    let name = attrs.name(obj, old);
-    if !name.is_empty() {
-        req["name"] = json!(name);
-    }
-    let ns = attrs.namespace(obj, old);
-    if !ns.is_empty() {
-        req["namespace"] = json!(ns);
-    }
+    let mut req = attrs.request(uid, obj, old);
+    req["object"] = obj.clone();
+    req["oldObject"] = old.cloned().unwrap_or(Value::Null);
     json!({"kind": "AdmissionReview", "apiVersion": "admission.k8s.io/v1", "request": req})
 }
 

@@ -13,6 +13,7 @@ use super::{Admitted, Descriptor, ResourceKind, WriteOptions};
 use crate::auth::authz::{Attributes, Authorizer, Decision};
 use crate::auth::UserInfo;
 use crate::field::{Error, ErrorList, Path};
+use crate::rest::object::str_field;
 use crate::status::{GroupResource, Status};
 use serde_json::{json, Map, Value};
 
@@ -106,10 +107,6 @@ impl ResourceKind for ReviewKind {
     }
 }
 
-fn str_of<'a>(v: &'a Value, field: &str) -> &'a str {
-    v.get(field).and_then(Value::as_str).unwrap_or("")
-}
-
 /// A present, non-null object field.
 fn object_of<'a>(v: &'a Value, field: &str) -> Option<&'a Value> {
     v.get(field).filter(|x| x.is_object())
@@ -119,7 +116,7 @@ fn object_of<'a>(v: &'a Value, field: &str) -> Option<&'a Value> {
 fn strings_of(from: &Value, names: &[&str]) -> Map<String, Value> {
     let mut out = Map::new();
     for n in names {
-        let s = str_of(from, n);
+        let s = str_field(from, n);
         if !s.is_empty() {
             out.insert((*n).to_string(), json!(s));
         }
@@ -197,7 +194,7 @@ fn validate(review: Review, obj: &Value, spec: &Value) -> ErrorList {
         _ => {}
     }
     if review != Review::SelfSubject {
-        let user = str_of(spec, "user");
+        let user = str_field(spec, "user");
         let no_groups = spec
             .get("groups")
             .and_then(Value::as_array)
@@ -231,7 +228,7 @@ fn validate(review: Review, obj: &Value, spec: &Value) -> ErrorList {
             ));
         }
         if let Some(ra) = ra {
-            let ns = str_of(ra, "namespace");
+            let ns = str_field(ra, "namespace");
             if ns != namespace {
                 errs.push(Error::invalid(
                     &Path::new("spec.resourceAttributes.namespace"),
@@ -273,8 +270,8 @@ fn spec_user(spec: &Value) -> UserInfo {
             .unwrap_or_default()
     };
     UserInfo {
-        username: str_of(spec, "user").to_string(),
-        uid: str_of(spec, "uid").to_string(),
+        username: str_field(spec, "user").to_string(),
+        uid: str_field(spec, "uid").to_string(),
         groups: spec.get("groups").map(strings).unwrap_or_default(),
         extra: spec
             .get("extra")
@@ -288,20 +285,20 @@ fn spec_user(spec: &Value) -> UserInfo {
 /// `NonResourceAttributesFrom`: an empty version means all versions).
 fn attributes(user: UserInfo, spec: &Value) -> Attributes {
     if let Some(ra) = object_of(spec, "resourceAttributes") {
-        let version = match str_of(ra, "version") {
+        let version = match str_field(ra, "version") {
             "" => "*",
             v => v,
         };
         return Attributes {
             user,
-            verb: str_of(ra, "verb").to_string(),
+            verb: str_field(ra, "verb").to_string(),
             resource_request: true,
-            api_group: str_of(ra, "group").to_string(),
+            api_group: str_field(ra, "group").to_string(),
             api_version: version.to_string(),
-            resource: str_of(ra, "resource").to_string(),
-            subresource: str_of(ra, "subresource").to_string(),
-            namespace: str_of(ra, "namespace").to_string(),
-            name: str_of(ra, "name").to_string(),
+            resource: str_field(ra, "resource").to_string(),
+            subresource: str_field(ra, "subresource").to_string(),
+            namespace: str_field(ra, "namespace").to_string(),
+            name: str_field(ra, "name").to_string(),
             path: String::new(),
         };
     }
@@ -311,8 +308,8 @@ fn attributes(user: UserInfo, spec: &Value) -> Attributes {
         .unwrap_or(Value::Null);
     Attributes {
         user,
-        verb: str_of(&nra, "verb").to_string(),
-        path: str_of(&nra, "path").to_string(),
+        verb: str_field(&nra, "verb").to_string(),
+        path: str_field(&nra, "path").to_string(),
         ..Default::default()
     }
 }
@@ -368,7 +365,7 @@ fn rules_review(
     requester: &UserInfo,
     authorizer: &dyn Authorizer,
 ) -> Result<Value, Status> {
-    let namespace = str_of(spec, "namespace");
+    let namespace = str_field(spec, "namespace");
     if namespace.is_empty() {
         return Err(Status::bad_request("no namespace on request"));
     }

@@ -10,6 +10,7 @@ use super::{object, Admitted, Descriptor, ResourceKind, WriteOptions};
 use crate::admission::policy::{ParamReader, PolicyObject};
 use crate::cel::admission::{self as cel_admission, AdmissionEnv, ReturnType};
 use crate::field::{Error, ErrorList, Path};
+use crate::rest::object::{list_field, str_field};
 use crate::schema::objectmeta;
 use crate::status::Status;
 use crate::table::{BuiltinColumn, BuiltinPrinter};
@@ -229,12 +230,12 @@ fn printer(which: PolicyObject) -> BuiltinPrinter {
             cells: |obj, now| {
                 let spec = obj.get("spec").unwrap_or(&Value::Null);
                 let param_kind = match spec.get("paramKind").filter(|p| !p.is_null()) {
-                    Some(pk) => format!("{}/{}", str_of(pk, "apiVersion"), str_of(pk, "kind")),
+                    Some(pk) => format!("{}/{}", str_field(pk, "apiVersion"), str_field(pk, "kind")),
                     None => "<unset>".into(),
                 };
                 vec![
                     json!(object::name(obj)),
-                    json!(arr(spec, "validations").len()),
+                    json!(list_field(spec, "validations").len()),
                     json!(param_kind),
                     age_cell(obj, now),
                 ]
@@ -261,10 +262,10 @@ fn printer(which: PolicyObject) -> BuiltinPrinter {
                 let spec = obj.get("spec").unwrap_or(&Value::Null);
                 let param = match spec.get("paramRef").filter(|p| !p.is_null()) {
                     None => "<unset>".to_string(),
-                    Some(pr) if !str_of(pr, "name").is_empty() => {
-                        match str_of(pr, "namespace") {
-                            "" => format!("*/{}", str_of(pr, "name")),
-                            ns => format!("{ns}/{}", str_of(pr, "name")),
+                    Some(pr) if !str_field(pr, "name").is_empty() => {
+                        match str_field(pr, "namespace") {
+                            "" => format!("*/{}", str_field(pr, "name")),
+                            ns => format!("{ns}/{}", str_field(pr, "name")),
                         }
                     }
                     Some(pr) => match pr.get("selector").filter(|s| !s.is_null()) {
@@ -274,7 +275,7 @@ fn printer(which: PolicyObject) -> BuiltinPrinter {
                 };
                 vec![
                     json!(object::name(obj)),
-                    json!(str_of(spec, "policyName")),
+                    json!(str_field(spec, "policyName")),
                     json!(param),
                     age_cell(obj, now),
                 ]
@@ -297,13 +298,13 @@ fn go_label_selector_string(sel: &Value) -> String {
         .unwrap_or_default();
     labels.sort();
     let labels: String = labels.iter().map(|(k, v)| format!("{k}: {v},")).collect();
-    let exprs: String = arr(sel, "matchExpressions")
+    let exprs: String = list_field(sel, "matchExpressions")
         .iter()
         .map(|e| {
             format!(
                 "{{{} {} [{}]}},",
-                str_of(e, "key"),
-                str_of(e, "operator"),
+                str_field(e, "key"),
+                str_field(e, "operator"),
                 strings(e, "values").join(" ")
             )
         })
@@ -338,19 +339,8 @@ fn default_spec(obj: &mut Value, which: PolicyObject) {
     }
 }
 
-fn str_of<'v>(v: &'v Value, k: &str) -> &'v str {
-    v.get(k).and_then(Value::as_str).unwrap_or("")
-}
-
-fn arr<'v>(v: &'v Value, k: &str) -> &'v [Value] {
-    v.get(k)
-        .and_then(Value::as_array)
-        .map(Vec::as_slice)
-        .unwrap_or(&[])
-}
-
 fn strings(v: &Value, k: &str) -> Vec<String> {
-    arr(v, k)
+    list_field(v, k)
         .iter()
         .map(|s| s.as_str().unwrap_or("").to_string())
         .collect()
@@ -390,7 +380,7 @@ pub fn validate_policy_spec(name: &str, spec: &Value, path: &Path) -> ErrorList 
                 mc,
                 &path.child("matchConstraints"),
             ));
-            if arr(mc, "resourceRules").is_empty() {
+            if list_field(mc, "resourceRules").is_empty() {
                 errs.push(Error::required(
                     &path.child("matchConstraints").child("resourceRules"),
                     "",
@@ -399,11 +389,11 @@ pub fn validate_policy_spec(name: &str, spec: &Value, path: &Path) -> ErrorList 
         }
     }
     errs.extend(validate_match_conditions(
-        arr(spec, "matchConditions"),
+        list_field(spec, "matchConditions"),
         has_params,
         &path.child("matchConditions"),
     ));
-    let variables = arr(spec, "variables");
+    let variables = list_field(spec, "variables");
     let mut env = if variables.is_empty() {
         AdmissionEnv::new(has_params)
     } else {
@@ -412,7 +402,7 @@ pub fn validate_policy_spec(name: &str, spec: &Value, path: &Path) -> ErrorList 
     .authorizer(true);
     for (i, v) in variables.iter().enumerate() {
         let p = path.child("variables").index(i);
-        let vname = str_of(v, "name");
+        let vname = str_field(v, "name");
         if vname.trim().is_empty() {
             errs.push(Error::required(&p.child("name"), "name is not specified"));
         } else if !is_cel_identifier(vname) {
@@ -422,7 +412,7 @@ pub fn validate_policy_spec(name: &str, spec: &Value, path: &Path) -> ErrorList 
                 "must be a valid CEL identifier",
             ));
         }
-        let expr = str_of(v, "expression");
+        let expr = str_field(v, "expression");
         if expr.trim().is_empty() {
             errs.push(Error::required(
                 &p.child("expression"),
@@ -432,8 +422,8 @@ pub fn validate_policy_spec(name: &str, spec: &Value, path: &Path) -> ErrorList 
             errs.push(Error::invalid(&p.child("expression"), json!(expr), e));
         }
     }
-    let validations = arr(spec, "validations");
-    let audits = arr(spec, "auditAnnotations");
+    let validations = list_field(spec, "validations");
+    let audits = list_field(spec, "auditAnnotations");
     if validations.is_empty() && audits.is_empty() {
         let msg = "validations or auditAnnotations must contain at least one item";
         errs.push(Error::required(&path.child("validations"), msg));
@@ -460,7 +450,7 @@ pub fn validate_policy_spec(name: &str, spec: &Value, path: &Path) -> ErrorList 
         for (i, a) in audits.iter().enumerate() {
             let p = path.child("auditAnnotations").index(i);
             errs.extend(validate_audit_annotation(name, a, &env, &p));
-            let key = str_of(a, "key");
+            let key = str_field(a, "key");
             if !keys.insert(key.to_string()) {
                 errs.push(Error::duplicate(&p.child("key"), json!(key)));
             }
@@ -471,9 +461,9 @@ pub fn validate_policy_spec(name: &str, spec: &Value, path: &Path) -> ErrorList 
 
 fn validate_validation(v: &Value, env: &AdmissionEnv, has_params: bool, p: &Path) -> ErrorList {
     let mut errs = Vec::new();
-    let expr = str_of(v, "expression");
-    let msg = str_of(v, "message");
-    let msg_expr = str_of(v, "messageExpression");
+    let expr = str_field(v, "expression");
+    let msg = str_field(v, "message");
+    let msg_expr = str_field(v, "messageExpression");
     if expr.trim().is_empty() {
         errs.push(Error::required(
             &p.child("expression"),
@@ -527,7 +517,7 @@ fn validate_validation(v: &Value, env: &AdmissionEnv, has_params: bool, p: &Path
 
 fn validate_audit_annotation(name: &str, a: &Value, env: &AdmissionEnv, p: &Path) -> ErrorList {
     let mut errs = Vec::new();
-    let key = str_of(a, "key");
+    let key = str_field(a, "key");
     if !name.is_empty() {
         for m in objectmeta::is_qualified_name(&format!("{name}/{key}")) {
             errs.push(Error::invalid(
@@ -543,7 +533,7 @@ fn validate_audit_annotation(name: &str, a: &Value, env: &AdmissionEnv, p: &Path
             "requires metadata.name be non-empty",
         ));
     }
-    let value_expr = str_of(a, "valueExpression");
+    let value_expr = str_field(a, "valueExpression");
     let trimmed = value_expr.trim();
     if trimmed.is_empty() {
         errs.push(Error::required(
@@ -576,13 +566,13 @@ fn validate_match_conditions(conds: &[Value], has_params: bool, path: &Path) -> 
     let mut names = HashSet::new();
     for (i, c) in conds.iter().enumerate() {
         let p = path.index(i);
-        let expr = str_of(c, "expression").trim();
+        let expr = str_field(c, "expression").trim();
         if expr.is_empty() {
             errs.push(Error::required(&p.child("expression"), ""));
         } else if let Err(e) = cel_admission::compile(expr, &env, ReturnType::Bool) {
             errs.push(Error::invalid(&p.child("expression"), json!(expr), e));
         }
-        let name = str_of(c, "name");
+        let name = str_field(c, "name");
         if name.is_empty() {
             errs.push(Error::required(&p.child("name"), ""));
         } else {
@@ -599,7 +589,7 @@ fn validate_match_conditions(conds: &[Value], has_params: bool, path: &Path) -> 
 
 fn validate_param_kind(pk: &Value, path: &Path) -> ErrorList {
     let mut errs = Vec::new();
-    let api_version = str_of(pk, "apiVersion");
+    let api_version = str_field(pk, "apiVersion");
     let p = path.child("apiVersion");
     if api_version.is_empty() {
         errs.push(Error::required(&p, ""));
@@ -633,7 +623,7 @@ fn validate_param_kind(pk: &Value, path: &Path) -> ErrorList {
             }
         }
     }
-    let kind = str_of(pk, "kind");
+    let kind = str_field(pk, "kind");
     if kind.is_empty() {
         errs.push(Error::required(&path.child("kind"), ""));
     } else {
@@ -671,7 +661,7 @@ fn validate_match_resources(mr: &Value, path: &Path) -> ErrorList {
         }
     }
     for key in ["resourceRules", "excludeResourceRules"] {
-        for (i, rule) in arr(mr, key).iter().enumerate() {
+        for (i, rule) in list_field(mr, key).iter().enumerate() {
             errs.extend(validate_named_rule(rule, &path.child(key).index(i)));
         }
     }
@@ -837,10 +827,10 @@ pub fn validate_label_selector(sel: &Value, path: &Path) -> ErrorList {
             &path.child("matchLabels"),
         ));
     }
-    for (i, e) in arr(sel, "matchExpressions").iter().enumerate() {
+    for (i, e) in list_field(sel, "matchExpressions").iter().enumerate() {
         let p = path.child("matchExpressions").index(i);
         let values = strings(e, "values");
-        match str_of(e, "operator") {
+        match str_field(e, "operator") {
             "In" | "NotIn" => {
                 if values.is_empty() {
                     errs.push(Error::required(
@@ -863,7 +853,7 @@ pub fn validate_label_selector(sel: &Value, path: &Path) -> ErrorList {
                 "not a valid selector operator",
             )),
         }
-        let key = str_of(e, "key");
+        let key = str_field(e, "key");
         for m in objectmeta::is_qualified_name(key) {
             errs.push(Error::invalid(&p.child("key"), json!(key), m));
         }
@@ -879,7 +869,7 @@ pub fn validate_label_selector(sel: &Value, path: &Path) -> ErrorList {
 /// kube's `validateValidatingAdmissionPolicyBindingSpec`.
 pub fn validate_binding_spec(spec: &Value, path: &Path) -> ErrorList {
     let mut errs = Vec::new();
-    let policy_name = str_of(spec, "policyName");
+    let policy_name = str_field(spec, "policyName");
     if policy_name.is_empty() {
         errs.push(Error::required(&path.child("policyName"), ""));
     } else {
@@ -906,7 +896,7 @@ pub fn validate_binding_spec(spec: &Value, path: &Path) -> ErrorList {
 
 fn validate_param_ref(pr: &Value, path: &Path) -> ErrorList {
     let mut errs = Vec::new();
-    let name = str_of(pr, "name");
+    let name = str_field(pr, "name");
     let selector = pr.get("selector").filter(|s| !s.is_null());
     if !name.is_empty() {
         for m in objectmeta::validate_path_segment_name(name, false) {
@@ -934,7 +924,7 @@ fn validate_param_ref(pr: &Value, path: &Path) -> ErrorList {
             "one of name or selector must be specified",
         ));
     }
-    match str_of(pr, "parameterNotFoundAction") {
+    match str_field(pr, "parameterNotFoundAction") {
         "" => errs.push(Error::required(&path.child("parameterNotFoundAction"), "")),
         "Deny" | "Allow" => {}
         other => errs.push(Error::not_supported(
@@ -979,13 +969,13 @@ fn validate_status(status: &Value, path: &Path) -> ErrorList {
     let p = path.child("typeChecking").child("expressionWarnings");
     let warnings = status
         .get("typeChecking")
-        .map(|t| arr(t, "expressionWarnings"))
+        .map(|t| list_field(t, "expressionWarnings"))
         .unwrap_or(&[]);
     for (i, w) in warnings.iter().enumerate() {
-        if str_of(w, "warning").is_empty() {
+        if str_field(w, "warning").is_empty() {
             errs.push(Error::required(&p.index(i).child("warning"), ""));
         }
-        if str_of(w, "fieldRef").trim().is_empty() {
+        if str_field(w, "fieldRef").trim().is_empty() {
             errs.push(Error::required(&p.index(i).child("fieldRef"), ""));
         }
     }

@@ -284,6 +284,19 @@ pub fn status_only(new: &Value, old: &Value) -> Value {
     out
 }
 
+/// A string field of `v` (`""` when absent or not a string).
+pub fn str_field<'v>(v: &'v Value, k: &str) -> &'v str {
+    v.get(k).and_then(Value::as_str).unwrap_or("")
+}
+
+/// A list field of `v` (empty when absent or not a list).
+pub fn list_field<'v>(v: &'v Value, k: &str) -> &'v [Value] {
+    v.get(k)
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or(&[])
+}
+
 /// Go's zero value of a JSON field: what `omitempty` drops, and what Go's semantic
 /// equality treats as equal to an absent field.
 pub fn is_zero(v: &Value) -> bool {
