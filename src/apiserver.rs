@@ -57,6 +57,9 @@ pub struct ApiServer {
     builtins: std::sync::RwLock<std::collections::HashMap<BuiltinKey, Arc<dyn ResourceKind>>>,
     /// CRDs loaded and system namespaces ensured (storage may be down at start-up).
     bootstrapped: std::sync::atomic::AtomicBool,
+    /// Stored CRDs that could not be decoded at start-up, by key, with the error:
+    /// skipped (start-up goes on) and reported by `/readyz?verbose`.
+    undecodable: std::sync::Mutex<std::collections::BTreeMap<String, String>>,
 }
 
 /// `(group, version, resource)` of a built-in kind.
@@ -117,6 +120,7 @@ impl ApiServer {
             authorizer,
             builtins: Default::default(),
             bootstrapped: std::sync::atomic::AtomicBool::new(false),
+            undecodable: Default::default(),
         });
         api.admission.set_authorizer(api.authorizer.clone());
         api.admission.set_catalog(api.catalog.clone());
@@ -253,6 +257,14 @@ impl ApiServer {
             .store(true, std::sync::atomic::Ordering::SeqCst);
     }
 
+    /// Stored objects start-up skipped because they could not be decoded (key, error).
+    pub fn undecodable(&self) -> Vec<(String, String)> {
+        self.undecodable
+            .lock()
+            .map(|u| u.iter().map(|(k, e)| (k.clone(), e.clone())).collect())
+            .unwrap_or_default()
+    }
+
     /// Whether start-up work against storage has completed (part of `/readyz`).
     pub fn is_bootstrapped(&self) -> bool {
         self.bootstrapped.load(std::sync::atomic::Ordering::SeqCst)
@@ -269,11 +281,23 @@ impl ApiServer {
             .list(&self.crd_prefix(), &ListOptions::default())
             .await
             .map_err(|e| crate::rest::store::storage_status(e, &self.crds.descriptor().gr, ""))?;
+        let mut undecodable = std::collections::BTreeMap::new();
         for kv in &res.items {
-            let obj = decode_stored(kv)?;
+            // One corrupt object must not keep the server from starting: skip it.
+            let obj = match decode_stored(kv) {
+                Ok(obj) => obj,
+                Err(s) => {
+                    tracing::error!(key = %kv.key, error = %s.message, "stored CRD cannot be decoded; skipped");
+                    undecodable.insert(kv.key.clone(), s.message);
+                    continue;
+                }
+            };
             if let Err(e) = self.catalog.upsert(obj, kv.mod_revision) {
                 tracing::warn!(key = %kv.key, error = %e, "stored CRD cannot be served");
             }
+        }
+        if let Ok(mut u) = self.undecodable.lock() {
+            *u = undecodable;
         }
         // A reload after missed (compacted) history must also drop CRDs deleted meanwhile.
         let stored: std::collections::HashSet<&str> = res

@@ -45,6 +45,28 @@ impl DecodeError {
     }
 }
 
+/// Stack guaranteed to the decoding (and the caller's walks) of an object nested
+/// deeper than serde_json's default recursion limit, up to kube's 10,000 levels.
+const DEEP_DECODE_STACK: usize = 64 * 1024 * 1024;
+
+/// Parse stored JSON. serde_json's fast path stops at 128 levels, but the write path
+/// accepts kube's 10,000: deeper objects are parsed again without that limit, on a
+/// stack of their own if this thread's is small, so whatever was stored reads back.
+pub fn decode_stored_json<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> serde_json::Result<T> {
+    match serde_json::from_slice(bytes) {
+        Err(e) if e.to_string().starts_with("recursion limit exceeded") => {
+            stacker::maybe_grow(DEEP_DECODE_STACK / 2, DEEP_DECODE_STACK, || {
+                let mut de = serde_json::Deserializer::from_slice(bytes);
+                de.disable_recursion_limit();
+                let v = T::deserialize(&mut de)?;
+                de.end()?;
+                Ok(v)
+            })
+        }
+        r => r,
+    }
+}
+
 /// Decode a request body by its `Content-Type` (parameters such as `charset` ignored):
 /// JSON for `application/json` and the JSON patch types, YAML for `application/yaml`
 /// and `application/apply-patch+yaml`.
@@ -153,11 +175,10 @@ enum ParseState {
     ArrayValue,
 }
 
+/// Go's `encoding/json` limit, which kube's decoders keep: deeper documents get Go's
+/// `exceeded max depth`. Requests run on threads whose stacks hold this many levels
+/// through every stage (see `server::SERVER_THREAD_STACK`).
 const MAX_NESTING_DEPTH: usize = 10000;
-
-/// Deeper documents are refused (Go allows 10000) so that the recursive stages after
-/// decoding, and dropping the value, stay well inside a thread's stack.
-const MAX_DECODE_DEPTH: usize = 1000;
 
 /// A port of the state machine of Go's `encoding/json` scanner, for its error texts.
 struct Scanner {
@@ -476,7 +497,7 @@ impl JsonBuilder<'_> {
     fn value(&mut self) -> Value {
         self.skip_space();
         if matches!(self.peek(), b'{' | b'[') {
-            if self.depth >= MAX_DECODE_DEPTH {
+            if self.depth >= MAX_NESTING_DEPTH {
                 let c = self.peek();
                 self.error
                     .get_or_insert_with(|| invalid(c, "exceeded max depth"));
@@ -1458,6 +1479,10 @@ fn goyaml_parse_error(err: &serde_norway::Error, input: &[u8]) -> String {
         if text.starts_with("repetition limit exceeded") {
             return "yaml: document contains excessive aliasing".to_string();
         }
+        if text.starts_with("recursion limit exceeded") {
+            let line = err.location().map_or(0, |l| l.line().saturating_sub(1));
+            return yaml_depth_error(line);
+        }
         return format!("yaml: {}", text.split(" at line ").next().unwrap_or(&text));
     };
     let kind = field("kind").unwrap_or_default();
@@ -1483,8 +1508,152 @@ fn goyaml_parse_error(err: &serde_norway::Error, input: &[u8]) -> String {
     }
 }
 
+/// How deep YAML collections may nest: serde_norway's recursion limit (goyaml's is
+/// 10,000). Flow collections deeper than this are refused before libyaml runs: its
+/// scanner checks every open flow level on every token, so depth × size is its cost.
+pub const MAX_YAML_DEPTH: usize = 128;
+
+/// goyaml's error for a document nested too deep (its wording, our limit); `line` is
+/// 0-based, and goyaml leaves out the first line's number.
+fn yaml_depth_error(line: usize) -> String {
+    if line == 0 {
+        format!("yaml: exceeded max depth of {MAX_YAML_DEPTH}")
+    } else {
+        format!(
+            "yaml: line {}: exceeded max depth of {MAX_YAML_DEPTH}",
+            line + 1
+        )
+    }
+}
+
+/// The 0-based line where flow collections (`[`, `{`) first nest deeper than
+/// [`MAX_YAML_DEPTH`], found in one linear pass. Brackets inside quoted scalars,
+/// comments and block scalars do not count, nor (outside flow collections) brackets
+/// within a plain scalar, which only start a collection where a node starts.
+fn yaml_flow_too_deep(b: &[u8]) -> Option<usize> {
+    let (mut i, mut line, mut flow) = (0usize, 0usize, 0usize);
+    // Where a node may start: line start, after `- `/`? `/`: `, in flow after `[{,:?`.
+    let mut node_start = true;
+    let mut line_indent = 0usize;
+    let mut at_line_start = true;
+    while i < b.len() {
+        let c = b[i];
+        if at_line_start {
+            let start = i;
+            while i < b.len() && b[i] == b' ' {
+                i += 1;
+            }
+            line_indent = i - start;
+            at_line_start = false;
+            node_start = true;
+            if line_indent == 0
+                && (b[i..].starts_with(b"---") || b[i..].starts_with(b"..."))
+                && b.get(i + 3).is_none_or(|c| c.is_ascii_whitespace())
+            {
+                flow = 0;
+            }
+            continue;
+        }
+        match c {
+            b'\n' => {
+                line += 1;
+                i += 1;
+                at_line_start = flow == 0;
+            }
+            b' ' | b'\t' | b'\r' => i += 1,
+            b'#' if i == 0 || matches!(b[i - 1], b' ' | b'\t' | b'\n' | b'\r') => {
+                while i < b.len() && b[i] != b'\n' {
+                    i += 1;
+                }
+            }
+            b'"' | b'\'' if node_start => {
+                i += 1;
+                while i < b.len() {
+                    match b[i] {
+                        b'\\' if c == b'"' => i += 1,
+                        b'\'' if c == b'\'' && b.get(i + 1) == Some(&b'\'') => i += 1,
+                        q if q == c => break,
+                        b'\n' => line += 1,
+                        _ => {}
+                    }
+                    i += 1;
+                }
+                i += 1;
+                node_start = false;
+            }
+            b'|' | b'>' if flow == 0 && node_start => {
+                // A block scalar: the rest of this line, then every blank line or line
+                // indented deeper than the one it starts on.
+                while i < b.len() && b[i] != b'\n' {
+                    i += 1;
+                }
+                loop {
+                    let next = i + 1;
+                    let mut j = next;
+                    while j < b.len() && b[j] == b' ' {
+                        j += 1;
+                    }
+                    let blank = j >= b.len() || matches!(b[j], b'\n' | b'\r');
+                    if next >= b.len() || !(blank || j - next > line_indent) {
+                        break;
+                    }
+                    i = j;
+                    while i < b.len() && b[i] != b'\n' {
+                        i += 1;
+                    }
+                    line += 1;
+                    if i >= b.len() {
+                        break;
+                    }
+                }
+            }
+            b'[' | b'{' if flow > 0 || node_start => {
+                flow += 1;
+                if flow > MAX_YAML_DEPTH {
+                    return Some(line);
+                }
+                i += 1;
+                node_start = true;
+            }
+            b']' | b'}' if flow > 0 => {
+                flow -= 1;
+                i += 1;
+                node_start = false;
+            }
+            b',' if flow > 0 => {
+                i += 1;
+                node_start = true;
+            }
+            b'-' | b'?' | b':'
+                if (flow > 0 && c != b'-')
+                    || b.get(i + 1).is_none_or(|n| n.is_ascii_whitespace()) =>
+            {
+                i += 1;
+                node_start = true;
+            }
+            // Node properties (`&anchor`, `!tag`) leave the node still to start.
+            b'&' | b'!' if node_start => {
+                while i < b.len()
+                    && !b[i].is_ascii_whitespace()
+                    && !(flow > 0 && b",[]{}".contains(&b[i]))
+                {
+                    i += 1;
+                }
+            }
+            _ => {
+                i += 1;
+                node_start = false;
+            }
+        }
+    }
+    None
+}
+
 /// Decode the first YAML document to goyaml values.
 fn yaml_first_document(bytes: &[u8]) -> Result<Option<Y>, DecodeError> {
+    if let Some(line) = yaml_flow_too_deep(bytes) {
+        return Err(DecodeError::Yaml(yaml_depth_error(line)));
+    }
     let mut docs = serde_norway::Deserializer::from_slice(bytes);
     match docs.next() {
         Some(doc) => yaml_document(doc, bytes).map(Some),
@@ -1537,6 +1706,9 @@ pub fn yaml_duplicate_key_error(bytes: &[u8]) -> Option<String> {
 pub fn decode_manifests(bytes: &[u8], is_yaml: bool) -> Result<Vec<Value>, String> {
     let mut docs = Vec::new();
     if is_yaml {
+        if let Some(line) = yaml_flow_too_deep(bytes) {
+            return Err(yaml_depth_error(line));
+        }
         for (i, doc) in serde_norway::Deserializer::from_slice(bytes).enumerate() {
             let y = yaml_document(doc, bytes).map_err(|e| format!("document {}: {e}", i + 1))?;
             docs.push(y_to_json(&y).map_err(|e| format!("document {}: {e}", i + 1))?);
@@ -1865,14 +2037,28 @@ mod tests {
     }
 
     #[test]
-    fn json_nesting_is_bounded() {
-        let deep = format!("{}{}", "[".repeat(1001), "]".repeat(1001));
+    fn json_nesting_is_bounded_at_gos_10000() {
+        // Requests run on threads with stacks for this depth (server::SERVER_THREAD_STACK).
+        let (deep, ok) = std::thread::Builder::new()
+            .stack_size(256 << 20)
+            .spawn(|| {
+                let deep = format!("{}{}", "[".repeat(10_001), "]".repeat(10_001));
+                let ok = format!("{}{}", "[".repeat(10_000), "]".repeat(10_000));
+                let stored = decode_json(ok.as_bytes()).map(|v| serde_json::to_vec(&v).unwrap());
+                let back = stored
+                    .as_ref()
+                    .map(|b| decode_stored_json::<Value>(b).is_ok())
+                    .map_err(|e| e.message());
+                (decode_json(deep.as_bytes()).map(|_| ()), back)
+            })
+            .unwrap()
+            .join()
+            .unwrap();
         assert_eq!(
-            decode_json(deep.as_bytes()).unwrap_err().message(),
+            deep.unwrap_err().message(),
             "invalid character '[' exceeded max depth"
         );
-        let ok = format!("{}{}", "[".repeat(1000), "]".repeat(1000));
-        assert!(decode_json(ok.as_bytes()).is_ok());
+        assert_eq!(ok, Ok(true));
     }
 
     #[test]
@@ -2044,6 +2230,57 @@ mod tests {
             decode_yaml(b"a:\n  <<: 5\n").unwrap_err().message(),
             "yaml: map merge requires map or sequence of maps as the value"
         );
+    }
+
+    #[test]
+    fn deep_flow_yaml_is_refused_at_once_with_goyaml_wording() {
+        let started = std::time::Instant::now();
+        for body in [
+            "[".repeat(800_000),
+            "{a: ".repeat(200_000),
+            format!("kind: ConfigMap\ndata: {}", "[".repeat(40_000)),
+        ] {
+            let err = decode_yaml(body.as_bytes()).unwrap_err().message();
+            assert!(err.ends_with("exceeded max depth of 128"), "{err}");
+        }
+        assert_eq!(
+            decode_yaml(format!("a: 1\nb: {}", "[".repeat(200)).as_bytes())
+                .unwrap_err()
+                .message(),
+            "yaml: line 2: exceeded max depth of 128"
+        );
+        // Linear: the three bodies above (about 1.7 MB) take milliseconds, not minutes.
+        assert!(started.elapsed() < std::time::Duration::from_secs(20));
+    }
+
+    #[test]
+    fn yaml_nesting_within_the_limit_decodes() {
+        let n = 120;
+        let v = decode_yaml(format!("{}1{}", "[".repeat(n), "]".repeat(n)).as_bytes()).unwrap();
+        let mut depth = 0;
+        let mut at = &v;
+        while let Some(inner) = at.as_array().and_then(|a| a.first()) {
+            depth += 1;
+            at = inner;
+        }
+        assert_eq!((depth, at), (n, &json!(1)));
+        // Block nesting deeper than the limit gets the same error.
+        let block: String = (0..200).map(|i| format!("{}a:\n", " ".repeat(i))).collect();
+        let err = decode_yaml(block.as_bytes()).unwrap_err().message();
+        assert!(err.ends_with("exceeded max depth of 128"), "{err}");
+    }
+
+    #[test]
+    fn brackets_in_scalars_comments_and_block_scalars_are_not_nesting() {
+        let open = "[".repeat(300);
+        let doc = format!(
+            "a: \"{open}\"\nb: '{open}'\nc: x{open}\n# {open}\nd: |\n  {open}\n  {open}\ne: >-\n    {open}\nf: [\"{open}\", '{open}']\n"
+        );
+        let v = decode_yaml(doc.as_bytes()).unwrap();
+        assert_eq!(v["a"], json!(open));
+        assert_eq!(v["c"], json!(format!("x{open}")));
+        assert_eq!(v["d"], json!(format!("{open}\n{open}\n")));
+        assert_eq!(v["f"][1], json!(open));
     }
 
     #[test]

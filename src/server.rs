@@ -117,6 +117,9 @@ pub enum StartError {
     /// TLS, authentication or authorization flags are unusable.
     #[error("{0}")]
     Security(String),
+    /// The runtime servers run on could not be built.
+    #[error("runtime: {0}")]
+    Runtime(String),
     /// The kubeconfig could not be written.
     #[error("writing kubeconfig {path}: {source}")]
     Kubeconfig {
@@ -143,9 +146,48 @@ pub struct Server {
     task: JoinHandle<()>,
 }
 
+/// Stack of the threads requests run on. Objects may nest 10,000 levels (kube's
+/// limit), and every stage walks them recursively (decode, prune, default, validate,
+/// managedFields, serialization, drop): in debug builds a level costs up to ~3 KiB.
+/// Only the pages a request touches are ever committed.
+const SERVER_THREAD_STACK: usize = 128 * 1024 * 1024;
+
+/// The runtime every server of this process runs on (requests, watches, controllers):
+/// its threads have [`SERVER_THREAD_STACK`], whatever runtime started the server.
+fn server_runtime() -> Result<&'static tokio::runtime::Runtime, StartError> {
+    static RUNTIME: std::sync::OnceLock<Result<tokio::runtime::Runtime, String>> =
+        std::sync::OnceLock::new();
+    RUNTIME
+        .get_or_init(|| {
+            tokio::runtime::Builder::new_multi_thread()
+                .thread_name("crd-apiserver")
+                .thread_stack_size(SERVER_THREAD_STACK)
+                .enable_all()
+                .build()
+                .map_err(|e| e.to_string())
+        })
+        .as_ref()
+        .map_err(|e| StartError::Runtime(e.clone()))
+}
+
+/// Run `task` on the [`server_runtime`], so that everything it spawns runs there too.
+async fn on_server_runtime<T: Send + 'static>(
+    task: impl std::future::Future<Output = Result<T, StartError>> + Send + 'static,
+) -> Result<T, StartError> {
+    server_runtime()?
+        .spawn(task)
+        .await
+        .map_err(|e| StartError::Runtime(format!("server start-up failed: {e}")))?
+}
+
 impl Server {
-    /// Start a server; returns once it accepts requests.
+    /// Start a server; returns once it accepts requests. The server runs on a runtime
+    /// of this process's own (see [`server_runtime`]), whatever runtime calls this.
     pub async fn start(config: Config) -> Result<Server, StartError> {
+        on_server_runtime(Self::start_here(config)).await
+    }
+
+    async fn start_here(config: Config) -> Result<Server, StartError> {
         let storage: Arc<dyn Storage> = if config.etcd_servers.is_empty() {
             Arc::new(MemoryStorage::new())
         } else {
@@ -168,11 +210,19 @@ impl Server {
             }
             Arc::new(etcd)
         };
-        Self::start_with_storage(config, storage).await
+        Self::start_with_storage_here(config, storage).await
     }
 
-    /// Start a server over a given storage backend.
+    /// Start a server over a given storage backend (on the server runtime, as
+    /// [`Server::start`]).
     pub async fn start_with_storage(
+        config: Config,
+        storage: Arc<dyn Storage>,
+    ) -> Result<Server, StartError> {
+        on_server_runtime(Self::start_with_storage_here(config, storage)).await
+    }
+
+    async fn start_with_storage_here(
         config: Config,
         storage: Arc<dyn Storage>,
     ) -> Result<Server, StartError> {

@@ -210,6 +210,16 @@ impl Status {
         Self::new(400, "BadRequest", message, Some(details))
     }
 
+    /// 413 `RequestEntityTooLarge` (kube's `NewRequestEntityTooLargeError`).
+    pub fn request_entity_too_large(detail: impl std::fmt::Display) -> Self {
+        Self::new(
+            413,
+            "RequestEntityTooLarge",
+            format!("Request entity too large: {detail}"),
+            None,
+        )
+    }
+
     /// 405 `MethodNotAllowed`.
     pub fn method_not_allowed(message: impl Into<String>) -> Self {
         Self::new(405, "MethodNotAllowed", message, None)

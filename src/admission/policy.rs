@@ -230,7 +230,7 @@ impl Policies {
                 .map_err(|e| e.to_string())?;
             revision = revision.max(res.revision);
             for kv in &res.items {
-                if let Ok(v) = serde_json::from_slice::<Value>(&kv.value) {
+                if let Ok(v) = crate::codec::decode_stored_json::<Value>(&kv.value) {
                     self.apply(which, name_of_key(&kv.key), kv.mod_revision, Some(v));
                 }
             }
@@ -511,7 +511,7 @@ async fn follow(cache: std::sync::Weak<RwLock<Cache>>, source: Arc<PolicyStorage
                     match ev.kind {
                         EventKind::Delete => policies.apply(which, name, ev.kv.mod_revision, None),
                         _ => {
-                            if let Ok(v) = serde_json::from_slice::<Value>(&ev.kv.value) {
+                            if let Ok(v) = crate::codec::decode_stored_json::<Value>(&ev.kv.value) {
                                 policies.apply(which, name, ev.kv.mod_revision, Some(v));
                             }
                         }
@@ -723,7 +723,7 @@ async fn read_namespace(source: &PolicyStorage, name: &str) -> Option<Value> {
     let key = format!("{}/{name}", source.namespaces_root);
     match source.storage.get(&key).await {
         Ok(Some(kv)) => {
-            let mut v: Value = serde_json::from_slice(&kv.value).ok()?;
+            let mut v: Value = crate::codec::decode_stored_json(&kv.value).ok()?;
             if let Some(m) = v.get_mut("metadata").and_then(Value::as_object_mut) {
                 m.insert("resourceVersion".into(), json!(kv.mod_revision.to_string()));
             }

@@ -127,7 +127,7 @@ impl WebhookSource {
             .iter()
             .filter(|kv| self.is_configuration_key(&kv.key))
         {
-            let value = serde_json::from_slice::<Value>(&kv.value)
+            let value = crate::codec::decode_stored_json::<Value>(&kv.value)
                 .ok()
                 .map(Arc::new);
             entries.insert(kv.key.clone(), (kv.mod_revision, value));
@@ -183,7 +183,7 @@ impl WebhookSource {
         Ok(res
             .items
             .iter()
-            .filter_map(|kv| serde_json::from_slice::<Value>(&kv.value).ok())
+            .filter_map(|kv| crate::codec::decode_stored_json::<Value>(&kv.value).ok())
             .map(Arc::new)
             .collect())
     }
@@ -293,7 +293,7 @@ impl WebhookSource {
         if cache.is_none() {
             let key = format!("{}/{ns}", self.namespaces_root);
             let labels = match self.storage.get(&key).await {
-                Ok(Some(kv)) => serde_json::from_slice::<Value>(&kv.value)
+                Ok(Some(kv)) => crate::codec::decode_stored_json::<Value>(&kv.value)
                     .map(|v| object::labels(&v))
                     .unwrap_or_default(),
                 _ => Map::new(),
@@ -349,7 +349,7 @@ async fn follow(source: Weak<WebhookSource>) {
                     if strong.is_configuration_key(&ev.kv.key) {
                         let value = match ev.kind {
                             EventKind::Delete => None,
-                            _ => serde_json::from_slice::<Value>(&ev.kv.value)
+                            _ => crate::codec::decode_stored_json::<Value>(&ev.kv.value)
                                 .ok()
                                 .map(Arc::new),
                         };

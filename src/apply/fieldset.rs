@@ -12,6 +12,7 @@ use super::schema::{ListKind, ListType, ScalarKind, Shape, TypeRef};
 use crate::goformat::go_float_v;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
 
 /// The path element identifying a list item: its keys (list-map) or value (set).
 pub fn list_item_element(lt: &ListType, item: &Value) -> Result<PathElement, String> {
@@ -334,19 +335,51 @@ pub fn ensure_named_fields_are_members(set: &FieldSet, t: TypeRef) -> FieldSet {
 /// `allow_duplicates` is used for stored objects; an applied configuration has none.
 pub fn validate(v: &Value, t: TypeRef, allow_duplicates: bool) -> Vec<String> {
     let mut errs = Vec::new();
-    validate_into(v, t, allow_duplicates, "", &mut errs);
+    validate_into(v, t, allow_duplicates, &Trail::Root, &mut errs);
     errs
 }
 
-fn push_err(errs: &mut Vec<String>, path: &str, msg: String) {
-    if path.is_empty() {
+/// Where [`validate_into`] is: a chain to the root, rendered only for an error, so
+/// that a deep value costs no path per level.
+enum Trail<'a> {
+    Root,
+    Elem(&'a Trail<'a>, PathElement),
+    Field(&'a Trail<'a>, &'a str),
+}
+
+impl fmt::Display for Trail<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut parts = Vec::new();
+        let mut at = self;
+        loop {
+            match at {
+                Trail::Root => break,
+                Trail::Elem(up, pe) => {
+                    parts.push(pe.to_string());
+                    at = up;
+                }
+                Trail::Field(up, name) => {
+                    parts.push(format!(".{name}"));
+                    at = up;
+                }
+            }
+        }
+        for p in parts.iter().rev() {
+            f.write_str(p)?;
+        }
+        Ok(())
+    }
+}
+
+fn push_err(errs: &mut Vec<String>, path: &Trail<'_>, msg: String) {
+    if matches!(path, Trail::Root) {
         errs.push(msg);
     } else {
         errs.push(format!("{path}: {msg}"));
     }
 }
 
-fn validate_into(v: &Value, t: TypeRef, dups: bool, path: &str, errs: &mut Vec<String>) {
+fn validate_into(v: &Value, t: TypeRef, dups: bool, path: &Trail<'_>, errs: &mut Vec<String>) {
     match t.shape_for(Some(v)) {
         Shape::Scalar(kind) => {
             if let Some(msg) = scalar_error(kind, v) {
@@ -383,7 +416,7 @@ fn validate_into(v: &Value, t: TypeRef, dups: bool, path: &str, errs: &mut Vec<S
                 if lt.kind.is_associative() && !seen.insert(pe.clone()) && !dups {
                     push_err(errs, path, format!("duplicate entries for key {pe}"));
                 }
-                validate_into(item, lt.elem, dups, &format!("{path}{pe}"), errs);
+                validate_into(item, lt.elem, dups, &Trail::Elem(path, pe), errs);
             }
         }
         Shape::Map(mt) => {
@@ -400,7 +433,7 @@ fn validate_into(v: &Value, t: TypeRef, dups: bool, path: &str, errs: &mut Vec<S
                 }
             };
             for (k, val) in m {
-                let child = format!("{path}.{k}");
+                let child = Trail::Field(path, k);
                 match mt.value_type(k) {
                     TypeRef::Undeclared => {
                         // kube stops at the first undeclared field of a map.

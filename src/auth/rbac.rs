@@ -553,7 +553,7 @@ impl RbacRules {
                 .await?;
             revision = revision.max(res.revision);
             for kv in &res.items {
-                if let Ok(v) = serde_json::from_slice::<Value>(&kv.value) {
+                if let Ok(v) = crate::codec::decode_stored_json::<Value>(&kv.value) {
                     self.apply(&kv.key, kv.mod_revision, Some(&v));
                 }
             }
@@ -846,7 +846,7 @@ async fn follow(cache: Weak<RbacRules>, storage: Arc<dyn Storage>, prefix: Strin
                     match ev.kind {
                         EventKind::Delete => c.apply(&ev.kv.key, ev.kv.mod_revision, None),
                         _ => {
-                            if let Ok(v) = serde_json::from_slice::<Value>(&ev.kv.value) {
+                            if let Ok(v) = crate::codec::decode_stored_json::<Value>(&ev.kv.value) {
                                 c.apply(&ev.kv.key, ev.kv.mod_revision, Some(&v));
                             }
                         }

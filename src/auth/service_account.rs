@@ -418,7 +418,7 @@ impl TokenAuthenticator {
     async fn read(&self, resource: &str, ns: &str, name: &str) -> Result<Option<Value>, String> {
         let key = format!("{}/{resource}/{ns}/{name}", self.prefix);
         let kv = self.storage.get(&key).await.map_err(|e| e.to_string())?;
-        Ok(kv.and_then(|kv| serde_json::from_slice(&kv.value).ok()))
+        Ok(kv.and_then(|kv| crate::codec::decode_stored_json(&kv.value).ok()))
     }
 }
 

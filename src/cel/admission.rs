@@ -476,6 +476,10 @@ fn variable_type(t: &Type) -> Type {
 
 /// The `variables.<name>` selections in an expression, in order of first appearance.
 fn referenced(e: &IdedExpr, out: &mut Vec<String>) {
+    super::with_stack(|| referenced_level(e, out))
+}
+
+fn referenced_level(e: &IdedExpr, out: &mut Vec<String>) {
     match &e.expr {
         Expr::Select(sel) => {
             if let Expr::Ident(root) = &sel.operand.expr {

@@ -4,6 +4,7 @@
 //! cel-go's (`ERROR: <input>:1:6: undefined field 'foo'` plus the source snippet).
 
 use super::decls::{self, FunctionDecl};
+use super::limits;
 use super::macros;
 use super::types::{Decl, Type};
 use ::cel::common::ast::{operators, EntryExpr, Expr, IdedExpr, LiteralValue};
@@ -62,7 +63,7 @@ pub enum Want {
 #[derive(Debug)]
 pub struct Checked {
     /// The parsed program (AST and source positions).
-    pub program: ::cel::Program,
+    pub program: macros::Parsed,
     /// The checked type of every expression, by id.
     pub types: HashMap<u64, Type>,
     /// The schema declaration of expressions reading from `self`/`oldSelf` (for sizes).
@@ -79,6 +80,16 @@ pub struct Checked {
 /// Parse and check `source`; the error is kube's compile error detail
 /// (`compilation failed: ERROR: ...`).
 pub fn compile(source: &str, env: &RuleEnv, want: Want) -> Result<Checked, String> {
+    if let Err(limits::LimitError(msg)) = limits::check(source) {
+        // cel-go reports its parser limits at no location: no snippet.
+        return Err(format!("compilation failed: ERROR: <input>:-1:0: {msg}"));
+    }
+    // Within cel-go's limits the parser (ANTLR) and the checker still recurse a few
+    // hundred levels deep: give them a stack of their own when this one is small.
+    super::with_parser_stack(|| compile_within_limits(source, env, want))
+}
+
+fn compile_within_limits(source: &str, env: &RuleEnv, want: Want) -> Result<Checked, String> {
     let program = macros::parse(source).map_err(|e| {
         let mut errs: Vec<(i64, i64, String)> = e
             .errors
@@ -186,7 +197,7 @@ type Var = (Type, Option<Arc<Decl>>);
 struct Checker<'e, 's, 'p> {
     env: &'e RuleEnv,
     source: &'s str,
-    program: &'p ::cel::Program,
+    program: &'p macros::Parsed,
     mapping: Mapping,
     free: usize,
     types: HashMap<u64, Type>,
@@ -268,6 +279,10 @@ impl Checker<'_, '_, '_> {
     }
 
     fn check(&mut self, e: &IdedExpr) {
+        super::with_stack(|| self.check_level(e))
+    }
+
+    fn check_level(&mut self, e: &IdedExpr) {
         match &e.expr {
             Expr::Literal(l) => {
                 let t = match l {
@@ -712,6 +727,10 @@ impl Checker<'_, '_, '_> {
 /// cel-go's `ValidateRegexLiterals`, `ValidateDurationLiterals` and
 /// `ValidateTimestampLiterals`.
 fn validate_literals(e: &IdedExpr, c: &mut Checker<'_, '_, '_>) {
+    super::with_stack(|| validate_literals_level(e, c))
+}
+
+fn validate_literals_level(e: &IdedExpr, c: &mut Checker<'_, '_, '_>) {
     match &e.expr {
         Expr::Call(call) => {
             let literal_arg = match (

@@ -172,6 +172,10 @@ impl Coster<'_> {
     }
 
     fn compute_size(&mut self, e: &IdedExpr) -> Option<Size> {
+        super::with_stack(|| self.compute_size_level(e))
+    }
+
+    fn compute_size_level(&mut self, e: &IdedExpr) -> Option<Size> {
         if let Some(s) = self.sizes.get(&e.id) {
             return Some(*s);
         }
@@ -223,6 +227,10 @@ impl Coster<'_> {
     }
 
     fn cost(&mut self, e: &IdedExpr) -> Cost {
+        super::with_stack(|| self.cost_level(e))
+    }
+
+    fn cost_level(&mut self, e: &IdedExpr) -> Cost {
         match &e.expr {
             Expr::Literal(_) => fixed(0),
             Expr::Ident(_) => fixed(1),

@@ -96,6 +96,10 @@ impl<'a, 'p, 'x> Interp<'a, 'p, 'x> {
     }
 
     fn eval(&mut self, e: &'p IdedExpr) -> EvalResult<'a> {
+        super::with_stack(|| self.eval_level(e))
+    }
+
+    fn eval_level(&mut self, e: &'p IdedExpr) -> EvalResult<'a> {
         match &e.expr {
             Expr::Literal(l) => Ok(literal(l)),
             Expr::Ident(name) => {

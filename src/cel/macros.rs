@@ -4,6 +4,7 @@
 
 use ::cel::common::ast::{
     operators, CallExpr, ComprehensionExpr, Expr, IdedExpr, ListExpr, LiteralValue, MapExpr,
+    SourceInfo,
 };
 use ::cel::parser::{Macro, MacroExprHelper, ParseError, ParseErrors};
 use ::cel::Env;
@@ -21,9 +22,35 @@ static ENV: LazyLock<Env> = LazyLock::new(|| {
     env
 });
 
-/// Parse a rule into a program (macros expanded).
-pub fn parse(source: &str) -> Result<::cel::Program, ParseErrors> {
-    ENV.compile(source)
+/// A parsed expression (macros expanded) and where each of its nodes was written.
+#[derive(Debug)]
+pub struct Parsed {
+    expression: IdedExpr,
+    source_info: SourceInfo,
+}
+
+impl Parsed {
+    /// The root of the expression.
+    pub fn expression(&self) -> &IdedExpr {
+        &self.expression
+    }
+
+    /// The source positions of the expression's nodes.
+    pub fn source_info(&self) -> &SourceInfo {
+        &self.source_info
+    }
+}
+
+/// Parse a rule (macros expanded), with cel-go's recursion limit. Callers check
+/// [`super::limits`] first: the parser itself recurses per nesting level.
+pub fn parse(source: &str) -> Result<Parsed, ParseErrors> {
+    ENV.parser()
+        .max_recursion_depth(super::limits::MAX_RECURSION_DEPTH as u16)
+        .parse_with_source_info(source)
+        .map(|(expression, source_info)| Parsed {
+            expression,
+            source_info,
+        })
 }
 
 fn ident(helper: &mut MacroExprHelper<'_>, name: &str) -> IdedExpr {

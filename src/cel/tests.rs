@@ -818,3 +818,69 @@ fn rules_on_every_item_of_a_long_list_fit_the_budget() {
         "Many.stable.example.com \"m\" is invalid: spec.items[1500]: Invalid value: short names"
     );
 }
+
+/// Run `f` on a thread with a 2 MiB stack, as tokio's workers and libtest's threads
+/// have by default.
+fn on_small_stack<R: Send + 'static>(f: impl FnOnce() -> R + Send + 'static) -> R {
+    std::thread::Builder::new()
+        .stack_size(2 * 1024 * 1024)
+        .spawn(f)
+        .expect("thread starts")
+        .join()
+        .expect("no stack overflow")
+}
+
+fn spec_rule_errors(rule: String) -> Vec<String> {
+    crd_errors(json!({"type": "object", "properties": {"spec": {
+        "type": "object",
+        "x-kubernetes-preserve-unknown-fields": true,
+        "x-kubernetes-validations": [{"rule": rule}]
+    }}}))
+}
+
+#[test]
+fn deep_rules_are_refused_with_cel_go_limits_not_a_stack_overflow() {
+    let (has, sum, parens) = on_small_stack(|| {
+        (
+            spec_rule_errors(format!("has(self{})", ".a".repeat(1500))),
+            spec_rule_errors(vec!["1"; 2500].join("+") + " > 0"),
+            spec_rule_errors("(".repeat(5000) + "true" + &")".repeat(5000)),
+        )
+    });
+    assert_eq!(has.len(), 1, "{has:?}");
+    assert!(
+        has[0].ends_with("compilation failed: ERROR: <input>:-1:0: max recursion depth exceeded"),
+        "{has:?}"
+    );
+    assert!(
+        sum[0].ends_with("compilation failed: ERROR: <input>:-1:0: max recursion depth exceeded"),
+        "{sum:?}"
+    );
+    assert!(
+        parens[0].ends_with(
+            "compilation failed: ERROR: <input>:-1:0: expression recursion limit exceeded: 250"
+        ),
+        "{parens:?}"
+    );
+}
+
+#[test]
+fn the_deepest_rules_cel_go_accepts_compile_and_run_on_a_small_stack() {
+    let nested = "(".repeat(249) + "self.x == 1" + &")".repeat(249);
+    let chain = "self.x + ".repeat(248) + "self.x > 0";
+    let ok = on_small_stack(move || {
+        let c = crd(
+            "Deep",
+            json!({"type": "object", "properties": {"spec": {
+                "type": "object",
+                "properties": {"x": {"type": "integer"}},
+                "x-kubernetes-validations": [{"rule": nested}, {"rule": chain}]
+            }}}),
+        );
+        let good = create(schema(&c), object("Deep", "d", json!({"spec": {"x": 1}})));
+        let bad = create(schema(&c), object("Deep", "d", json!({"spec": {"x": 2}})));
+        (good.is_ok(), bad.map_err(|s| s.code))
+    });
+    assert!(ok.0);
+    assert_eq!(ok.1.unwrap_err(), 422);
+}

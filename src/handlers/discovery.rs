@@ -70,6 +70,14 @@ async fn health(api: &ApiServer, req: &ApiRequest, which: &str) -> Response<Body
             body.push_str(&format!("[-]{name} failed: reason withheld\n"));
         }
     }
+    // Not a failure (the server serves everything else), but said where operators look.
+    if which == "readyz" {
+        for (key, error) in api.undecodable() {
+            body.push_str(&format!(
+                "[+]undecodable-object ok: skipped at start-up: {key}: {error}\n"
+            ));
+        }
+    }
     if ok {
         body.push_str(&format!("{which} check passed\n"));
     } else {

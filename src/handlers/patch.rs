@@ -18,6 +18,11 @@ use std::sync::Arc;
 /// kube's limit on JSON patch operations.
 const MAX_JSON_PATCH_OPERATIONS: usize = 10_000;
 
+/// kube-apiserver's `JSONPatchMaxCopyBytes` (its `--max-request-bytes`-sized default,
+/// 3 MiB): what the `copy` operations of one patch may add in all, counted as the JSON
+/// size of each copied value, as evanphx/json-patch counts it.
+const MAX_JSON_PATCH_COPY_BYTES: u64 = 3 * 1024 * 1024;
+
 /// A parsed patch body.
 #[derive(Clone, Debug)]
 pub enum Patch {
@@ -35,22 +40,20 @@ impl Patch {
     pub fn parse(ty: BodyType, body: &[u8], builtin: bool) -> Result<Patch, Status> {
         match ty {
             BodyType::JsonPatch => {
-                let p: json_patch::Patch = serde_json::from_slice(body).map_err(|e| {
-                    Status::bad_request(
-                        crate::codec::go_json_error(body, "[]jsonpatch.Operation")
-                            .unwrap_or_else(|| e.to_string()),
-                    )
-                })?;
+                // Our decoder takes values as deep as kube's (serde_json's stops at 128).
+                let p: json_patch::Patch = crate::codec::decode_json(body)
+                    .map_err(|e| e.message())
+                    .and_then(|v| serde_json::from_value(v).map_err(|e| e.to_string()))
+                    .map_err(|e| {
+                        Status::bad_request(
+                            crate::codec::go_json_error(body, "[]jsonpatch.Operation").unwrap_or(e),
+                        )
+                    })?;
                 if p.0.len() > MAX_JSON_PATCH_OPERATIONS {
-                    return Err(Status {
-                        code: 413,
-                        reason: "RequestEntityTooLarge".into(),
-                        message: format!(
-                            "Request entity too large: The allowed maximum operations in a JSON patch is {MAX_JSON_PATCH_OPERATIONS}, got {}",
-                            p.0.len()
-                        ),
-                        details: None,
-                    });
+                    return Err(Status::request_entity_too_large(format!(
+                        "The allowed maximum operations in a JSON patch is {MAX_JSON_PATCH_OPERATIONS}, got {}",
+                        p.0.len()
+                    )));
                 }
                 Ok(Patch::Json(p))
             }
@@ -70,15 +73,7 @@ impl Patch {
     pub fn apply(&self, doc: &Value) -> Result<Value, Status> {
         let mut out = doc.clone();
         match self {
-            Patch::Json(p) => {
-                // `out` is a copy dropped on failure, so no undo is needed; json-patch's
-                // undo can itself panic (an `add` at `/-` followed by a failing op).
-                json_patch::patch_unsafe(&mut out, p).map_err(|_| {
-                    Status::unprocessable(
-                        "the server rejected our request due to an error in our request",
-                    )
-                })?;
-            }
+            Patch::Json(p) => apply_json_patch(&mut out, p)?,
             Patch::Merge(m) => json_patch::merge(&mut out, m),
             Patch::Strategic(m) => {
                 if !crate::rest::strategic::apply(&mut out, m) {
@@ -90,10 +85,61 @@ impl Patch {
     }
 }
 
+/// Apply JSON patch operations one by one, refusing (as kube, with a 422) a patch whose
+/// `copy` operations would add more than [`MAX_JSON_PATCH_COPY_BYTES`]: a small patch
+/// must not be able to double a value until the server runs out of memory.
+fn apply_json_patch(doc: &mut Value, p: &json_patch::Patch) -> Result<(), Status> {
+    // kube answers every failure of a JSON patch alike (its error text is not sent).
+    let rejected =
+        || Status::unprocessable("the server rejected our request due to an error in our request");
+    let mut copied = 0u64;
+    for op in &p.0 {
+        if let json_patch::PatchOperation::Copy(c) = op {
+            if let Some(v) = doc.pointer(c.from.as_str()) {
+                copied += json_size_up_to(v, MAX_JSON_PATCH_COPY_BYTES - copied + 1);
+                if copied > MAX_JSON_PATCH_COPY_BYTES {
+                    tracing::debug!(
+                        "Unable to complete the copy, the accumulated size increase of copy is {copied}, exceeding the limit {MAX_JSON_PATCH_COPY_BYTES}"
+                    );
+                    return Err(rejected());
+                }
+            }
+        }
+        // `doc` is a copy dropped on failure, so no undo is needed; json-patch's undo
+        // can itself panic (an `add` at `/-` followed by a failing op).
+        json_patch::patch_unsafe(doc, std::slice::from_ref(op)).map_err(|_| rejected())?;
+    }
+    Ok(())
+}
+
+/// The length of `v` as compact JSON, counting no further than `cap` bytes.
+fn json_size_up_to(v: &Value, cap: u64) -> u64 {
+    struct Counter {
+        n: u64,
+        cap: u64,
+    }
+    impl std::io::Write for Counter {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.n += buf.len() as u64;
+            if self.n > self.cap {
+                // Stop serializing: the size is already known to be over the cap.
+                return Err(std::io::Error::other("cap reached"));
+            }
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut w = Counter { n: 0, cap };
+    let _ = serde_json::to_writer(&mut w, v);
+    w.n
+}
+
 fn parse_merge(body: &[u8]) -> Result<Value, Status> {
-    let v: Value = serde_json::from_slice(body).map_err(|e| {
-        let msg = crate::codec::go_json_error(body, "map[string]interface {}")
-            .unwrap_or_else(|| e.to_string());
+    let v: Value = crate::codec::decode_json(body).map_err(|e| {
+        let msg =
+            crate::codec::go_json_error(body, "map[string]interface {}").unwrap_or(e.message());
         Status::bad_request(format!("error decoding patch: {msg}"))
     })?;
     if !v.is_object() {

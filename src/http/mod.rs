@@ -343,12 +343,7 @@ async fn read_body(
 
 /// kube's 413 for a body over [`MAX_BODY_BYTES`].
 pub fn too_large() -> Status {
-    Status {
-        code: 413,
-        reason: "RequestEntityTooLarge".into(),
-        message: format!("Request entity too large: limit is {MAX_BODY_BYTES}"),
-        details: None,
-    }
+    Status::request_entity_too_large(format!("limit is {MAX_BODY_BYTES}"))
 }
 
 /// Watches are long-running (kube's `BasicLongRunningRequestCheck`: verb `watch`,

@@ -72,7 +72,15 @@ pub fn is_terminating(obj: &Value) -> bool {
         .is_some_and(|v| !v.is_null())
 }
 
-/// Set `metadata.resourceVersion`.
+/// Drop `metadata.managedFields`; whether there were any.
+pub fn remove_managed_fields(obj: &mut Value) -> bool {
+    obj.get_mut("metadata")
+        .and_then(Value::as_object_mut)
+        .and_then(|m| m.remove("managedFields"))
+        .is_some_and(|f| f.as_array().is_none_or(|a| !a.is_empty()))
+}
+
+/// Set `metadata.resourceVersion` from a storage revision.
 pub fn set_resource_version(obj: &mut Value, rv: i64) {
     meta_mut(obj).insert("resourceVersion".into(), Value::String(rv.to_string()));
 }

@@ -30,6 +30,7 @@ pub fn storage_status(err: StorageError, gr: &GroupResource, name: &str) -> Stat
         StorageError::FutureRevision(rv) => {
             Status::timeout(format!("Too large resource version: {rv}, current: {rv}"))
         }
+        StorageError::TooLarge(m) => Status::request_entity_too_large(m),
         StorageError::Unavailable(m) => Status::service_unavailable(m),
         StorageError::Timeout(m) => Status::timeout(m),
         StorageError::Internal(m) => Status::internal(m),
@@ -38,7 +39,7 @@ pub fn storage_status(err: StorageError, gr: &GroupResource, name: &str) -> Stat
 
 /// Parse stored bytes into an object carrying its `resourceVersion`.
 pub fn decode_stored(kv: &KeyValue) -> Result<Value, Status> {
-    let mut obj: Value = serde_json::from_slice(&kv.value)
+    let mut obj: Value = crate::codec::decode_stored_json(&kv.value)
         .map_err(|e| Status::internal(format!("decoding stored object {}: {e}", kv.key)))?;
     object::set_resource_version(&mut obj, kv.mod_revision);
     Ok(obj)
@@ -488,7 +489,15 @@ impl Store {
                     deleted: false,
                 });
             }
-            match self.storage.create(&key, encode_for_storage(&stored)).await {
+            let mut created = self.storage.create(&key, encode_for_storage(&stored)).await;
+            if matches!(created, Err(StorageError::TooLarge(_)))
+                && !opts.is_apply
+                && object::remove_managed_fields(&mut stored)
+            {
+                // kube: managedFields can be large, and are safe to drop to fit.
+                created = self.storage.create(&key, encode_for_storage(&stored)).await;
+            }
+            match created {
                 Ok(kv) => {
                     object::set_resource_version(&mut stored, kv.mod_revision);
                     kind.on_read(&mut stored).await?;
@@ -603,11 +612,21 @@ impl Store {
                 }
             }
             kind.to_storage(&mut obj).await?;
-            match self
+            let mut updated = self
                 .storage
                 .update(&key, encode_for_storage(&obj), kv.mod_revision)
-                .await
+                .await;
+            if matches!(updated, Err(StorageError::TooLarge(_)))
+                && !opts.is_apply
+                && object::remove_managed_fields(&mut obj)
             {
+                // kube: managedFields can be large, and are safe to drop to fit.
+                updated = self
+                    .storage
+                    .update(&key, encode_for_storage(&obj), kv.mod_revision)
+                    .await;
+            }
+            match updated {
                 Ok(new_kv) => {
                     object::set_resource_version(&mut obj, new_kv.mod_revision);
                     kind.on_read(&mut obj).await?;

@@ -29,9 +29,12 @@ pub fn prune_nulls(obj: &mut Value, s: &Structural) -> Vec<String> {
 }
 
 fn prune_nulls_node(x: &mut Value, s: Option<&Structural>, path: &Path, removed: &mut Vec<String>) {
+    // Below the schema (x-kubernetes-preserve-unknown-fields) nothing is removed: stop,
+    // rather than walk (and name the paths of) an arbitrarily deep value.
+    let Some(s) = s else { return };
     match x {
         Value::Object(m) => m.retain(|k, v| {
-            let field = s.and_then(|s| s.field_schema(k));
+            let field = s.field_schema(k);
             let child = path.child(k);
             if v.is_null() && field.is_some_and(|f| !f.nullable && f.default.is_none()) {
                 removed.push(child.as_str().to_string());
@@ -41,7 +44,7 @@ fn prune_nulls_node(x: &mut Value, s: Option<&Structural>, path: &Path, removed:
             true
         }),
         Value::Array(a) => {
-            let items = s.and_then(|s| s.items.as_deref());
+            let items = s.items.as_deref();
             for (i, v) in a.iter_mut().enumerate() {
                 prune_nulls_node(v, items, &path.index(i), removed);
             }

@@ -811,6 +811,13 @@ fn status_error(status: &tonic::Status) -> StorageError {
         }
         Code::OutOfRange if message.contains("future revision") => StorageError::FutureRevision(0),
         Code::DeadlineExceeded => StorageError::Timeout(message.to_owned()),
+        Code::InvalidArgument if message.contains("request is too large") => {
+            StorageError::TooLarge(super::REQUEST_TOO_LARGE.into())
+        }
+        // gRPC's own send limit, hit before etcd sees the request.
+        Code::ResourceExhausted if message.contains("larger than max") => {
+            StorageError::TooLarge(super::REQUEST_TOO_LARGE.into())
+        }
         Code::Unavailable | Code::Cancelled => StorageError::Unavailable(describe(status)),
         // Errors raised in this process (connection lost mid-call) carry their cause;
         // errors etcd sent do not.

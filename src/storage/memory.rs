@@ -28,6 +28,14 @@ use super::{
 
 /// How many revisions stay readable by default.
 pub const DEFAULT_HISTORY: usize = 10_000;
+
+/// etcd's limit on one write, kept here too (see [`super::MAX_REQUEST_BYTES`]).
+fn check_size(key: &str, value: &[u8]) -> Result<(), StorageError> {
+    if key.len() + value.len() > super::MAX_REQUEST_BYTES {
+        return Err(StorageError::TooLarge(super::REQUEST_TOO_LARGE.into()));
+    }
+    Ok(())
+}
 /// How often an idle watch reports progress by default.
 pub const DEFAULT_PROGRESS_INTERVAL: Duration = Duration::from_secs(1);
 /// How many changes a watcher may lag behind by default before it is dropped.
@@ -350,6 +358,7 @@ impl Storage for MemoryStorage {
     }
 
     async fn create(&self, key: &str, value: Vec<u8>) -> Result<KeyValue, StorageError> {
+        check_size(key, &value)?;
         let mut state = self.lock();
         if state.live(key).is_some() {
             return Err(StorageError::AlreadyExists(key.to_owned()));
@@ -365,6 +374,7 @@ impl Storage for MemoryStorage {
         value: Vec<u8>,
         expected: Revision,
     ) -> Result<KeyValue, StorageError> {
+        check_size(key, &value)?;
         let mut state = self.lock();
         let current = state
             .live(key)

@@ -117,6 +117,10 @@ pub enum StorageError {
     /// The requested revision is in the future.
     #[error("required revision {0} is a future revision")]
     FutureRevision(Revision),
+    /// The write is larger than the backend takes (etcd's `--max-request-bytes`, 1.5 MiB
+    /// by default; the embedded store keeps the same limit): 413.
+    #[error("{0}")]
+    TooLarge(String),
     /// The backend cannot be reached (503).
     #[error("storage unavailable: {0}")]
     Unavailable(String),
@@ -127,6 +131,14 @@ pub enum StorageError {
     #[error("storage error: {0}")]
     Internal(String),
 }
+
+/// etcd's default `--max-request-bytes`: the largest write a default etcd takes, and
+/// the largest the embedded store takes, so that an object that can be stored on one
+/// backend can be stored on the other.
+pub const MAX_REQUEST_BYTES: usize = 1536 * 1024;
+
+/// etcd's error for a write over [`MAX_REQUEST_BYTES`].
+pub const REQUEST_TOO_LARGE: &str = "etcdserver: request is too large";
 
 /// The storage contract every backend implements with etcd's semantics.
 #[async_trait]
