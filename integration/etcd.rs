@@ -83,7 +83,10 @@ async fn revisions_follow_etcd() {
     assert_eq!(store.current_revision().await.unwrap(), 3);
     assert_eq!(
         store.watch("/k/", 4).await.err(),
-        Some(StorageError::FutureRevision(4))
+        Some(StorageError::FutureRevision {
+            requested: 4,
+            current: 3
+        })
     );
 }
 

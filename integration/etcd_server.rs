@@ -900,3 +900,75 @@ impl Watch {
         }
     }
 }
+
+// ---------------------------------------------------------------------------
+// Start-up with hostile data in etcd
+
+#[test]
+fn start_up_survives_deep_crds_and_objects_and_skips_an_undecodable_one() {
+    let etcd = Etcd::start();
+    etcd.wait_ready();
+    let first = TestServer::start_on_etcd(&etcd.url(), &[]);
+    let http = first.http();
+    // A CRD whose schema nests 64 levels (past serde_json's default limit of 128
+    // JSON levels), and an object of it nested 5,000 levels in a free-form field.
+    let mut schema = json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true});
+    for _ in 0..64 {
+        schema = json!({"type": "object", "properties": {"n": schema}});
+    }
+    let crd = json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "deeps.example.com"},
+        "spec": {"group": "example.com", "scope": "Namespaced",
+                 "names": {"plural": "deeps", "singular": "deep", "kind": "Deep"},
+                 "versions": [{"name": "v1", "served": true, "storage": true,
+                               "schema": {"openAPIV3Schema": {"type": "object", "properties": {"spec": schema}}}}]}
+    });
+    expect_status(http.send_json("POST", CRDS, &crd), 201);
+    let deeps = "/apis/example.com/v1/namespaces/default/deeps";
+    let served = poll(SERVED_TIMEOUT, || {
+        (http.get(deeps).status == 200).then_some(())
+    });
+    assert!(served.is_some(), "deeps were not served");
+    let body = format!(
+        r#"{{"apiVersion":"example.com/v1","kind":"Deep","metadata":{{"name":"d"}},"spec":{{"free":{}{}}}}}"#,
+        "[".repeat(5000),
+        "]".repeat(5000)
+    );
+    let headers = vec![("Content-Type".to_string(), "application/json".to_string())];
+    let created = http
+        .request("POST", deeps, &[], &headers, Some(body.into_bytes()))
+        .unwrap();
+    assert_eq!(created.status, 201, "{}", created.text());
+    assert!(first.terminate().is_some());
+
+    // Bytes no decoder reads, under a CRD key (a hand edit, a foreign writer).
+    let broken = "/registry/apiextensions.k8s.io/customresourcedefinitions/broken.example.com";
+    etcd.gateway(
+        "/v3/kv/put",
+        &json!({"key": common::base64_text(broken.as_bytes()), "value": common::base64_text(b"{not json")}),
+    )
+    .unwrap();
+
+    // The server starts anyway, serves what it can and says what it skipped.
+    let second = TestServer::start_on_etcd(&etcd.url(), &[]);
+    let http = second.http();
+    let served = poll(SERVED_TIMEOUT, || {
+        (http.get(deeps).status == 200).then_some(())
+    });
+    assert!(served.is_some(), "deeps were not served after the restart");
+    let got = http.get(&format!("{deeps}/d"));
+    assert_eq!(got.status, 200, "{}", got.text());
+    assert!(got.text().contains("\"name\":\"d\""));
+    let ready = http
+        .request("GET", "/readyz?verbose", &[], &[], None)
+        .unwrap();
+    assert_eq!(ready.status, 200, "{}", ready.text());
+    assert!(
+        ready.text().contains(&format!(
+            "[+]undecodable-object ok: skipped at start-up: {broken}"
+        )),
+        "{}",
+        ready.text()
+    );
+}

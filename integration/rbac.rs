@@ -855,3 +855,135 @@ fn aggregated_cluster_role_picks_up_a_cluster_role_labelled_later() {
         "rules of a deleted role stayed aggregated"
     );
 }
+
+#[test]
+fn impersonation_is_authorized_for_the_requester_then_runs_as_the_impersonated_user() {
+    let c = Cluster::start();
+    // The admin (system:masters) may impersonate anyone: `--as bob` runs as bob.
+    let out = c.kubectl_as("admin", &["--as", "bob", "get", "secrets", "-n", "default"]);
+    assert!(!out.status.success(), "{}", describe_output(&out));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr).trim(),
+        "Error from server (Forbidden): secrets is forbidden: User \"bob\" cannot list resource \"secrets\" in API group \"\" in the namespace \"default\""
+    );
+    let no = c.kubectl_as(
+        "admin",
+        &[
+            "auth", "can-i", "get", "secrets", "-n", "default", "--as", "bob",
+        ],
+    );
+    assert_eq!(String::from_utf8_lossy(&no.stdout).trim(), "no");
+    let whoami = c.kubectl_as(
+        "admin",
+        &[
+            "auth",
+            "whoami",
+            "-o",
+            "json",
+            "--as",
+            "bob",
+            "--as-group",
+            "devs",
+        ],
+    );
+    assert!(whoami.status.success(), "{}", describe_output(&whoami));
+    let review: Value = serde_json::from_slice(&whoami.stdout).expect("JSON");
+    assert_eq!(review["status"]["userInfo"]["username"], "bob");
+    assert_eq!(
+        review["status"]["userInfo"]["groups"],
+        json!(["devs", "system:authenticated"])
+    );
+    c.admin_create(
+        &format!("{RBAC}/namespaces/default/rolebindings"),
+        role_binding(
+            "default",
+            "bob-view",
+            "ClusterRole",
+            "admin",
+            json!([user("bob")]),
+        ),
+    );
+    let yes = c.kubectl_as(
+        "admin",
+        &[
+            "auth", "can-i", "get", "secrets", "-n", "default", "--as", "bob",
+        ],
+    );
+    assert_eq!(String::from_utf8_lossy(&yes.stdout).trim(), "yes");
+
+    // alice may not impersonate: kube's 403 names the identity she asked for.
+    let mut headers = Cluster::headers("alice");
+    headers.push(("Impersonate-User".into(), "bob".into()));
+    let r = c
+        .http
+        .request(
+            "GET",
+            "/api/v1/namespaces/default/secrets",
+            &[],
+            &headers,
+            None,
+        )
+        .unwrap();
+    assert_eq!(r.status, 403);
+    assert_eq!(
+        r.json().expect("JSON")["message"],
+        "users \"bob\" is forbidden: User \"alice\" cannot impersonate resource \"users\" in API group \"\" at the cluster scope"
+    );
+    // Granted `impersonate` on users/bob (and nothing else), she may.
+    c.admin_create(
+        &format!("{RBAC}/clusterroles"),
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+               "metadata": {"name": "impersonate-bob"},
+               "rules": [{"apiGroups": [""], "resources": ["users"], "verbs": ["impersonate"], "resourceNames": ["bob"]}]}),
+    );
+    c.admin_create(
+        &format!("{RBAC}/clusterrolebindings"),
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+               "metadata": {"name": "alice-impersonates-bob"},
+               "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "impersonate-bob"},
+               "subjects": [user("alice")]}),
+    );
+    let r = poll(Duration::from_secs(10), || {
+        let r = c
+            .http
+            .request(
+                "GET",
+                "/api/v1/namespaces/default/secrets",
+                &[],
+                &headers,
+                None,
+            )
+            .unwrap();
+        (r.status == 200).then_some(r)
+    });
+    assert!(r.is_some(), "alice could not impersonate bob once allowed");
+    // A group she may not impersonate is refused; groups without a user are a 400.
+    let mut with_group = headers.clone();
+    with_group.push(("Impersonate-Group".into(), "system:masters".into()));
+    let r = c
+        .http
+        .request(
+            "GET",
+            "/api/v1/namespaces/default/secrets",
+            &[],
+            &with_group,
+            None,
+        )
+        .unwrap();
+    assert_eq!(r.status, 403);
+    assert_eq!(
+        r.json().expect("JSON")["message"],
+        "groups \"system:masters\" is forbidden: User \"alice\" cannot impersonate resource \"groups\" in API group \"\" at the cluster scope"
+    );
+    let mut no_user = Cluster::headers("admin");
+    no_user.push(("Impersonate-Group".into(), "devs".into()));
+    let r = c
+        .http
+        .request("GET", "/api/v1/namespaces", &[], &no_user, None)
+        .unwrap();
+    assert_eq!(r.status, 400);
+    assert_eq!(
+        r.json().expect("JSON")["message"],
+        "requested [{Group  devs    }] without impersonating a user"
+    );
+}

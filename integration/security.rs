@@ -450,7 +450,7 @@ fn raw_post(url: &str, path: &str, body: &[u8], declared: bool) -> (String, Stri
     tcp.set_read_timeout(Some(Duration::from_secs(15)))
         .expect("timeout");
     let mut head = format!(
-        "POST {path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nAccept: application/json\r\nConnection: close\r\n"
+        "POST {path} HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nAccept: application/json\r\nConnection: close\r\n"
     );
     let mut payload = Vec::new();
     if declared {
@@ -561,7 +561,7 @@ fn oversized_headers_are_431_and_many_headers_are_fine() {
     let big = "a".repeat(1_100_000);
     let line = raw_status_line(
         server.url(),
-        &format!("GET /version HTTP/1.1\r\nHost: x\r\nX-Big: {big}\r\n\r\n"),
+        &format!("GET /version HTTP/1.1\r\nHost: localhost\r\nX-Big: {big}\r\n\r\n"),
     );
     assert!(line.starts_with("HTTP/1.1 431"), "{line}");
     let many: String = (0..150)
@@ -569,7 +569,7 @@ fn oversized_headers_are_431_and_many_headers_are_fine() {
         .collect();
     let line = raw_status_line(
         server.url(),
-        &format!("GET /version HTTP/1.1\r\nHost: x\r\n{many}Connection: close\r\n\r\n"),
+        &format!("GET /version HTTP/1.1\r\nHost: localhost\r\n{many}Connection: close\r\n\r\n"),
     );
     assert!(line.starts_with("HTTP/1.1 200"), "{line}");
     assert_eq!(server.http().get("/healthz").status, 200);

@@ -504,7 +504,8 @@ impl JsonBuilder<'_> {
                 return Value::Null;
             }
             self.depth += 1;
-            let v = self.container();
+            // Safe on any thread: a small stack grows (in segments) as nesting deepens.
+            let v = stacker::maybe_grow(64 * 1024, 4 * 1024 * 1024, || self.container());
             self.depth -= 1;
             return v;
         }

@@ -3,6 +3,39 @@
 
 use serde_json::Value;
 
+/// Go's `%v` of a decoded JSON value: `map[k:v ...]` (keys sorted), `[a b]`, `<nil>`,
+/// strings bare; `number` prints numbers, as the decoder that made the value typed them
+/// (`encoding/json` into `interface{}`: all float64; kube's unstructured: int64 or float64).
+pub fn go_v_with(v: &Value, number: &dyn Fn(&serde_json::Number) -> String) -> String {
+    match v {
+        Value::Null => "<nil>".into(),
+        Value::Bool(b) => b.to_string(),
+        Value::Number(n) => number(n),
+        Value::String(s) => s.clone(),
+        Value::Array(a) => format!(
+            "[{}]",
+            a.iter()
+                .map(|v| go_v_with(v, number))
+                .collect::<Vec<_>>()
+                .join(" ")
+        ),
+        Value::Object(m) => {
+            let mut parts: Vec<(&String, &Value)> = m.iter().collect();
+            parts.sort_by(|a, b| a.0.cmp(b.0));
+            let parts: Vec<String> = parts
+                .into_iter()
+                .map(|(k, v)| format!("{k}:{}", go_v_with(v, number)))
+                .collect();
+            format!("map[{}]", parts.join(" "))
+        }
+    }
+}
+
+/// Go's `%v` of a value `encoding/json` decoded into `interface{}` (numbers float64).
+pub fn go_v_float64(v: &Value) -> String {
+    go_v_with(v, &|n| go_float_v(n.as_f64().unwrap_or(0.0)))
+}
+
 /// Go's `%v` for a float64: shortest digits, exponent form when exp < -4 or exp >= 6.
 pub fn go_float_v(f: f64) -> String {
     go_float_shortest(f, -4, 6)

@@ -150,7 +150,7 @@ struct Flags {
     webhook_service: Vec<crd_apiserver::admission::client::ServiceMapping>,
 }
 
-#[tokio::main]
+#[tokio::main(flavor = "current_thread")]
 async fn main() {
     let flags = Flags::parse();
     // CRD_APISERVER_LOG, else RUST_LOG, else info (one line per request at info).
@@ -231,8 +231,15 @@ async fn main() {
         let _ = writeln!(out, "crd-apiserver ready at {}", server.url());
         let _ = out.flush();
     }
-    if let Some(http) = server.http_url() {
-        tracing::info!("also serving plain HTTP at {http}");
+    let plain = match server.http_url() {
+        Some(http) => Some(http),
+        None if server.url().starts_with("http://") => Some(server.url()),
+        None => None,
+    };
+    if let Some(http) = plain {
+        tracing::warn!(
+            "serving plain HTTP at {http}: it is unauthenticated (requests without credentials act as system:unsecured, in system:masters); any local process can use it as an administrator"
+        );
     }
     wait_for_signal().await;
     tracing::info!("shutting down");

@@ -275,6 +275,7 @@ impl Server {
             authenticator,
             authorizer: api.authorizer.clone(),
             request_timeout: config.request_timeout,
+            plain_http_loopback_hosts_only: !config.insecure_allow_remote_http,
         });
         for m in &config.webhook_services {
             api.admission
@@ -503,6 +504,12 @@ impl Listeners {
     }
 }
 
+/// First wait after a failed accept (Go's `net/http`).
+const ACCEPT_BACKOFF_MIN: std::time::Duration = std::time::Duration::from_millis(5);
+
+/// Longest wait between accept attempts.
+const ACCEPT_BACKOFF_MAX: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// How long a client may take to finish its TLS handshake.
 const TLS_HANDSHAKE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
@@ -517,17 +524,37 @@ async fn accept_loop(
     let mut builder = auto::Builder::new(TokioExecutor::new());
     builder
         .http1()
+        .timer(hyper_util::rt::TokioTimer::new())
+        .header_read_timeout(crate::http::HEADER_READ_TIMEOUT)
         .max_buf_size(crate::http::MAX_READ_BUFFER_BYTES)
         .max_headers(crate::http::MAX_HEADERS);
     builder
         .http2()
+        .timer(hyper_util::rt::TokioTimer::new())
         .max_header_list_size(crate::http::MAX_HEADER_BYTES as u32);
+    // Go's back-off after a failed accept (out of file descriptors, say): 5 ms,
+    // doubling to 1 s, so the loop never spins while the condition lasts.
+    let mut backoff = ACCEPT_BACKOFF_MIN;
     loop {
         let accepted = tokio::select! {
             a = listener.accept() => a,
             _ = stop.changed() => break,
         };
-        let Ok((stream, _)) = accepted else { continue };
+        let stream = match accepted {
+            Ok((stream, _)) => {
+                backoff = ACCEPT_BACKOFF_MIN;
+                stream
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, retry_in_ms = backoff.as_millis() as u64, "accept failed");
+                tokio::select! {
+                    _ = tokio::time::sleep(backoff) => {}
+                    _ = stop.changed() => break,
+                }
+                backoff = (backoff * 2).min(ACCEPT_BACKOFF_MAX);
+                continue;
+            }
+        };
         let _ = stream.set_nodelay(true);
         let api = api.clone();
         let served = served.clone();
@@ -570,6 +597,86 @@ async fn accept_loop(
     drop(listener);
     // Long-running watches would hold shutdown forever: give requests a moment only.
     let _ = tokio::time::timeout(std::time::Duration::from_secs(2), graceful.shutdown()).await;
+}
+
+/// A connection that must send its first byte within a deadline (then it reads and
+/// writes as the connection it wraps): a client that connects and says nothing is
+/// disconnected, as by kube's `ReadHeaderTimeout`.
+struct FirstByteDeadline<I> {
+    io: I,
+    deadline: Option<std::pin::Pin<Box<tokio::time::Sleep>>>,
+}
+
+impl<I> FirstByteDeadline<I> {
+    fn new(io: I, within: std::time::Duration) -> Self {
+        FirstByteDeadline {
+            io,
+            deadline: Some(Box::pin(tokio::time::sleep(within))),
+        }
+    }
+}
+
+impl<I: tokio::io::AsyncRead + Unpin> tokio::io::AsyncRead for FirstByteDeadline<I> {
+    fn poll_read(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        let before = buf.filled().len();
+        let this = &mut *self;
+        let polled = std::pin::Pin::new(&mut this.io).poll_read(cx, buf);
+        match (&polled, this.deadline.as_mut()) {
+            (std::task::Poll::Ready(Ok(())), Some(_)) if buf.filled().len() > before => {
+                this.deadline = None;
+            }
+            (std::task::Poll::Pending, Some(deadline)) => {
+                if std::future::Future::poll(deadline.as_mut(), cx).is_ready() {
+                    return std::task::Poll::Ready(Err(std::io::Error::new(
+                        std::io::ErrorKind::TimedOut,
+                        "no request within the header timeout",
+                    )));
+                }
+            }
+            _ => {}
+        }
+        polled
+    }
+}
+
+impl<I: tokio::io::AsyncWrite + Unpin> tokio::io::AsyncWrite for FirstByteDeadline<I> {
+    fn poll_write(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &[u8],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        std::pin::Pin::new(&mut self.io).poll_write(cx, buf)
+    }
+
+    fn poll_write_vectored(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        bufs: &[std::io::IoSlice<'_>],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        std::pin::Pin::new(&mut self.io).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.io.is_write_vectored()
+    }
+
+    fn poll_flush(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.io).poll_flush(cx)
+    }
+
+    fn poll_shutdown(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.io).poll_shutdown(cx)
+    }
 }
 
 /// Serve HTTP/1.1 or HTTP/2 on one accepted (and, for HTTPS, handshaken) connection.
@@ -617,6 +724,9 @@ async fn serve_connection<I>(
             Ok::<http::Response<Body>, std::convert::Infallible>(meter.finish(resp))
         }
     });
+    // hyper's header timeout starts with the first request head; before it, the
+    // HTTP/1-or-2 detection would wait for a silent client forever.
+    let io = FirstByteDeadline::new(io, crate::http::HEADER_READ_TIMEOUT);
     let conn = builder
         .serve_connection_with_upgrades(TokioIo::new(io), TowerToHyperService::new(svc))
         .into_owned();

@@ -5,7 +5,7 @@ use crate::field;
 use serde_json::{json, Map, Value};
 
 /// A qualified resource name used in messages: `widgets.crud.example.com` or `namespaces`.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct GroupResource {
     /// API group, empty for core.
     pub group: String,
@@ -217,6 +217,25 @@ impl Status {
             "RequestEntityTooLarge",
             format!("Request entity too large: {detail}"),
             None,
+        )
+    }
+
+    /// kube's `NewTooLargeResourceVersionError`: a 504 `Timeout` for a resourceVersion
+    /// newer than the store's, with the current one and when to retry.
+    pub fn too_large_resource_version(requested: i64, current: i64, retry_after: i64) -> Self {
+        Self::new(
+            504,
+            "Timeout",
+            format!("Timeout: Too large resource version: {requested}, current: {current}"),
+            Some(Details {
+                causes: vec![Cause {
+                    reason: "ResourceVersionTooLarge".into(),
+                    message: "Too large resource version".into(),
+                    field: String::new(),
+                }],
+                retry_after_seconds: (retry_after > 0).then_some(retry_after),
+                ..Details::default()
+            }),
         )
     }
 

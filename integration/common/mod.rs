@@ -221,6 +221,37 @@ impl TestServer {
         child.try_wait().ok().flatten()
     }
 
+    /// The server's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.lock().unwrap_or_else(|e| e.into_inner()).id()
+    }
+
+    /// The server's resident memory in MiB (`VmRSS` of `/proc/PID/status`).
+    pub fn rss_mib(&self) -> f64 {
+        let status = fs::read_to_string(format!("/proc/{}/status", self.pid())).unwrap_or_default();
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmRSS:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
+            .map_or(0.0, |kb| kb / 1024.0)
+    }
+
+    /// CPU time (user + system) the server has used, from `/proc/PID/stat`.
+    pub fn cpu_time(&self) -> Duration {
+        let stat = fs::read_to_string(format!("/proc/{}/stat", self.pid())).unwrap_or_default();
+        // Fields after the command name (which may hold spaces) start after ')'.
+        let fields: Vec<&str> = stat
+            .rsplit_once(')')
+            .map(|(_, rest)| rest.split_whitespace().collect())
+            .unwrap_or_default();
+        let ticks: u64 = [11, 12]
+            .iter()
+            .filter_map(|&i| fields.get(i).and_then(|f| f.parse::<u64>().ok()))
+            .sum();
+        // Linux reports in USER_HZ, 100 on every supported architecture.
+        Duration::from_millis(ticks * 10)
+    }
+
     /// Sends SIGTERM and waits for the process to exit; returns its exit status, or
     /// `None` when it did not exit within the timeout (it is then killed).
     pub fn terminate(&self) -> Option<ExitStatus> {
@@ -1187,7 +1218,7 @@ fn reap_abandoned_processes() {
     });
 }
 
-fn base64_text(bytes: &[u8]) -> String {
+pub fn base64_text(bytes: &[u8]) -> String {
     use base64::Engine;
     base64::engine::general_purpose::STANDARD.encode(bytes)
 }

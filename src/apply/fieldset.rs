@@ -501,20 +501,7 @@ fn go_value_ptr(v: &Value) -> String {
 
 /// Go's `%v` of a decoded JSON value.
 fn go_v(v: &Value) -> String {
-    match v {
-        Value::Null => "<nil>".into(),
-        Value::Bool(b) => b.to_string(),
-        Value::Number(n) => go_number(n),
-        Value::String(s) => s.clone(),
-        Value::Array(a) => format!("[{}]", a.iter().map(go_v).collect::<Vec<_>>().join(" ")),
-        Value::Object(m) => format!(
-            "map[{}]",
-            m.iter()
-                .map(|(k, v)| format!("{k}:{}", go_v(v)))
-                .collect::<Vec<_>>()
-                .join(" ")
-        ),
-    }
+    crate::goformat::go_v_with(v, &go_number)
 }
 
 /// Go's `%#v` of a decoded JSON value inside an `interface{}`.

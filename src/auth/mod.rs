@@ -4,6 +4,7 @@
 //! `authz` decides with an [`authz::Authorizer`].
 
 pub mod authz;
+pub mod impersonation;
 pub mod rbac;
 pub mod service_account;
 pub mod token;

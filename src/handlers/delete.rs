@@ -17,6 +17,8 @@ use std::sync::Arc;
 
 /// `DeleteOptions` from the query and the (optional) body.
 pub fn delete_options(req: &ApiRequest) -> Result<DeleteOptions, Status> {
+    // kube converts the query first: a malformed number is a 400 and deletes nothing.
+    req.param_i64("gracePeriodSeconds")?;
     let body: Value = if req.body.iter().all(u8::is_ascii_whitespace) {
         json!({})
     } else if crate::http::negotiate::body_type(req.header("content-type"))

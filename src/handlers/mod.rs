@@ -225,6 +225,8 @@ pub fn decode_object(
             json_body,
             opts.field_validation != FieldValidation::Ignore,
         )?;
+        // kube decodes metadata into ObjectMeta before anything else looks at it.
+        crate::pipeline::decode::metadata_type_check(&obj, (&d.kind, &d.version), false)?;
     }
     if json_body && opts.field_validation != FieldValidation::Ignore {
         opts.duplicate_fields = codec::find_duplicate_fields(&req.body);

@@ -75,10 +75,10 @@ impl Patch {
         match self {
             Patch::Json(p) => apply_json_patch(&mut out, p)?,
             Patch::Merge(m) => json_patch::merge(&mut out, m),
+            // kube answers a bad directive with the strategic patch package's error
+            // as is (a 500); it is the client's mistake: 400.
             Patch::Strategic(m) => {
-                if !crate::rest::strategic::apply(&mut out, m) {
-                    json_patch::merge(&mut out, m);
-                }
+                crate::rest::strategic::apply(&mut out, m).map_err(Status::bad_request)?
             }
         }
         Ok(out)

@@ -20,6 +20,7 @@ pub async fn get(
     req: &ApiRequest,
     kind: &dyn ResourceKind,
 ) -> Result<Response<Body>, Status> {
+    not_older_than(api, req).await?;
     let obj = api
         .store
         .get(kind, &req.info.namespace, &req.info.name)
@@ -40,14 +41,13 @@ pub fn list_options(req: &ApiRequest) -> Result<ListOptions, Status> {
         Some(s) if !s.is_empty() => Some(fields::parse(s).map_err(Status::bad_request)?),
         _ => None,
     };
-    let limit = match req.param("limit") {
-        None | Some("") => 0,
-        Some(l) => l.parse::<i64>().map_err(|_| {
-            Status::bad_request(format!(
-                "limit: Invalid value: \"{l}\": strconv.ParseInt: parsing \"{l}\": invalid syntax"
-            ))
-        })?,
-    };
+    // kube converts every ListOptions parameter (a 400 with Go's error), then validates.
+    let limit = req.param_i64("limit")?.unwrap_or(0);
+    req.param_i64("timeoutSeconds")?;
+    validate_list_options(req)?;
+    if let Some(rv) = req.param("resourceVersion").filter(|rv| !rv.is_empty()) {
+        crate::rest::object::parse_resource_version(rv)?;
+    }
     Ok(ListOptions {
         labels,
         fields,
@@ -62,6 +62,111 @@ pub fn list_options(req: &ApiRequest) -> Result<ListOptions, Status> {
             .filter(|m| !m.is_empty())
             .map(String::from),
     })
+}
+
+/// A read at a `resourceVersion` (not `0`, not `Exact`) must see at least that revision:
+/// one the store has not reached is kube's 504 "Too large resource version", with the
+/// current revision and a retry after 1 s. (kube's watch cache first waits up to 3 s
+/// for it; this server reads the store itself, which is never behind.)
+pub async fn not_older_than(api: &ApiServer, req: &ApiRequest) -> Result<(), Status> {
+    let Some(rv) = req
+        .param("resourceVersion")
+        .filter(|rv| !rv.is_empty() && *rv != "0")
+    else {
+        return Ok(());
+    };
+    if req.param("resourceVersionMatch") == Some("Exact") {
+        return Ok(());
+    }
+    let requested = crate::rest::object::parse_resource_version(rv)?;
+    let current = api
+        .store
+        .storage
+        .current_revision()
+        .await
+        .map_err(|e| crate::rest::store::storage_status(e, &Default::default(), ""))?;
+    if requested > current {
+        return Err(Status::too_large_resource_version(requested, current, 1));
+    }
+    Ok(())
+}
+
+/// kube's `ValidateListOptions` (and its watch form): a 422 `ListOptions` `Invalid`.
+fn validate_list_options(req: &ApiRequest) -> Result<(), Status> {
+    use crate::field::{Error, Path};
+    let path = Path::new("resourceVersionMatch");
+    let has = |name: &str| req.param(name).is_some_and(|v| !v.is_empty());
+    let rv_match = req.param("resourceVersionMatch").unwrap_or("");
+    let send_initial = req.param("sendInitialEvents").is_some();
+    let mut errs = Vec::new();
+    if req.info.verb == "watch" {
+        if send_initial && rv_match != "NotOlderThan" {
+            errs.push(Error::forbidden(
+                &path,
+                "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan",
+            ));
+        }
+        if !rv_match.is_empty() {
+            if !send_initial {
+                errs.push(Error::forbidden(
+                    &path,
+                    "resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided",
+                ));
+            }
+            if rv_match != "NotOlderThan" {
+                errs.push(Error::not_supported(
+                    &path,
+                    json!(rv_match),
+                    &["NotOlderThan"],
+                ));
+            }
+            if has("continue") {
+                errs.push(Error::forbidden(
+                    &path,
+                    "resourceVersionMatch is forbidden when continue is provided",
+                ));
+            }
+        }
+    } else {
+        if !rv_match.is_empty() {
+            if !has("resourceVersion") {
+                errs.push(Error::forbidden(
+                    &path,
+                    "resourceVersionMatch is forbidden unless resourceVersion is provided",
+                ));
+            }
+            if has("continue") {
+                errs.push(Error::forbidden(
+                    &path,
+                    "resourceVersionMatch is forbidden when continue is provided",
+                ));
+            }
+            if rv_match != "Exact" && rv_match != "NotOlderThan" {
+                errs.push(Error::not_supported(
+                    &path,
+                    json!(rv_match),
+                    &["Exact", "NotOlderThan", ""],
+                ));
+            }
+            if rv_match == "Exact" && req.param("resourceVersion") == Some("0") {
+                errs.push(Error::forbidden(
+                    &path,
+                    "resourceVersionMatch \"exact\" is forbidden for resourceVersion \"0\"",
+                ));
+            }
+        }
+        if send_initial {
+            errs.push(Error::forbidden(
+                &Path::new("sendInitialEvents"),
+                "sendInitialEvents is forbidden for list",
+            ));
+        }
+    }
+    if errs.is_empty() {
+        Ok(())
+    } else {
+        Err(Status::invalid("ListOptions", "meta.k8s.io", "", &errs))
+    }
 }
 
 /// `metadata` of a list.
@@ -87,6 +192,7 @@ pub async fn list(
     kind: &dyn ResourceKind,
 ) -> Result<Response<Body>, Status> {
     let opts = list_options(req)?;
+    not_older_than(api, req).await?;
     let page = api.store.list(kind, &req.info.namespace, &opts).await?;
     let d = kind.descriptor();
     let meta = list_meta(&page);

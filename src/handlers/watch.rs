@@ -153,22 +153,16 @@ pub async fn watch(
         let sel = format!("metadata.name={}", req.info.name);
         opts.fields = Some(crate::selector::fields::parse(&sel).map_err(Status::bad_request)?);
     }
-    let timeout = match req.param("timeoutSeconds") {
-        Some(t) if !t.is_empty() => Duration::from_secs(t.parse::<u64>().map_err(|_| {
-            Status::bad_request(format!("timeoutSeconds: Invalid value: \"{t}\": strconv.ParseInt: parsing \"{t}\": invalid syntax"))
-        })?),
+    // As kube: 0 (or none) is the server's default, a negative timeout ends at once.
+    let timeout = match req.param_i64("timeoutSeconds")? {
+        Some(t) if t > 0 => Duration::from_secs(t as u64),
+        Some(t) if t < 0 => Duration::ZERO,
         _ => default_timeout(),
     };
+    super::read::not_older_than(api, req).await?;
     let bookmarks = req.param_bool("allowWatchBookmarks");
     let send_initial = req.param_bool("sendInitialEvents");
     let rv = req.param("resourceVersion").unwrap_or("").to_string();
-    if send_initial && req.param("resourceVersionMatch") != Some("NotOlderThan") {
-        let err = crate::field::Error::forbidden(
-            &crate::field::Path::new("resourceVersionMatch"),
-            "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan",
-        );
-        return Err(Status::invalid("ListOptions", "meta.k8s.io", "", &[err]));
-    }
     let resolved = api.resolve(&req.info.group, &req.info.version, &req.info.resource)?;
     let kind_arc: Arc<dyn ResourceKind> = match resolved {
         crate::apiserver::Resolved::Custom(k) => k,

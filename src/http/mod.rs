@@ -31,9 +31,15 @@ pub const MAX_HEADER_BYTES: usize = (1 << 20) + 4096;
 /// [`MAX_HEADER_BYTES`] and `serve_gated` measures each head exactly.
 pub const MAX_READ_BUFFER_BYTES: usize = 4 * MAX_HEADER_BYTES;
 
-/// Most header lines in one HTTP/1 request (Go has no count limit; hyper's default
-/// of 100 is too few for front proxies sending many group headers).
-pub const MAX_HEADERS: usize = 512;
+/// Most header lines in one HTTP/1 request. Go counts none, only bytes; hyper sets
+/// aside room for this many on every request head it parses (a cost every request
+/// pays), so the bound is far above what clients send (front proxies included) but
+/// not the 262,144 four-byte lines 1 MiB could hold. Beyond it: 431, as for bytes.
+pub const MAX_HEADERS: usize = 8192;
+
+/// How long a client may take to send a request's headers (kube's
+/// `ReadHeaderTimeout`, 32 s); then the connection is closed.
+pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(32);
 
 /// kube's `--request-timeout` default.
 pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
@@ -47,6 +53,10 @@ pub struct Gate {
     pub authorizer: Arc<dyn Authorizer>,
     /// Time limit of non-long-running requests (`--request-timeout`).
     pub request_timeout: Duration,
+    /// Plain HTTP answers only requests naming a loopback host: it is unauthenticated,
+    /// and a web page could otherwise reach it by DNS rebinding (off with
+    /// `--insecure-allow-remote-http`).
+    pub plain_http_loopback_hosts_only: bool,
 }
 
 impl Default for Gate {
@@ -58,6 +68,7 @@ impl Default for Gate {
             },
             authorizer: Arc::new(AlwaysAllow),
             request_timeout: DEFAULT_REQUEST_TIMEOUT,
+            plain_http_loopback_hosts_only: true,
         }
     }
 }
@@ -88,12 +99,17 @@ impl ApiRequest {
         self.query.get(name).map(String::as_str)
     }
 
-    /// A boolean query parameter as Go's `strconv.ParseBool` reads it (absent = false).
+    /// A boolean query parameter as kube converts one (absent = false).
     pub fn param_bool(&self, name: &str) -> bool {
-        matches!(
-            self.param(name),
-            Some("1" | "t" | "T" | "TRUE" | "true" | "True")
-        )
+        query_bool(self.param(name))
+    }
+
+    /// An integer query parameter as kube converts one (`strconv.ParseInt`): `None`
+    /// when absent; a 400 with Go's error when present and not an int64 (even empty).
+    pub fn param_i64(&self, name: &str) -> Result<Option<i64>, Status> {
+        self.param(name)
+            .map(|v| go_parse_int(v).map_err(Status::bad_request))
+            .transpose()
     }
 
     /// A header as a string.
@@ -170,12 +186,20 @@ pub async fn serve_gated(
     if head_size(&parts) > MAX_HEADER_BYTES {
         return header_too_large();
     }
+    if !conn.tls && gate.plain_http_loopback_hosts_only {
+        if let Some(host) = foreign_host(&parts) {
+            return response::status(
+                &Status::forbidden_message(format!(
+                    "forbidden: plain HTTP is served to loopback hosts only, not {}: it is unauthenticated (use localhost or 127.0.0.1, or HTTPS)",
+                    crate::field::go_quote(&host)
+                )),
+                Output::Json,
+            );
+        }
+    }
     let path = parts.uri.path().to_string();
     let query = parse_query(parts.uri.query());
-    let watch = matches!(
-        query.get("watch").map(String::as_str),
-        Some("true") | Some("1")
-    );
+    let watch = query_bool(query.get("watch").map(String::as_str));
     let info = request_info::parse(&parts.method, &path, watch);
     let timeout = if is_long_running(&info) {
         None
@@ -217,11 +241,18 @@ pub async fn admit(
     info: &request_info::RequestInfo,
     path: &str,
 ) -> Result<UserInfo, Response<Body>> {
-    let user = gate
+    let mut user = gate
         .authenticator
         .authenticate(headers, conn)
         .await
         .map_err(|s| response::status(&s, Output::Json))?;
+    // kube's filter order: authentication, impersonation, then authorization (as the
+    // impersonated user).
+    if crate::auth::impersonation::requested(headers) {
+        user = crate::auth::impersonation::impersonate(gate.authorizer.as_ref(), user, headers)
+            .await
+            .map_err(|s| response::status(&s, Output::Json))?;
+    }
     let attrs = Attributes::new(&user, info, path);
     let (decision, reason) = gate.authorizer.authorize(&attrs).await;
     if decision != Decision::Allow {
@@ -339,6 +370,53 @@ async fn read_body(
             "reading the request body: {e}"
         ))),
     }
+}
+
+/// The host a request names (`Host`, or HTTP/2's `:authority`) when it is not a
+/// loopback name or address; `None` for loopback hosts and requests naming none.
+fn foreign_host(parts: &http::request::Parts) -> Option<String> {
+    let authority = parts
+        .headers
+        .get(http::header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .map(str::to_string)
+        .or_else(|| parts.uri.authority().map(|a| a.as_str().to_string()))?;
+    let host = match authority.strip_prefix('[') {
+        Some(rest) => rest.split(']').next().unwrap_or(""),
+        None => authority
+            .rsplit_once(':')
+            .map_or(authority.as_str(), |(h, _)| h),
+    };
+    let host = host.trim_end_matches('.').to_ascii_lowercase();
+    let loopback = host == "localhost"
+        || host.ends_with(".localhost")
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback());
+    (!loopback).then_some(authority)
+}
+
+/// A boolean query parameter as kube's `Convert_Slice_string_To_bool` reads it: once
+/// present, anything but `0` and `false` (any case) is true, the empty string included.
+pub fn query_bool(value: Option<&str>) -> bool {
+    value.is_some_and(|v| v != "0" && !v.eq_ignore_ascii_case("false"))
+}
+
+/// Go's `strconv.ParseInt(s, 10, 64)`, with its error texts.
+pub fn go_parse_int(s: &str) -> Result<i64, String> {
+    let digits = s.strip_prefix(['+', '-']).unwrap_or(s);
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(format!(
+            "strconv.ParseInt: parsing {}: invalid syntax",
+            crate::field::go_quote(s)
+        ));
+    }
+    s.parse::<i64>().map_err(|_| {
+        format!(
+            "strconv.ParseInt: parsing {}: value out of range",
+            crate::field::go_quote(s)
+        )
+    })
 }
 
 /// kube's 413 for a body over [`MAX_BODY_BYTES`].

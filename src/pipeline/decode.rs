@@ -8,6 +8,37 @@ use crate::rest::{FieldValidation, WriteOptions};
 use crate::status::Status;
 use serde_json::{json, Value};
 
+/// kube decodes a custom resource's `metadata` into Go's `ObjectMeta`: a field of the
+/// wrong JSON type (`labels: {"a": 5}`, `finalizers: "a"`) is refused, never stored,
+/// with Go's `json: cannot unmarshal ...`: a 400 for a create or update body, a 422 on
+/// `patch` quoting the patched object for a patch.
+pub fn metadata_type_check(
+    obj: &Value,
+    (kind, version): (&str, &str),
+    is_patch: bool,
+) -> Result<(), Status> {
+    let err = match obj.get("metadata") {
+        None | Some(Value::Null) => None,
+        Some(meta @ Value::Object(_)) => crate::rest::typed::go_type_error(
+            meta,
+            "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta",
+        ),
+        Some(other) => Some(format!(
+            "json: cannot unmarshal {} into Go value of type v1.ObjectMeta",
+            crate::goformat::go_json_kind(other)
+        )),
+    };
+    let Some(e) = err else { return Ok(()) };
+    if is_patch {
+        let patched = serde_json::to_string(obj).unwrap_or_default();
+        let err = field::Error::invalid(&Path::new("patch"), json!(patched), e);
+        return Err(Status::invalid("", "", "", &[err]));
+    }
+    Err(Status::bad_request(
+        crate::codec::cannot_be_handled_message(kind, version, kind, &e),
+    ))
+}
+
 /// `apiVersion`/`kind` must be the endpoint's (kube's `ValidateTypeMeta`).
 pub fn type_meta_errors(obj: &Value, s: &VersionSchema) -> field::ErrorList {
     let mut errs = Vec::new();

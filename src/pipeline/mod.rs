@@ -148,6 +148,10 @@ pub fn update_mutating_input(
     // kube quotes the whole patched object when a patch fails strict decoding.
     let patched =
         (opts.is_patch && is_strict(opts)).then(|| serde_json::to_string(&new).unwrap_or_default());
+    // A create or update body was checked as it was decoded; a patch's result here.
+    if opts.is_patch {
+        decode::metadata_type_check(&new, (&s.kind, &s.version), true)?;
+    }
     let unknown = prune_stage(&mut new, s, &mut t);
     let warnings = decode::unknown_field_policy(
         &new,

@@ -27,8 +27,8 @@ pub fn storage_status(err: StorageError, gr: &GroupResource, name: &str) -> Stat
         } => Status::expired(format!(
             "too old resource version: {requested} ({compacted})"
         )),
-        StorageError::FutureRevision(rv) => {
-            Status::timeout(format!("Too large resource version: {rv}, current: {rv}"))
+        StorageError::FutureRevision { requested, current } => {
+            Status::too_large_resource_version(requested, current, 0)
         }
         StorageError::TooLarge(m) => Status::request_entity_too_large(m),
         StorageError::Unavailable(m) => Status::service_unavailable(m),

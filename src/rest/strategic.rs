@@ -17,15 +17,43 @@ fn merge_keys(kind: &str) -> Option<&'static [(&'static str, &'static str)]> {
     }
 }
 
-/// Apply `patch` to `doc` as kube's strategic merge patch for `doc`'s kind; `false`
-/// when the kind has no keyed lists (the caller merges it as a JSON merge patch).
-pub fn apply(doc: &mut Value, patch: &Value) -> bool {
+/// Apply `patch` to `doc` as kube's strategic merge patch for `doc`'s kind (lists of
+/// kinds without keyed lists are replaced, as a JSON merge patch does); the error is
+/// kube's text for a `$patch` directive it does not know.
+pub fn apply(doc: &mut Value, patch: &Value) -> Result<(), String> {
+    check_directives(patch, false)?;
     let kind = doc.get("kind").and_then(Value::as_str).unwrap_or("");
-    let Some(keys) = merge_keys(kind) else {
-        return false;
-    };
-    merge(doc, patch, keys);
-    true
+    merge(doc, patch, merge_keys(kind).unwrap_or(&[]));
+    Ok(())
+}
+
+/// kube's checks of `$patch` directives: `replace` or `delete` in a map, also `merge`
+/// (refused: kube cannot merge lists by directive) in a list item.
+fn check_directives(patch: &Value, list_item: bool) -> Result<(), String> {
+    match patch {
+        Value::Object(m) => {
+            if let Some(d) = m.get("$patch") {
+                match d.as_str() {
+                    Some("replace" | "delete") => {}
+                    Some("merge") if list_item => {
+                        return Err("merging lists cannot yet be specified in the patch".into())
+                    }
+                    _ => {
+                        let shown = d
+                            .as_str()
+                            .map_or_else(|| crate::goformat::go_v_float64(d), String::from);
+                        return Err(format!(
+                            "unknown patch type: {shown} in map: {}",
+                            crate::goformat::go_v_float64(patch)
+                        ));
+                    }
+                }
+            }
+            m.values().try_for_each(|v| check_directives(v, false))
+        }
+        Value::Array(a) => a.iter().try_for_each(|v| check_directives(v, true)),
+        _ => Ok(()),
+    }
 }
 
 fn merge(doc: &mut Value, patch: &Value, keys: &[(&str, &str)]) {
@@ -33,9 +61,17 @@ fn merge(doc: &mut Value, patch: &Value, keys: &[(&str, &str)]) {
         *doc = patch.clone();
         return;
     };
-    if p.get("$patch").and_then(Value::as_str) == Some("replace") {
-        *doc = Value::Object(without_directives(p));
-        return;
+    match p.get("$patch").and_then(Value::as_str) {
+        Some("replace") => {
+            *doc = Value::Object(without_directives(p));
+            return;
+        }
+        // kube: the map is emptied.
+        Some("delete") => {
+            *doc = Value::Object(Map::new());
+            return;
+        }
+        _ => {}
     }
     if !doc.is_object() {
         *doc = Value::Object(Map::new());
@@ -58,6 +94,10 @@ fn merge(doc: &mut Value, patch: &Value, keys: &[(&str, &str)]) {
                     .or_insert_with(|| Value::Array(Vec::new()));
                 merge_list(live, items, key, keys);
             }
+            // A map deleted where there was none: nothing to keep (kube drops the key).
+            (Value::Object(o), _)
+                if !d.contains_key(k)
+                    && o.get("$patch").and_then(Value::as_str) == Some("delete") => {}
             (Value::Object(_), _) => {
                 let live = d.entry(k.clone()).or_insert(Value::Null);
                 merge(live, v, keys);
@@ -145,7 +185,7 @@ mod tests {
                 {"name": "c.example.com", "timeoutSeconds": 1}
             ]
         });
-        assert!(apply(&mut doc, &patch));
+        assert_eq!(apply(&mut doc, &patch), Ok(()));
         assert_eq!(
             doc["webhooks"],
             json!([
@@ -155,16 +195,40 @@ mod tests {
             ])
         );
         let delete = json!({"webhooks": [{"name": "b.example.com", "$patch": "delete"}]});
-        assert!(apply(&mut doc, &delete));
+        assert_eq!(apply(&mut doc, &delete), Ok(()));
         assert_eq!(doc["webhooks"].as_array().map(Vec::len), Some(2));
     }
 
     #[test]
-    fn kinds_without_keyed_lists_are_left_to_merge_patch() {
-        let mut doc = json!({"kind": "Namespace"});
-        assert!(!apply(
-            &mut doc,
-            &json!({"metadata": {"labels": {"a": "b"}}})
-        ));
+    fn kinds_without_keyed_lists_merge_as_a_merge_patch_with_directives() {
+        let mut doc = json!({"kind": "ConfigMap", "data": {"a": "1", "b": "2"}, "x": [1, 2]});
+        let patch = json!({"metadata": {"labels": {"a": "b"}}, "data": {"b": null}, "x": [3]});
+        assert_eq!(apply(&mut doc, &patch), Ok(()));
+        assert_eq!(
+            doc,
+            json!({"kind": "ConfigMap", "metadata": {"labels": {"a": "b"}}, "data": {"a": "1"}, "x": [3]})
+        );
+        let replace = json!({"data": {"$patch": "replace", "c": "3"}});
+        assert_eq!(apply(&mut doc, &replace), Ok(()));
+        assert_eq!(doc["data"], json!({"c": "3"}));
+        assert_eq!(
+            apply(&mut doc, &json!({"data": {"$patch": "delete"}})),
+            Ok(())
+        );
+        assert_eq!(doc["data"], json!({}));
+    }
+
+    #[test]
+    fn unknown_directives_are_refused_with_kubes_text() {
+        let mut doc = json!({"kind": "ConfigMap", "data": {"a": "1"}});
+        assert_eq!(
+            apply(&mut doc, &json!({"data": {"$patch": "bogus", "n": 1.5}})),
+            Err("unknown patch type: bogus in map: map[$patch:bogus n:1.5]".into())
+        );
+        assert_eq!(
+            apply(&mut doc, &json!({"x": [{"$patch": "merge"}]})),
+            Err("merging lists cannot yet be specified in the patch".into())
+        );
+        assert_eq!(doc["data"], json!({"a": "1"}));
     }
 }

@@ -701,17 +701,7 @@ fn is_float64_json_integer(f: f64) -> bool {
 
 /// Go's `%v` of a decoded JSON value (used only where kube puts it into a message).
 fn go_v(v: &Value) -> String {
-    match v {
-        Value::Null => "<nil>".to_string(),
-        Value::Bool(b) => b.to_string(),
-        Value::Number(n) => num_of(n).go_v(),
-        Value::String(s) => s.clone(),
-        Value::Array(a) => format!("[{}]", a.iter().map(go_v).collect::<Vec<_>>().join(" ")),
-        Value::Object(m) => {
-            let parts: Vec<String> = m.iter().map(|(k, v)| format!("{k}:{}", go_v(v))).collect();
-            format!("map[{}]", parts.join(" "))
-        }
-    }
+    crate::goformat::go_v_with(v, &|n| num_of(n).go_v())
 }
 
 // ---------------------------------------------------------------------------------

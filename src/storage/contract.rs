@@ -312,7 +312,8 @@ pub async fn list_pagination_at_fixed_revision(
     assert!(past_end.items.is_empty());
     assert_eq!(past_end.remaining, 0);
 
-    let future = store.current_revision().await? + 1_000_000;
+    let current = store.current_revision().await?;
+    let future = current + 1_000_000;
     assert_eq!(
         store
             .list(
@@ -323,7 +324,10 @@ pub async fn list_pagination_at_fixed_revision(
                 }
             )
             .await,
-        Err(StorageError::FutureRevision(future))
+        Err(StorageError::FutureRevision {
+            requested: future,
+            current
+        })
     );
     Ok(())
 }

@@ -193,7 +193,10 @@ impl EtcdStorage {
             .await;
         match result {
             Ok(_) | Err(StorageError::Compacted { .. }) => Ok(()),
-            Err(StorageError::FutureRevision(_)) => Err(StorageError::FutureRevision(revision)),
+            Err(StorageError::FutureRevision { .. }) => Err(StorageError::FutureRevision {
+                requested: revision,
+                current: self.current_revision().await.unwrap_or(0),
+            }),
             Err(err) => Err(err),
         }
     }
@@ -489,8 +492,11 @@ impl Storage for EtcdStorage {
                     compacted: self.compacted_after(requested).await,
                 });
             }
-            Err(StorageError::FutureRevision(_)) => {
-                return Err(StorageError::FutureRevision(opts.revision))
+            Err(StorageError::FutureRevision { .. }) => {
+                return Err(StorageError::FutureRevision {
+                    requested: opts.revision,
+                    current: self.current_revision().await.unwrap_or(0),
+                })
             }
             Err(err) => return Err(err),
         };
@@ -593,7 +599,10 @@ impl Storage for EtcdStorage {
             .open_watch(prefix, Some(prefix_end(prefix)), start)
             .await?;
         if after > current {
-            return Err(StorageError::FutureRevision(after));
+            return Err(StorageError::FutureRevision {
+                requested: after,
+                current,
+            });
         }
         let mut ticker = tokio::time::interval_at(
             Instant::now() + self.shared.progress_interval,
@@ -809,7 +818,11 @@ fn status_error(status: &tonic::Status) -> StorageError {
                 compacted: 0,
             }
         }
-        Code::OutOfRange if message.contains("future revision") => StorageError::FutureRevision(0),
+        // The caller knows the requested revision and asks for the current one.
+        Code::OutOfRange if message.contains("future revision") => StorageError::FutureRevision {
+            requested: 0,
+            current: 0,
+        },
         Code::DeadlineExceeded => StorageError::Timeout(message.to_owned()),
         Code::InvalidArgument if message.contains("request is too large") => {
             StorageError::TooLarge(super::REQUEST_TOO_LARGE.into())

@@ -128,7 +128,10 @@ impl State {
     fn read_revision(&self, revision: Revision) -> Result<Revision, StorageError> {
         match revision {
             0 => Ok(self.revision),
-            r if r > self.revision => Err(StorageError::FutureRevision(r)),
+            r if r > self.revision => Err(StorageError::FutureRevision {
+                requested: r,
+                current: self.revision,
+            }),
             r if r < self.compacted => Err(StorageError::Compacted {
                 requested: r,
                 compacted: self.compacted,
@@ -271,7 +274,10 @@ impl MemoryStorage {
     pub fn compact(&self, revision: Revision) -> Result<(), StorageError> {
         let mut state = self.lock();
         if revision > state.revision {
-            return Err(StorageError::FutureRevision(revision));
+            return Err(StorageError::FutureRevision {
+                requested: revision,
+                current: state.revision,
+            });
         }
         state.compact_to(revision);
         Ok(())
@@ -413,7 +419,10 @@ impl Storage for MemoryStorage {
     async fn watch(&self, prefix: &str, after: Revision) -> Result<WatchStream, StorageError> {
         let state = self.lock();
         if after > state.revision {
-            return Err(StorageError::FutureRevision(after));
+            return Err(StorageError::FutureRevision {
+                requested: after,
+                current: state.revision,
+            });
         }
         // Watching after `after` needs the change at `after + 1` onwards.
         if after != 0 && after + 1 < state.compacted {
@@ -617,7 +626,10 @@ mod tests {
         );
         assert_eq!(
             store.list("/k/", &at(9)).await,
-            Err(StorageError::FutureRevision(9))
+            Err(StorageError::FutureRevision {
+                requested: 9,
+                current: 8
+            })
         );
     }
 
@@ -771,7 +783,10 @@ mod tests {
         );
         assert_eq!(
             store.watch("/k/", 12).await.err(),
-            Some(StorageError::FutureRevision(12))
+            Some(StorageError::FutureRevision {
+                requested: 12,
+                current: 11
+            })
         );
     }
 
@@ -803,7 +818,13 @@ mod tests {
         store.update("/k/a", b"a2".to_vec(), 2).await.unwrap(); // 4
         store.delete("/k/b", None).await.unwrap(); // 5
         store.update("/k/a", b"a3".to_vec(), 4).await.unwrap(); // 6
-        assert_eq!(store.compact(7), Err(StorageError::FutureRevision(7)));
+        assert_eq!(
+            store.compact(7),
+            Err(StorageError::FutureRevision {
+                requested: 7,
+                current: 6
+            })
+        );
         store.compact(4).unwrap();
         assert_eq!(store.compacted_revision(), 4);
         assert_eq!(

@@ -115,8 +115,13 @@ pub enum StorageError {
         compacted: Revision,
     },
     /// The requested revision is in the future.
-    #[error("required revision {0} is a future revision")]
-    FutureRevision(Revision),
+    #[error("required revision {requested} is a future revision (current revision {current})")]
+    FutureRevision {
+        /// The revision asked for.
+        requested: Revision,
+        /// The store's current revision.
+        current: Revision,
+    },
     /// The write is larger than the backend takes (etcd's `--max-request-bytes`, 1.5 MiB
     /// by default; the embedded store keeps the same limit): 413.
     #[error("{0}")]
