@@ -625,19 +625,21 @@ impl<I: tokio::io::AsyncRead + Unpin> tokio::io::AsyncRead for FirstByteDeadline
         let before = buf.filled().len();
         let this = &mut *self;
         let polled = std::pin::Pin::new(&mut this.io).poll_read(cx, buf);
-        match (&polled, this.deadline.as_mut()) {
-            (std::task::Poll::Ready(Ok(())), Some(_)) if buf.filled().len() > before => {
-                this.deadline = None;
-            }
-            (std::task::Poll::Pending, Some(deadline)) => {
-                if std::future::Future::poll(deadline.as_mut(), cx).is_ready() {
+        if let Some(deadline) = this.deadline.as_mut() {
+            match &polled {
+                std::task::Poll::Ready(Ok(())) if buf.filled().len() > before => {
+                    this.deadline = None;
+                }
+                std::task::Poll::Pending
+                    if std::future::Future::poll(deadline.as_mut(), cx).is_ready() =>
+                {
                     return std::task::Poll::Ready(Err(std::io::Error::new(
                         std::io::ErrorKind::TimedOut,
                         "no request within the header timeout",
                     )));
                 }
+                _ => {}
             }
-            _ => {}
         }
         polled
     }
