@@ -150,6 +150,7 @@ conformance_cases! {
     cel_transition_blog => "cel-transition-blog",
     ssa => "ssa",
     immutable_kep => "immutable-kep",
+    fidelity => "fidelity",
 }
 
 // ---------------------------------------------------------------------------

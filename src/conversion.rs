@@ -176,6 +176,7 @@ fn conversion_failure(message: String) -> Status {
         reason: String::new(),
         message,
         details: None,
+        metadata_continue: None,
     }
 }
 

@@ -580,6 +580,7 @@ pub fn error_status(rule: &FaultRule, req: &ApiRequest) -> (Status, Option<u32>)
                 retry_after_seconds: Some(i64::from(rule.retry_after)),
                 ..Default::default()
             })),
+            metadata_continue: None,
         },
         500 => Status::internal(text(DEFAULT_MESSAGE)),
         503 => Status::service_unavailable(text(
@@ -594,6 +595,7 @@ pub fn error_status(rule: &FaultRule, req: &ApiRequest) -> (Status, Option<u32>)
             reason: reason_for_code(code).into(),
             message: text(DEFAULT_MESSAGE),
             details: None,
+            metadata_continue: None,
         },
     };
     let retry_after = (code == 429).then_some(rule.retry_after);

@@ -105,6 +105,10 @@ struct Flags {
     /// How long Events are kept after their last write (a Go duration; 0 keeps them).
     #[arg(long = "event-ttl", default_value = "1h0m0s", value_parser = parse_duration)]
     event_ttl: std::time::Duration,
+    /// How many revisions the embedded store keeps for watches to resume from (kube's
+    /// watch cache window); older resourceVersions get 410 Expired. etcd keeps its own.
+    #[arg(long = "watch-history", value_name = "REVISIONS", default_value_t = crd_apiserver::storage::memory::DEFAULT_HISTORY)]
+    watch_history: usize,
     /// Write a kubeconfig for this server to PATH.
     #[arg(long = "kubeconfig-out", value_name = "PATH")]
     kubeconfig_out: Option<PathBuf>,
@@ -203,6 +207,7 @@ async fn main() {
         auth,
         request_timeout: flags.request_timeout,
         event_ttl: flags.event_ttl,
+        watch_history: flags.watch_history,
         kubeconfig_out: flags.kubeconfig_out,
         load: flags.load,
         etcd_servers: flags

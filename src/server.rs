@@ -64,6 +64,9 @@ pub struct Config {
     pub request_timeout: std::time::Duration,
     /// How long Events live after their last write (`--event-ttl`).
     pub event_ttl: std::time::Duration,
+    /// Revisions the embedded store keeps for watches and reads at a resourceVersion
+    /// (`--watch-history`); older ones are 410 Expired.
+    pub watch_history: usize,
 }
 
 impl Default for Config {
@@ -88,6 +91,7 @@ impl Default for Config {
             auth: crate::auth::AuthConfig::default(),
             request_timeout: crate::http::DEFAULT_REQUEST_TIMEOUT,
             event_ttl: crate::rest::builtin::event_ttl::DEFAULT_TTL,
+            watch_history: crate::storage::memory::DEFAULT_HISTORY,
         }
     }
 }
@@ -189,7 +193,7 @@ impl Server {
 
     async fn start_here(config: Config) -> Result<Server, StartError> {
         let storage: Arc<dyn Storage> = if config.etcd_servers.is_empty() {
-            Arc::new(MemoryStorage::new())
+            Arc::new(MemoryStorage::new().with_history(config.watch_history))
         } else {
             let mut etcd_config = EtcdConfig::new(config.etcd_servers.clone());
             if config.etcd_cafile.is_some()

@@ -72,6 +72,8 @@ pub struct Status {
     pub message: String,
     /// Optional `details` (boxed: errors travel in `Result`s everywhere).
     pub details: Option<Box<Details>>,
+    /// `metadata.continue`: the token kube offers with a 410 for an expired one.
+    pub metadata_continue: Option<String>,
 }
 
 impl std::fmt::Display for Status {
@@ -89,6 +91,7 @@ impl Status {
             reason: reason.to_string(),
             message: message.into(),
             details: details.map(Box::new),
+            metadata_continue: None,
         }
     }
 
@@ -340,7 +343,11 @@ impl serde::Serialize for Status {
         let mut map = serializer.serialize_map(None)?;
         map.serialize_entry("kind", "Status")?;
         map.serialize_entry("apiVersion", "v1")?;
-        map.serialize_entry("metadata", &Map::new())?;
+        let mut metadata = Map::new();
+        if let Some(c) = &self.metadata_continue {
+            metadata.insert("continue".into(), Value::String(c.clone()));
+        }
+        map.serialize_entry("metadata", &metadata)?;
         map.serialize_entry("status", "Failure")?;
         map.serialize_entry("message", &self.message)?;
         if !self.reason.is_empty() {

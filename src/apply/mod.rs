@@ -120,6 +120,7 @@ impl ApplyError {
                 reason: String::new(),
                 message: m.clone(),
                 details: None,
+                metadata_continue: None,
             },
         }
     }

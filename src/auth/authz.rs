@@ -332,6 +332,7 @@ pub fn forbidden(attrs: &Attributes, reason: &str) -> Status {
             kind: resource.to_string(),
             ..Default::default()
         })),
+        metadata_continue: None,
     }
 }
 

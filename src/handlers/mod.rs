@@ -115,6 +115,9 @@ async fn resource(api: &Arc<ApiServer>, req: &ApiRequest) -> Result<Response<Bod
         ("list", "") => read::list(api, req, kind).await,
         ("watch", "") => watch::watch(api, req, kind).await,
         ("create", "") if info.name.is_empty() => create::create(api, req, kind).await,
+        // kube's custom resource handler takes a POST to an object's path as a create
+        // of the body (the name in the path is not looked at); built-ins answer 405.
+        ("create", "") if !is_builtin(kind) => create::create(api, req, kind).await,
         ("update", "") => update::update(api, req, kind).await,
         ("patch", "") => patch::patch(api, req, kind).await,
         ("delete", "") => delete::delete(api, req, kind).await,
@@ -269,7 +272,12 @@ pub fn object_reply(req: &ApiRequest, kind: &dyn ResourceKind, mut reply: Reply)
     }
     match req.output {
         Output::Table(v) if reply.body.get("kind").and_then(Value::as_str) != Some("Status") => {
-            reply.body = read::table(req, kind, std::slice::from_ref(&reply.body), v, json!({}));
+            // kube's table of one object carries the object's resourceVersion.
+            let meta = match reply.body.pointer("/metadata/resourceVersion") {
+                Some(rv) => json!({"resourceVersion": rv}),
+                None => json!({}),
+            };
+            reply.body = read::table(req, kind, std::slice::from_ref(&reply.body), v, meta);
             response::reply(reply, Output::Json)
         }
         Output::PartialMetadata(v)

@@ -204,12 +204,22 @@ pub async fn list(
             "metadata": meta,
             "items": page.items.iter().map(|o| partial_metadata(o, v)).collect::<Vec<_>>(),
         }),
-        _ => json!({
-            "apiVersion": d.api_version(),
-            "kind": d.list_kind,
-            "metadata": meta,
-            "items": page.items,
-        }),
+        _ => {
+            let mut meta = meta;
+            // Custom resources are unstructured lists: kube writes `continue` even
+            // when empty; typed lists (built-in kinds) omit it.
+            if !super::is_builtin(kind) {
+                if let Some(m) = meta.as_object_mut() {
+                    m.entry("continue").or_insert_with(|| json!(""));
+                }
+            }
+            json!({
+                "apiVersion": d.api_version(),
+                "kind": d.list_kind,
+                "metadata": meta,
+                "items": page.items,
+            })
+        }
     };
     let output = match req.output {
         Output::Yaml => Output::Yaml,

@@ -318,7 +318,14 @@ async fn handle(
         .and_then(|v| v.to_str().ok());
     let aggregated_ok =
         info.parts.len() == 1 && (info.parts[0] == "api" || info.parts[0] == "apis");
-    let output = match negotiate::choose_output(accept, aggregated_ok, info.is_resource_request) {
+    let table_ok = info.is_resource_request
+        && crate::registry::builtin::serves_tables(
+            &info.group,
+            &info.version,
+            &info.resource,
+            &info.subresource,
+        );
+    let output = match negotiate::choose_output(accept, aggregated_ok, table_ok) {
         Some(o) => o,
         None => {
             return response::status(
@@ -492,6 +499,7 @@ pub fn timed_out() -> Status {
         reason: "Timeout".into(),
         message: "Timeout: request did not complete within the allotted timeout".into(),
         details: Some(Box::default()),
+        metadata_continue: None,
     }
 }
 

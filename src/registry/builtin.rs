@@ -463,6 +463,25 @@ pub const RESOURCES: &[BuiltinResource] = &[
     },
 ];
 
+/// Whether a request may ask for a Table: kube converts only what a table convertor
+/// serves, which every lister has and create-only kinds (access and token reviews)
+/// and create-only subresources (`serviceaccounts/token`) do not: a 406 for them.
+pub fn serves_tables(group: &str, version: &str, resource: &str, subresource: &str) -> bool {
+    let Some(r) = lookup(group, version, resource) else {
+        // Custom resources and unknown paths: tables (or a 404 later).
+        return true;
+    };
+    let verbs = if subresource.is_empty() {
+        r.verbs
+    } else {
+        match r.subresources.iter().find(|(s, _)| *s == subresource) {
+            Some((_, verbs)) => verbs,
+            None => return true,
+        }
+    };
+    verbs.iter().any(|v| *v == "get" || *v == "list")
+}
+
 /// The entry for `group/version/resource`.
 pub fn lookup(group: &str, version: &str, resource: &str) -> Option<&'static BuiltinResource> {
     RESOURCES

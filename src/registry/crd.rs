@@ -373,10 +373,11 @@ pub fn default_crd(crd: &mut Value) {
 /// [`default_crd`] and before [`validate_crd`]; generation and other system metadata are
 /// the generic object code's.
 pub fn reset_status_for_create(crd: &mut Value) {
-    let stored: Vec<Value> = storage_version_name(crd)
-        .into_iter()
-        .map(Value::from)
-        .collect();
+    // Without a storage version kube's list stays nil: `null` in its messages.
+    let stored = match storage_version_name(crd) {
+        Some(v) => json!([v]),
+        None => Value::Null,
+    };
     if let Some(obj) = crd.as_object_mut() {
         obj.insert("status".into(), json!({"storedVersions": stored}));
     }
@@ -2273,7 +2274,7 @@ mod tests {
         );
         assert!(
             msgs.contains(
-                &"status.storedVersions: Invalid value: []: must have at least one stored version"
+                &"status.storedVersions: Invalid value: null: must have at least one stored version"
                     .to_string()
             ),
             "{msgs:#?}"

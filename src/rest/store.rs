@@ -3,12 +3,12 @@
 
 use super::{object, Admitted, Descriptor, Operation, ResourceKind, WriteOptions};
 use crate::admission::{Admission, Attributes};
+use crate::codec;
 use crate::selector::{fields::FieldSelector, labels::LabelSelector};
 use crate::status::{self, Details, GroupResource, Status};
 use crate::storage::{
     KeyValue, ListOptions as StorageListOptions, Revision, Storage, StorageError,
 };
-use base64::Engine;
 use serde_json::{json, Value};
 use std::sync::Arc;
 
@@ -170,44 +170,12 @@ pub fn delete_success(gr: &GroupResource, obj: &Value) -> Value {
     })
 }
 
-/// A kube continue token: base64 of `{"v":"meta.k8s.io/v1","rv":N,"start":"<key>\u0000"}`.
-pub fn encode_continue(rv: Revision, last_key_relative: &str) -> String {
-    let token =
-        json!({"v": "meta.k8s.io/v1", "rv": rv, "start": format!("{last_key_relative}\u{0}")});
-    base64::engine::general_purpose::URL_SAFE.encode(token.to_string())
-}
-
-/// Decode a continue token into (revision, relative start key).
-pub fn decode_continue(token: &str) -> Result<(Revision, String), Status> {
-    let bad = || {
-        Status::bad_request("continue key is not valid: incorrect encoded start resourceVersion (version meta.k8s.io/v1)")
-    };
-    let bytes = base64::engine::general_purpose::URL_SAFE
-        .decode(token)
-        .or_else(|_| base64::engine::general_purpose::STANDARD.decode(token))
-        .map_err(|_| {
-            Status::bad_request(
-                "continue key is not valid: illegal base64 data at input byte 0".to_string(),
-            )
-        })?;
-    let v: Value = serde_json::from_slice(&bytes).map_err(|_| bad())?;
-    if v.get("v").and_then(Value::as_str) != Some("meta.k8s.io/v1") {
-        return Err(Status::bad_request(
-            "continue key is not valid: server does not recognize this encoded key",
-        ));
-    }
-    let rv = v.get("rv").and_then(Value::as_i64).ok_or_else(bad)?;
-    let start = v.get("start").and_then(Value::as_str).ok_or_else(bad)?;
-    let start = start.strip_suffix('\u{0}').unwrap_or(start);
-    if start.contains("..") || start.starts_with('/') {
-        return Err(Status::bad_request(
-            "continue key is not valid: invalid start key",
-        ));
-    }
-    Ok((rv, start.to_string()))
-}
-
+/// kube's 410 for a continue token whose revision was compacted: it offers a token
+/// to go on at the latest revision (`metadata.continue`), which lists inconsistently.
 const CONTINUE_EXPIRED: &str = "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.";
+
+/// kube's 410 when no token could be offered.
+const CONTINUE_EXPIRED_NO_TOKEN: &str = "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter.";
 
 /// The generic store.
 #[derive(Clone)]
@@ -341,10 +309,26 @@ impl Store {
         let d = kind.descriptor();
         let prefix = d.list_prefix(namespace);
         let root = format!("{}/", d.key_root);
+        // kube's tokens name the first key of the next page: the last one sent plus
+        // "\0" (the storage range starts strictly after the last one sent).
+        let mut continue_from = None;
         let (mut revision, mut start_after) = match &opts.continue_token {
             Some(t) if !t.is_empty() => {
-                let (rv, start) = decode_continue(t)?;
-                (rv, Some(format!("{root}{start}")))
+                if opts
+                    .resource_version
+                    .as_deref()
+                    .is_some_and(|rv| !rv.is_empty() && rv != "0")
+                {
+                    return Err(Status::bad_request(
+                        "specifying resource version is not allowed when using continue",
+                    ));
+                }
+                let (from, rv) = codec::decode_continue(t, &root)
+                    .map_err(|e| Status::bad_request(codec::invalid_continue_token_message(&e)))?;
+                let after = from.strip_suffix('\0').unwrap_or(&from).to_string();
+                continue_from = Some(from);
+                // A negative revision (a token offered with a 410) lists the latest.
+                (rv.max(0), Some(after))
             }
             _ => (self.list_revision(opts).await?, None),
         };
@@ -370,11 +354,17 @@ impl Store {
                     },
                 )
                 .await
-                .map_err(|e| match e {
-                    StorageError::Compacted { .. } if opts.continue_token.is_some() => {
-                        Status::expired(CONTINUE_EXPIRED)
+                .map_err(|e| match (e, &continue_from) {
+                    (StorageError::Compacted { .. }, Some(from)) => {
+                        match codec::encode_continue(from, &root, -1) {
+                            Ok(token) => Status {
+                                metadata_continue: Some(token),
+                                ..Status::expired(CONTINUE_EXPIRED)
+                            },
+                            Err(_) => Status::expired(CONTINUE_EXPIRED_NO_TOKEN),
+                        }
                     }
-                    other => storage_status(other, &d.gr, ""),
+                    (other, _) => storage_status(other, &d.gr, ""),
                 })?;
             revision = res.revision;
             let last_key = res.items.last().map(|kv| kv.key.clone());
@@ -397,8 +387,7 @@ impl Store {
             }
             let Some(last) = last_key else { break };
             if items.len() as i64 >= opts.limit {
-                let relative = last.strip_prefix(&root).unwrap_or(&last).to_string();
-                continue_token = Some(encode_continue(revision, &relative));
+                continue_token = codec::encode_continue(&format!("{last}\0"), &root, revision).ok();
                 if !filtering {
                     remaining = Some(res.remaining);
                 }
@@ -760,21 +749,6 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn continue_tokens_round_trip_in_kube_format() {
-        let t = encode_continue(42, "default/w1");
-        let raw = base64::engine::general_purpose::URL_SAFE
-            .decode(&t)
-            .unwrap();
-        let v: Value = serde_json::from_slice(&raw).unwrap();
-        assert_eq!(
-            v,
-            json!({"v": "meta.k8s.io/v1", "rv": 42, "start": "default/w1\u{0}"})
-        );
-        assert_eq!(decode_continue(&t).unwrap(), (42, "default/w1".to_string()));
-        assert_eq!(decode_continue("!!!").unwrap_err().code, 400);
-    }
 
     #[test]
     fn stored_bytes_carry_no_resource_version() {
