@@ -645,3 +645,266 @@ fn raw_watch_replays_from_resource_version_and_honours_timeout() {
         );
     }
 }
+
+/// The events of a kube-rs watcher stream until `InitDone`, as names per event kind.
+async fn initial_events<K, S>(stream: &mut S) -> Vec<String>
+where
+    K: kube::Resource,
+    S: futures::Stream<Item = Result<watcher::Event<K>, watcher::Error>> + Unpin,
+{
+    let mut seen = Vec::new();
+    loop {
+        let event = within("watcher event", stream.next())
+            .await
+            .expect("stream ended")
+            .unwrap_or_else(|e| panic!("watcher error: {e}"));
+        match event {
+            watcher::Event::Init => seen.push("Init".to_string()),
+            watcher::Event::InitApply(o) => seen.push(format!(
+                "InitApply {}",
+                o.meta().name.clone().unwrap_or_default()
+            )),
+            watcher::Event::InitDone => {
+                seen.push("InitDone".to_string());
+                return seen;
+            }
+            other => seen.push(format!("{:?}", std::mem::discriminant(&other))),
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kube_rs_streaming_lists_and_metadata_watchers_see_what_a_list_sees() {
+    let server = TestServer::start();
+    let client = client_for(&server).await;
+    install_widgets(&client).await;
+    let gvk = GroupVersionKind::gvk("example.com", "v1", "Widget");
+    let (ar, _) = within("pinned_kind", discovery::pinned_kind(&client, &gvk))
+        .await
+        .unwrap_or_else(|e| panic!("pinned_kind: {e}"));
+    let widgets: Api<DynamicObject> = Api::namespaced_with(client.clone(), "default", &ar);
+    for name in ["w1", "w2"] {
+        within(
+            "create",
+            widgets.create(
+                &PostParams::default(),
+                &DynamicObject::new(name, &ar).data(json!({"spec": {"color": "red"}})),
+            ),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("creating {name}: {e}"));
+    }
+    let want = vec!["Init", "InitApply w1", "InitApply w2", "InitDone"];
+    // Full objects: a list then a watch, and a streaming list (sendInitialEvents).
+    for (how, config) in [
+        ("list then watch", watcher::Config::default()),
+        (
+            "streaming list",
+            watcher::Config::default().streaming_lists(),
+        ),
+    ] {
+        let mut stream = watcher(widgets.clone(), config).boxed();
+        assert_eq!(initial_events(&mut stream).await, want, "{how}");
+    }
+    // Metadata only (PartialObjectMetadata events and bookmarks), both ways, for
+    // custom resources and a built-in kind.
+    let configmaps: Api<k8s_openapi::api::core::v1::ConfigMap> =
+        Api::namespaced(client.clone(), "default");
+    within(
+        "create configmap",
+        configmaps.create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({"metadata": {"name": "c1"}})).unwrap(),
+        ),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("creating c1: {e}"));
+    for (how, config) in [
+        ("list then watch", watcher::Config::default()),
+        (
+            "streaming list",
+            watcher::Config::default().streaming_lists(),
+        ),
+    ] {
+        let widget_meta: Api<kube::core::PartialObjectMeta<DynamicObject>> =
+            Api::namespaced_with(client.clone(), "default", &ar);
+        let mut stream = watcher(widget_meta, config.clone()).boxed();
+        assert_eq!(initial_events(&mut stream).await, want, "metadata, {how}");
+        let configmap_meta: Api<
+            kube::core::PartialObjectMeta<k8s_openapi::api::core::v1::ConfigMap>,
+        > = Api::namespaced(client.clone(), "default");
+        let mut stream = watcher(configmap_meta, config).boxed();
+        assert_eq!(
+            initial_events(&mut stream).await,
+            vec!["Init", "InitApply c1", "InitDone"],
+            "configmap metadata, {how}"
+        );
+    }
+}
+
+#[test]
+fn metadata_and_table_watch_streams_carry_their_own_bookmarks() {
+    let server = TestServer::start();
+    let http = server.http();
+    let cms = "/api/v1/namespaces/default/configmaps";
+    let r = http.send_json(
+        "POST",
+        cms,
+        &json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c1"}}),
+    );
+    assert_eq!(r.status, 201, "{}", r.text());
+    let streaming = [
+        ("watch", "true"),
+        ("sendInitialEvents", "true"),
+        ("resourceVersionMatch", "NotOlderThan"),
+        ("allowWatchBookmarks", "true"),
+        ("timeoutSeconds", "1"),
+    ]
+    .map(|(k, v)| (k.to_string(), v.to_string()));
+    let events = |accept: &str| -> Vec<Value> {
+        let r = http
+            .request(
+                "GET",
+                cms,
+                &streaming,
+                &[("Accept".into(), accept.into())],
+                None,
+            )
+            .unwrap();
+        assert_eq!(r.status, 200, "{accept}: {}", r.text());
+        r.text()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    };
+    // Metadata-only: the bookmark is a PartialObjectMetadata too, with the annotation.
+    let meta = events("application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1");
+    let kinds: Vec<(&str, &str)> = meta
+        .iter()
+        .map(|e| {
+            (
+                e["type"].as_str().unwrap(),
+                e["object"]["kind"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        kinds[..2],
+        [
+            ("ADDED", "PartialObjectMetadata"),
+            ("BOOKMARK", "PartialObjectMetadata")
+        ]
+    );
+    assert_eq!(
+        meta[1]["object"]["metadata"]["annotations"]["k8s.io/initial-events-end"],
+        "true"
+    );
+    // Tables: the bookmark is a Table whose row object carries the annotation.
+    let tables = events("application/json;as=Table;g=meta.k8s.io;v=v1");
+    assert_eq!(tables[1]["type"], "BOOKMARK");
+    assert_eq!(tables[1]["object"]["kind"], "Table");
+    assert_eq!(
+        tables[1]["object"]["rows"][0]["object"]["metadata"]["annotations"]
+            ["k8s.io/initial-events-end"],
+        "true"
+    );
+    // Full objects: a ConfigMap bookmark, typed (creationTimestamp null).
+    let full = events("application/json");
+    assert_eq!(full[1]["object"]["kind"], "ConfigMap");
+    assert_eq!(
+        full[1]["object"]["metadata"]["creationTimestamp"],
+        Value::Null
+    );
+    // The list form of metadata does not fit watch events, nor the object form a list.
+    let r = http
+        .request(
+            "GET",
+            cms,
+            &streaming,
+            &[(
+                "Accept".into(),
+                "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1".into(),
+            )],
+            None,
+        )
+        .unwrap();
+    assert_eq!(r.status, 406);
+    assert_eq!(
+        r.json().unwrap()["message"],
+        "you requested PartialObjectMetadataList, but the requested object is not a list (*core.ConfigMap)"
+    );
+    let r = http
+        .request(
+            "GET",
+            cms,
+            &[],
+            &[(
+                "Accept".into(),
+                "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1".into(),
+            )],
+            None,
+        )
+        .unwrap();
+    assert_eq!(r.status, 406);
+    assert_eq!(
+        r.json().unwrap()["message"],
+        "you requested PartialObjectMetadata, but the requested object is a list (*core.ConfigMapList)"
+    );
+}
+
+#[test]
+fn watching_from_before_the_kept_history_is_kubes_410_expired() {
+    // A short window makes the 410 deterministic (the embedded store's own history).
+    let server = TestServer::start_embedded(&["--watch-history", "5"]);
+    let http = server.http();
+    let cms = "/api/v1/namespaces/default/configmaps";
+    let mut last = String::new();
+    for i in 0..10 {
+        let r = http.send_json(
+            "POST",
+            cms,
+            &json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": format!("c{i}")}}),
+        );
+        assert_eq!(r.status, 201, "{}", r.text());
+        last = r.json().unwrap()["metadata"]["resourceVersion"]
+            .as_str()
+            .unwrap()
+            .to_string();
+    }
+    let watch = |rv: &str| {
+        http.request(
+            "GET",
+            cms,
+            &[
+                ("watch".into(), "true".into()),
+                ("resourceVersion".into(), rv.into()),
+                ("timeoutSeconds".into(), "1".into()),
+            ],
+            &[],
+            None,
+        )
+        .unwrap()
+    };
+    let r = watch("2");
+    assert_eq!(r.status, 200);
+    let event: Value = serde_json::from_str(r.text().lines().next().unwrap()).unwrap();
+    assert_eq!(event["type"], "ERROR");
+    assert_eq!(event["object"]["code"], 410);
+    assert_eq!(event["object"]["reason"], "Expired");
+    let message = event["object"]["message"].as_str().unwrap();
+    assert!(
+        message.starts_with("too old resource version: 2 ("),
+        "{message}"
+    );
+    // Within the window the watch replays what followed.
+    let newest: i64 = last.parse().unwrap();
+    let r = watch(&(newest - 2).to_string());
+    let names: Vec<String> = r
+        .text()
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<Value>(l).unwrap()["object"]["metadata"]["name"].to_string()
+        })
+        .collect();
+    assert_eq!(names, ["\"c8\"", "\"c9\""]);
+}

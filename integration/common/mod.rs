@@ -101,19 +101,26 @@ impl TestServer {
     /// `--etcd-servers` in `extra`) the server gets its own fresh etcd, so every suite
     /// runs unchanged against the etcd backend.
     pub fn start_with(extra: &[&str]) -> TestServer {
-        TestServer::start_listening(&["--port", "0"], extra)
+        TestServer::start_listening(&["--port", "0"], extra, true)
+    }
+
+    /// Starts the server on the embedded store whatever `TEST_BACKEND` says, for what
+    /// only the embedded store has (`--watch-history`).
+    pub fn start_embedded(extra: &[&str]) -> TestServer {
+        TestServer::start_listening(&["--port", "0"], extra, false)
     }
 
     /// Starts the server serving only HTTPS (`--secure-port 0`) plus `extra`; its URL
     /// is `https://127.0.0.1:PORT` and its kubeconfig carries the CA and admin token.
     pub fn start_secure(extra: &[&str]) -> TestServer {
-        TestServer::start_listening(&["--secure-port", "0"], extra)
+        TestServer::start_listening(&["--secure-port", "0"], extra, true)
     }
 
-    /// Starts the server with the `listen` flags, `--kubeconfig-out` and `extra`.
-    fn start_listening(listen: &[&str], extra: &[&str]) -> TestServer {
+    /// Starts the server with the `listen` flags, `--kubeconfig-out` and `extra`; on its
+    /// own etcd when `backend_from_env` and `TEST_BACKEND=etcd`.
+    fn start_listening(listen: &[&str], extra: &[&str], backend_from_env: bool) -> TestServer {
         let etcd = match std::env::var("TEST_BACKEND").as_deref() {
-            Ok("etcd") if !extra.contains(&"--etcd-servers") => {
+            Ok("etcd") if backend_from_env && !extra.contains(&"--etcd-servers") => {
                 let etcd = Etcd::start();
                 etcd.wait_ready();
                 Some(etcd)

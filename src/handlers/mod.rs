@@ -280,7 +280,12 @@ pub fn object_reply(req: &ApiRequest, kind: &dyn ResourceKind, mut reply: Reply)
             reply.body = read::table(req, kind, std::slice::from_ref(&reply.body), v, meta);
             response::reply(reply, Output::Json)
         }
-        Output::PartialMetadata(v)
+        Output::PartialMetadata(_, true)
+            if reply.body.get("kind").and_then(Value::as_str) != Some("Status") =>
+        {
+            response::status(&partial_metadata_form_mismatch(kind, true), Output::Json)
+        }
+        Output::PartialMetadata(v, false)
             if reply.body.get("kind").and_then(Value::as_str) != Some("Status") =>
         {
             reply.body = read::partial_metadata(&reply.body, v);
@@ -288,6 +293,34 @@ pub fn object_reply(req: &ApiRequest, kind: &dyn ResourceKind, mut reply: Reply)
         }
         other => response::reply(reply, other),
     }
+}
+
+/// kube's 406 when the `PartialObjectMetadata` form asked for does not fit the answer:
+/// the list form for one object (or a watch event), the object form for a list. The
+/// type printed is Go's `%T` of what kube holds: unstructured for custom resources,
+/// the internal type of a built-in kind.
+pub fn partial_metadata_form_mismatch(kind: &dyn ResourceKind, asked_list: bool) -> Status {
+    let d = kind.descriptor();
+    let (package, name) = if is_builtin(kind) {
+        let package = match d.gr.group.as_str() {
+            "" | "events.k8s.io" => "core",
+            g => g.split('.').next().unwrap_or(g),
+        };
+        let kind_name = if d.gr.group == "events.k8s.io" {
+            "Event"
+        } else {
+            d.kind.as_str()
+        };
+        (package, kind_name.to_string())
+    } else {
+        ("unstructured", "Unstructured".to_string())
+    };
+    let message = if asked_list {
+        format!("you requested PartialObjectMetadataList, but the requested object is not a list (*{package}.{name})")
+    } else {
+        format!("you requested PartialObjectMetadata, but the requested object is a list (*{package}.{name}List)")
+    };
+    Status::not_acceptable(message)
 }
 
 /// True for the methods that carry a body.

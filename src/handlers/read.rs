@@ -198,7 +198,10 @@ pub async fn list(
     let meta = list_meta(&page);
     let body = match req.output {
         Output::Table(v) => table(req, kind, &page.items, v, meta),
-        Output::PartialMetadata(v) => json!({
+        Output::PartialMetadata(_, false) => {
+            return Err(super::partial_metadata_form_mismatch(kind, false))
+        }
+        Output::PartialMetadata(v, true) => json!({
             "kind": "PartialObjectMetadataList",
             "apiVersion": v.api_version(),
             "metadata": meta,

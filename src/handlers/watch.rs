@@ -70,21 +70,27 @@ impl Watcher {
                 self.sent_headers = true;
                 t
             }
-            Output::PartialMetadata(v) => partial_metadata(obj, v),
+            Output::PartialMetadata(v, _) => partial_metadata(obj, v),
             _ => obj.clone(),
         };
         line(&json!({"type": ty, "object": object}))
     }
 
-    fn bookmark(&self, rv: i64, initial_events_end: bool) -> Bytes {
+    /// A BOOKMARK: an empty object of the kind at `rv`, transformed as every event of
+    /// this watch is (metadata-only and Table watchers get their own form of it).
+    fn bookmark(&mut self, rv: i64, initial_events_end: bool) -> Bytes {
         let d = self.kind.descriptor();
         let mut meta = json!({"resourceVersion": rv.to_string()});
+        // Typed objects' ObjectMeta always prints creationTimestamp (null when zero);
+        // custom resources are unstructured and have none.
+        if super::is_builtin(self.kind.as_ref()) {
+            meta["creationTimestamp"] = Value::Null;
+        }
         if initial_events_end {
             meta["annotations"] = json!({"k8s.io/initial-events-end": "true"});
         }
-        line(
-            &json!({"type": "BOOKMARK", "object": {"kind": d.kind, "apiVersion": d.api_version(), "metadata": meta}}),
-        )
+        let obj = json!({"kind": d.kind, "apiVersion": d.api_version(), "metadata": meta});
+        self.event("BOOKMARK", &obj)
     }
 
     /// Whether label or field selectors narrow the watch.
@@ -147,6 +153,9 @@ pub async fn watch(
     req: &ApiRequest,
     kind: &dyn ResourceKind,
 ) -> Result<Response<Body>, Status> {
+    if let Output::PartialMetadata(_, true) = req.output {
+        return Err(super::partial_metadata_form_mismatch(kind, true));
+    }
     let mut opts = list_options(req)?;
     if !req.info.name.is_empty() {
         // Legacy `/watch/.../{name}`: a watch of one object.

@@ -9,8 +9,9 @@ pub enum Output {
     Yaml,
     /// `meta.k8s.io` Table (the `v` parameter: `v1` or `v1beta1`).
     Table(MetaVersion),
-    /// `PartialObjectMetadata` / `PartialObjectMetadataList`.
-    PartialMetadata(MetaVersion),
+    /// `PartialObjectMetadata` / `PartialObjectMetadataList` (`true`: the list form
+    /// was asked for; kube refuses the form that does not fit the answer).
+    PartialMetadata(MetaVersion, bool),
     /// Aggregated discovery `APIGroupDiscoveryList` (`v2` or `v2beta1`).
     AggregatedDiscovery(DiscoveryVersion),
 }
@@ -101,13 +102,16 @@ pub fn choose_output(accept: Option<&str>, aggregated_ok: bool, table_ok: bool) 
                             _ => {}
                         }
                     }
-                    Some("PartialObjectMetadata") | Some("PartialObjectMetadataList")
+                    Some(form @ ("PartialObjectMetadata" | "PartialObjectMetadataList"))
                         if table_ok && mt.param("g") == Some("meta.k8s.io") =>
                     {
+                        let list = form == "PartialObjectMetadataList";
                         match mt.param("v") {
-                            Some("v1") => return Some(Output::PartialMetadata(MetaVersion::V1)),
+                            Some("v1") => {
+                                return Some(Output::PartialMetadata(MetaVersion::V1, list))
+                            }
                             Some("v1beta1") => {
-                                return Some(Output::PartialMetadata(MetaVersion::V1Beta1))
+                                return Some(Output::PartialMetadata(MetaVersion::V1Beta1, list))
                             }
                             _ => {}
                         }

@@ -106,15 +106,21 @@ impl ResourceKind for NamespaceKind {
         old: &Value,
         opts: &WriteOptions,
     ) -> Result<Admitted, Status> {
+        // kube's namespace status and finalize strategies keep the rest of what was
+        // sent, metadata included: only the other half comes from the stored object.
         match opts.subresource.as_str() {
-            "status" => new = object::status_only(&new, old),
-            "finalize" => {
-                let spec = new.get("spec").cloned().unwrap_or(json!({}));
-                let mut out = old.clone();
-                if let Some(m) = out.as_object_mut() {
-                    m.insert("spec".into(), spec);
+            "status" => {
+                if let Some(m) = new.as_object_mut() {
+                    m.insert("spec".into(), old.get("spec").cloned().unwrap_or(json!({})));
                 }
-                new = out;
+            }
+            "finalize" => {
+                if let Some(m) = new.as_object_mut() {
+                    m.insert(
+                        "status".into(),
+                        old.get("status").cloned().unwrap_or(json!({})),
+                    );
+                }
             }
             _ => {
                 // spec.finalizers change only through /finalize; status only through /status.
