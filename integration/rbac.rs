@@ -43,7 +43,8 @@ impl Cluster {
             "RBAC",
         ]);
         let _ = std::fs::remove_dir_all(&dir);
-        let http = Http::new_tls(server.url(), "rbac-test", &kubeconfig_ca(&server), None);
+        let ca = common::kubeconfig_ca(&server).expect("certificate-authority-data");
+        let http = Http::new_tls(server.url(), "rbac-test", &ca, None);
         let cluster = Cluster { server, http };
         let crd: Value =
             serde_norway::from_str(&common::testdata("crds/widgets.yaml")).expect("CRD YAML");
@@ -118,21 +119,6 @@ impl Cluster {
             .output()
             .expect("kubectl")
     }
-}
-
-/// The serving CA the server put into its kubeconfig.
-fn kubeconfig_ca(server: &TestServer) -> String {
-    let text = std::fs::read_to_string(server.kubeconfig()).expect("kubeconfig");
-    let config: Value = serde_norway::from_str(&text).expect("kubeconfig YAML");
-    let data = config
-        .pointer("/clusters/0/cluster/certificate-authority-data")
-        .and_then(Value::as_str)
-        .expect("certificate-authority-data");
-    use base64::Engine;
-    let pem = base64::engine::general_purpose::STANDARD
-        .decode(data)
-        .expect("base64 CA");
-    String::from_utf8(pem).expect("PEM")
 }
 
 /// kube's 403 `Status` body.

@@ -5,10 +5,7 @@
 
 mod common;
 
-use common::{json_accept, poll, Http, HttpResponse, TestServer, TlsFiles};
-use rcgen::{
-    BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
-};
+use common::{json_accept, kubeconfig_ca, poll, Http, HttpResponse, TestCa, TestServer, TlsFiles};
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
@@ -19,56 +16,6 @@ use std::time::{Duration, Instant};
 fn unauthorized_body() -> Value {
     json!({"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure",
         "message":"Unauthorized","reason":"Unauthorized","code":401})
-}
-
-/// A test CA that signs client certificates.
-struct TestCa {
-    pem: String,
-    issuer: Issuer<'static, KeyPair>,
-}
-
-impl TestCa {
-    fn new(name: &str) -> TestCa {
-        let key = KeyPair::generate().expect("CA key");
-        let mut params = CertificateParams::new(Vec::<String>::new()).expect("CA params");
-        params.distinguished_name.push(DnType::CommonName, name);
-        params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-        let cert = params.self_signed(&key).expect("CA certificate");
-        TestCa {
-            pem: cert.pem(),
-            issuer: Issuer::new(params, key),
-        }
-    }
-
-    /// A client certificate (PEM cert, PEM key) for CN `cn` and organizations `orgs`.
-    fn client(&self, cn: &str, orgs: &[&str]) -> (String, String) {
-        let key = KeyPair::generate().expect("client key");
-        let mut params = CertificateParams::new(Vec::<String>::new()).expect("client params");
-        params.distinguished_name.push(DnType::CommonName, cn);
-        for o in orgs {
-            params.distinguished_name.push(DnType::OrganizationName, *o);
-        }
-        params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
-        let cert = params
-            .signed_by(&key, &self.issuer)
-            .expect("client certificate");
-        (cert.pem(), key.serialize_pem())
-    }
-}
-
-/// The serving CA the server put into its kubeconfig.
-fn kubeconfig_ca(server: &TestServer) -> Option<String> {
-    let text = std::fs::read_to_string(server.kubeconfig()).expect("kubeconfig");
-    let config: Value = serde_norway::from_str(&text).expect("kubeconfig YAML");
-    let data = config
-        .pointer("/clusters/0/cluster/certificate-authority-data")?
-        .as_str()?
-        .to_string();
-    use base64::Engine;
-    let pem = base64::engine::general_purpose::STANDARD
-        .decode(data)
-        .expect("base64 CA");
-    Some(String::from_utf8(pem).expect("PEM text"))
 }
 
 /// An HTTPS client trusting the server's generated CA.

@@ -815,6 +815,60 @@ impl TlsFiles {
     }
 }
 
+/// A test CA that signs client certificates.
+pub struct TestCa {
+    /// The CA certificate (PEM).
+    pub pem: String,
+    issuer: rcgen::Issuer<'static, rcgen::KeyPair>,
+}
+
+impl TestCa {
+    /// A new self-signed CA named `name`.
+    pub fn new(name: &str) -> TestCa {
+        use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair};
+        let key = KeyPair::generate().expect("CA key");
+        let mut params = CertificateParams::new(Vec::<String>::new()).expect("CA params");
+        params.distinguished_name.push(DnType::CommonName, name);
+        params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        let cert = params.self_signed(&key).expect("CA certificate");
+        TestCa {
+            pem: cert.pem(),
+            issuer: Issuer::new(params, key),
+        }
+    }
+
+    /// A client certificate (PEM cert, PEM key) for CN `cn` and organizations `orgs`.
+    pub fn client(&self, cn: &str, orgs: &[&str]) -> (String, String) {
+        use rcgen::{CertificateParams, DnType, ExtendedKeyUsagePurpose, KeyPair};
+        let key = KeyPair::generate().expect("client key");
+        let mut params = CertificateParams::new(Vec::<String>::new()).expect("client params");
+        params.distinguished_name.push(DnType::CommonName, cn);
+        for o in orgs {
+            params.distinguished_name.push(DnType::OrganizationName, *o);
+        }
+        params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
+        let cert = params
+            .signed_by(&key, &self.issuer)
+            .expect("client certificate");
+        (cert.pem(), key.serialize_pem())
+    }
+}
+
+/// The serving CA the server put into its kubeconfig (HTTPS servers).
+pub fn kubeconfig_ca(server: &TestServer) -> Option<String> {
+    let text = fs::read_to_string(server.kubeconfig()).expect("kubeconfig");
+    let config: serde_json::Value = serde_norway::from_str(&text).expect("kubeconfig YAML");
+    let data = config
+        .pointer("/clusters/0/cluster/certificate-authority-data")?
+        .as_str()?
+        .to_string();
+    use base64::Engine;
+    let pem = base64::engine::general_purpose::STANDARD
+        .decode(data)
+        .expect("base64 CA");
+    Some(String::from_utf8(pem).expect("PEM text"))
+}
+
 /// One etcd member on loopback ports with its own temp data dir; killed and its dir
 /// removed on drop.
 pub struct Etcd {
