@@ -217,15 +217,16 @@ fn behind_kube_aggregator_discovery_openapi_and_proxied_requests_work_for_the_fo
     );
     let r = aggregator.get("alice", &["devs"], &format!("{WIDGETS}/w1"));
     assert_eq!(r.status, 200, "{}", r.text());
+    let q = vec![
+        ("watch".to_string(), "true".to_string()),
+        ("timeoutSeconds".to_string(), "1".to_string()),
+    ];
     let watch = aggregator
         .http
         .request(
             "GET",
             WIDGETS,
-            &[
-                ("watch".into(), "true".into()),
-                ("timeoutSeconds".into(), "1".into()),
-            ],
+            &q,
             &Aggregator::headers("alice", &["devs"], &[]),
             None,
         )

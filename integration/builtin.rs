@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{describe_output, poll, testdata_dir, TestServer};
+use common::{causes, describe_output, poll, testdata_dir, TestServer};
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{ConfigMap, ObjectReference};
 use kube::api::{Api, PostParams};
@@ -46,23 +46,6 @@ fn install_widgets(server: &TestServer) {
         out.status.success().then_some(out)
     });
     assert!(out.is_some(), "widget w1 could not be created");
-}
-
-fn causes(body: &Value) -> Vec<String> {
-    body["details"]["causes"]
-        .as_array()
-        .map(|a| {
-            a.iter()
-                .map(|c| {
-                    format!(
-                        "{}: {}",
-                        c["field"].as_str().unwrap_or(""),
-                        c["message"].as_str().unwrap_or("")
-                    )
-                })
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 #[test]

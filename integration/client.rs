@@ -449,16 +449,22 @@ async fn next_event(rx: &mut mpsc::UnboundedReceiver<WatchItem>) -> watcher::Eve
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn kube_rs_watcher_sees_create_update_delete() {
-    let server = TestServer::start();
-    let client = client_for(&server).await;
+/// A client, the widgets CRD installed, and the dynamic API of widgets in `default`.
+async fn widgets_in_default(server: &TestServer) -> (Client, ApiResource, Api<DynamicObject>) {
+    let client = client_for(server).await;
     install_widgets(&client).await;
     let gvk = GroupVersionKind::gvk("example.com", "v1", "Widget");
     let (ar, _) = within("pinned_kind", discovery::pinned_kind(&client, &gvk))
         .await
         .unwrap_or_else(|e| panic!("pinned_kind: {e}"));
     let widgets: Api<DynamicObject> = Api::namespaced_with(client.clone(), "default", &ar);
+    (client, ar, widgets)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kube_rs_watcher_sees_create_update_delete() {
+    let server = TestServer::start();
+    let (_client, ar, widgets) = widgets_in_default(&server).await;
     within(
         "create w1",
         widgets.create(
@@ -676,13 +682,7 @@ where
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kube_rs_streaming_lists_and_metadata_watchers_see_what_a_list_sees() {
     let server = TestServer::start();
-    let client = client_for(&server).await;
-    install_widgets(&client).await;
-    let gvk = GroupVersionKind::gvk("example.com", "v1", "Widget");
-    let (ar, _) = within("pinned_kind", discovery::pinned_kind(&client, &gvk))
-        .await
-        .unwrap_or_else(|e| panic!("pinned_kind: {e}"));
-    let widgets: Api<DynamicObject> = Api::namespaced_with(client.clone(), "default", &ar);
+    let (client, ar, widgets) = widgets_in_default(&server).await;
     for name in ["w1", "w2"] {
         within(
             "create",
@@ -871,20 +871,7 @@ fn watching_from_before_the_kept_history_is_kubes_410_expired() {
             .unwrap()
             .to_string();
     }
-    let watch = |rv: &str| {
-        http.request(
-            "GET",
-            cms,
-            &[
-                ("watch".into(), "true".into()),
-                ("resourceVersion".into(), rv.into()),
-                ("timeoutSeconds".into(), "1".into()),
-            ],
-            &[],
-            None,
-        )
-        .unwrap()
-    };
+    let watch = |rv: &str| http.watch_for(cms, 1, &[("resourceVersion", rv)]);
     let r = watch("2");
     assert_eq!(r.status, 200);
     let event: Value = serde_json::from_str(r.text().lines().next().unwrap()).unwrap();

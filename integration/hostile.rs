@@ -8,7 +8,7 @@
 
 mod common;
 
-use common::{poll, HttpResponse, TestServer};
+use common::{causes, poll, HttpResponse, TestServer};
 use serde_json::{json, Value};
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -174,23 +174,6 @@ fn with_deep_json<R: Send + 'static>(
         .unwrap()
         .join()
         .unwrap()
-}
-
-fn causes(status: &Value) -> Vec<String> {
-    status["details"]["causes"]
-        .as_array()
-        .map(|c| {
-            c.iter()
-                .map(|c| {
-                    format!(
-                        "{}: {}",
-                        c["field"].as_str().unwrap_or(""),
-                        c["message"].as_str().unwrap_or("")
-                    )
-                })
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 // ---------------------------------------------------------------------------------
@@ -430,18 +413,7 @@ fn objects_nested_to_kubes_limit_stay_readable_listable_and_deletable() {
             .unwrap();
         assert_eq!(r.status, 200, "{accept}: {}", r.text());
     }
-    let watch = http
-        .request(
-            "GET",
-            DEEPS,
-            &[
-                ("watch".into(), "true".into()),
-                ("timeoutSeconds".into(), "1".into()),
-            ],
-            &[],
-            None,
-        )
-        .unwrap();
+    let watch = http.watch_for(DEEPS, 1, &[]);
     assert_eq!(watch.status, 200);
     assert_eq!(
         watch.text().lines().filter(|l| l.contains("ADDED")).count(),
@@ -755,18 +727,7 @@ fn malformed_query_parameters_get_kubes_answers() {
         assert_eq!(s["details"]["retryAfterSeconds"], 1);
     }
     // kube reads any boolean but `0`/`false` as true: `watch=garbage` watches.
-    let watch = http
-        .request(
-            "GET",
-            CONFIGMAPS,
-            &[
-                ("watch".into(), "garbage".into()),
-                ("timeoutSeconds".into(), "1".into()),
-            ],
-            &[],
-            None,
-        )
-        .unwrap();
+    let watch = http.watch_for(CONFIGMAPS, 1, &[("watch", "garbage")]);
     assert!(
         watch.text().contains("\"type\":\"ADDED\""),
         "{}",

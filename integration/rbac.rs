@@ -898,18 +898,20 @@ fn impersonation_is_authorized_for_the_requester_then_runs_as_the_impersonated_u
     assert_eq!(String::from_utf8_lossy(&yes.stdout).trim(), "yes");
 
     // alice may not impersonate: kube's 403 names the identity she asked for.
+    let secrets_with = |headers: &[(String, String)]| {
+        c.http
+            .request(
+                "GET",
+                "/api/v1/namespaces/default/secrets",
+                &[],
+                headers,
+                None,
+            )
+            .unwrap()
+    };
     let mut headers = Cluster::headers("alice");
     headers.push(("Impersonate-User".into(), "bob".into()));
-    let r = c
-        .http
-        .request(
-            "GET",
-            "/api/v1/namespaces/default/secrets",
-            &[],
-            &headers,
-            None,
-        )
-        .unwrap();
+    let r = secrets_with(&headers);
     assert_eq!(r.status, 403);
     assert_eq!(
         r.json().expect("JSON")["message"],
@@ -930,32 +932,14 @@ fn impersonation_is_authorized_for_the_requester_then_runs_as_the_impersonated_u
                "subjects": [user("alice")]}),
     );
     let r = poll(Duration::from_secs(10), || {
-        let r = c
-            .http
-            .request(
-                "GET",
-                "/api/v1/namespaces/default/secrets",
-                &[],
-                &headers,
-                None,
-            )
-            .unwrap();
+        let r = secrets_with(&headers);
         (r.status == 200).then_some(r)
     });
     assert!(r.is_some(), "alice could not impersonate bob once allowed");
     // A group she may not impersonate is refused; groups without a user are a 400.
     let mut with_group = headers.clone();
     with_group.push(("Impersonate-Group".into(), "system:masters".into()));
-    let r = c
-        .http
-        .request(
-            "GET",
-            "/api/v1/namespaces/default/secrets",
-            &[],
-            &with_group,
-            None,
-        )
-        .unwrap();
+    let r = secrets_with(&with_group);
     assert_eq!(r.status, 403);
     assert_eq!(
         r.json().expect("JSON")["message"],

@@ -667,6 +667,21 @@ impl Http {
             .unwrap_or_else(|e| panic!("{e}"))
     }
 
+    /// A watch of `path` for `seconds` (`timeoutSeconds`) with `query` added: the
+    /// whole stream once the server ends it.
+    pub fn watch_for(&self, path: &str, seconds: u32, query: &[(&str, &str)]) -> HttpResponse {
+        let mut q = vec![
+            ("watch".to_string(), "true".to_string()),
+            ("timeoutSeconds".to_string(), seconds.to_string()),
+        ];
+        for (k, v) in query {
+            q.retain(|(have, _)| have != k);
+            q.push((k.to_string(), v.to_string()));
+        }
+        self.request("GET", path, &q, &[], None)
+            .unwrap_or_else(|e| panic!("{e}"))
+    }
+
     /// Polls GET `path` until it answers `status` or `timeout` passes; returns the
     /// last response.
     pub fn wait_for_status(&self, path: &str, status: u16, timeout: Duration) -> HttpResponse {
@@ -683,6 +698,24 @@ impl Http {
             thread::sleep(Duration::from_millis(50));
         }
     }
+}
+
+/// The `details.causes` of a `Status` body as `field: message` lines.
+pub fn causes(status: &serde_json::Value) -> Vec<String> {
+    status["details"]["causes"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .map(|c| {
+                    format!(
+                        "{}: {}",
+                        c["field"].as_str().unwrap_or(""),
+                        c["message"].as_str().unwrap_or("")
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// `Accept: application/json`, the default for API calls in these tests.
