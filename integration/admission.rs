@@ -383,17 +383,26 @@ fn start_webhook(_t: &InProcess, reply: Reply) -> WebhookServer {
 /// A webhook server whose certificate names `names`; `reply`'s response is sent back
 /// in an AdmissionReview with the request's uid.
 fn start_webhook_for(names: &[&str], reply: Reply) -> WebhookServer {
-    let review_reply: common::webhook::Reply = Arc::new(move |path, review| {
+    WebhookServer::new(HttpsWebhookServer::start_for(names, review_reply(reply)))
+}
+
+/// `reply`'s response sent back in an AdmissionReview with the request's uid.
+fn review_reply(reply: Reply) -> common::webhook::Reply {
+    Arc::new(move |path, review| {
         let mut response = reply(path, review)?;
         response["uid"] = review["request"]["uid"].clone();
         Some(
             json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": response}),
         )
-    });
-    let server = HttpsWebhookServer::start_for(names, review_reply);
-    WebhookServer {
-        base: server.base().to_string(),
-        server,
+    })
+}
+
+impl WebhookServer {
+    fn new(server: HttpsWebhookServer) -> WebhookServer {
+        WebhookServer {
+            base: server.base().to_string(),
+            server,
+        }
     }
 }
 
@@ -1523,5 +1532,94 @@ fn equivalent_match_webhook_for_v1_sees_a_v2_request_converted() {
     assert_eq!(
         review["request"]["object"]["spec"]["fromHook"],
         "v1-webhook"
+    );
+}
+
+/// A webhook serving an `openssl req -x509` certificate (`extensions` added), the
+/// certificate itself as its `caBundle`.
+fn start_openssl_webhook(extensions: &[&str], reply: Reply) -> WebhookServer {
+    let (cert, key) = common::webhook::openssl_self_signed(extensions);
+    let ca_bundle = cert.clone();
+    WebhookServer::new(HttpsWebhookServer::start_with(
+        &cert,
+        &key,
+        &ca_bundle,
+        review_reply(reply),
+    ))
+}
+
+#[test]
+fn webhook_with_a_self_signed_ca_certificate_is_called_and_bad_ones_fail_in_gos_words() {
+    let t = InProcess::start();
+    let deny: Reply = Arc::new(|_, _| {
+        Some(json!({"allowed": false, "status": {"code": 403, "message": "closed"}}))
+    });
+    // What `openssl req -x509 -subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1`
+    // makes: its own CA, and a leaf.
+    let good = start_openssl_webhook(&["subjectAltName=IP:127.0.0.1"], deny.clone());
+    let (cert_pem, _) = common::webhook::openssl_self_signed(&["subjectAltName=IP:127.0.0.1"]);
+    let (_, pem) =
+        x509_parser::pem::parse_x509_pem(cert_pem.as_bytes()).unwrap_or_else(|e| panic!("{e}"));
+    let cert = pem.parse_x509().unwrap_or_else(|e| panic!("{e}"));
+    assert!(cert.is_ca(), "openssl made no CA certificate");
+    let wrong_ip = start_openssl_webhook(&["subjectAltName=IP:10.0.0.1"], deny.clone());
+    let dns_only = start_openssl_webhook(&["subjectAltName=DNS:example.com"], deny.clone());
+    let other_ca = start_openssl_webhook(&["subjectAltName=IP:127.0.0.1"], deny.clone());
+
+    let hook = |server: &WebhookServer, ca: &WebhookServer| {
+        let mut hook = widget_webhook("gate.example.com", server, "/validate");
+        hook["clientConfig"]["caBundle"] = json!(ca.server.ca_bundle());
+        configuration("ValidatingWebhookConfiguration", "gate", vec![hook])
+    };
+    let call = |config: Value| {
+        let r = t.http.send_json("POST", VALIDATING, &config);
+        assert_eq!(r.status, 201, "{}", r.text());
+        let r = t.http.send_json("POST", WIDGETS, &widget("w", json!({})));
+        let _ = t
+            .http
+            .request("DELETE", &format!("{VALIDATING}/gate"), &[], &[], None);
+        r
+    };
+
+    let r = call(hook(&good, &good));
+    assert_eq!(r.status, 403, "{}", r.text());
+    assert_eq!(
+        r.json().unwrap_or_default()["message"],
+        "admission webhook \"gate.example.com\" denied the request: closed"
+    );
+    assert_eq!(good.reviews().len(), 1);
+
+    let failure = |server: &WebhookServer, text: &str| {
+        format!(
+            "Internal error occurred: failed calling webhook \"gate.example.com\": failed to call webhook: Post \"{}/validate?timeout=10s\": tls: failed to verify certificate: x509: {text}",
+            server.base
+        )
+    };
+    for (server, ca, text) in [
+        (&wrong_ip, &wrong_ip, "certificate is valid for 10.0.0.1, not 127.0.0.1".to_string()),
+        (
+            &dns_only,
+            &dns_only,
+            "cannot validate certificate for 127.0.0.1 because it doesn't contain any IP SANs"
+                .to_string(),
+        ),
+        // Same subject, another key: Go names the candidate that failed.
+        (
+            &good,
+            &other_ca,
+            "certificate signed by unknown authority (possibly because of \"crypto/rsa: verification error\" while trying to verify candidate authority certificate \"127.0.0.1\")".to_string(),
+        ),
+    ] {
+        let r = call(hook(server, ca));
+        assert_eq!(r.status, 500, "{}", r.text());
+        assert_eq!(
+            r.json().unwrap_or_default()["message"],
+            json!(failure(server, &text))
+        );
+    }
+    assert_eq!(
+        good.reviews().len(),
+        1,
+        "no request past a failed handshake"
     );
 }

@@ -490,8 +490,13 @@ struct Converting {
 
 impl Converting {
     fn start() -> Converting {
+        Converting::start_on(HttpsWebhookServer::start)
+    }
+
+    /// As `start`, the webhook started by `serve` with the converter as its reply.
+    fn start_on(serve: impl FnOnce(Reply) -> HttpsWebhookServer) -> Converting {
         let mode = Arc::new(Mutex::new(Mode::Convert));
-        let webhook = HttpsWebhookServer::start(converter(mode.clone()));
+        let webhook = serve(converter(mode.clone()));
         let server = TestServer::start();
         let http = server.http();
         let created = http.send_json("POST", CRDS, &conversion_crd(&webhook));
@@ -695,6 +700,20 @@ fn list_and_watch_via_v2_are_converted() {
     assert_eq!(events[0]["type"], "MODIFIED");
     assert_eq!(events[0]["object"]["apiVersion"], "conv.example.com/v2");
     assert_eq!(events[0]["object"]["spec"], json!({"replicas": 10}));
+}
+
+#[test]
+fn webhook_with_a_self_signed_ca_certificate_converts() {
+    // `openssl req -x509` makes a certificate that is its own CA (`CA:TRUE`).
+    let t = Converting::start_on(|reply| {
+        let (cert, key) = common::webhook::openssl_self_signed(&["subjectAltName=IP:127.0.0.1"]);
+        HttpsWebhookServer::start_with(&cert, &key, &cert, reply)
+    });
+    t.create(CONV_V1, "conv.example.com/v1", "w1", json!({"size": 3}));
+    let read = get_ok(&t.server, &format!("{CONV_V2}/w1"));
+    assert_eq!(read["apiVersion"], "conv.example.com/v2");
+    assert_eq!(read["spec"], json!({"replicas": 3}));
+    assert!(!t.take_reviews().is_empty());
 }
 
 #[test]

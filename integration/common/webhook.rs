@@ -19,8 +19,11 @@ pub struct HttpsWebhookServer {
     runtime: Option<tokio::runtime::Runtime>,
     base: String,
     ca_bundle: String,
-    requests: Arc<Mutex<Vec<(String, Value)>>>,
+    requests: Arc<Mutex<Vec<Received>>>,
 }
+
+/// One request received: path, JSON body, `User-Agent`.
+type Received = (String, Value, String);
 
 impl HttpsWebhookServer {
     /// Start on a free port of 127.0.0.1, answering every request with `reply`.
@@ -32,12 +35,6 @@ impl HttpsWebhookServer {
     /// Service's `name.namespace.svc`), answering every request with `reply`.
     pub fn start_for(names: &[&str], reply: Reply) -> HttpsWebhookServer {
         use rcgen::{BasicConstraints, CertificateParams, IsCa, Issuer, KeyPair};
-        use rustls::pki_types::{pem::PemObject, CertificateDer, PrivateKeyDer};
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .enable_all()
-            .build()
-            .unwrap_or_else(|e| panic!("webhook runtime: {e}"));
         let ca_key = KeyPair::generate().unwrap_or_else(|e| panic!("{e}"));
         let mut ca_params =
             CertificateParams::new(Vec::<String>::new()).unwrap_or_else(|e| panic!("{e}"));
@@ -51,9 +48,28 @@ impl HttpsWebhookServer {
         let cert = CertificateParams::new(names)
             .and_then(|p| p.signed_by(&key, &ca))
             .unwrap_or_else(|e| panic!("{e}"));
-        let certs = vec![CertificateDer::from(cert.der().to_vec())];
-        let key = PrivateKeyDer::from_pem_slice(key.serialize_pem().as_bytes())
+        HttpsWebhookServer::start_with(&cert.pem(), &key.serialize_pem(), &ca_cert.pem(), reply)
+    }
+
+    /// Start on a free port of 127.0.0.1 serving the PEM certificate `cert_pem` with
+    /// `key_pem`, handing out `ca_pem` as the `caBundle`.
+    pub fn start_with(
+        cert_pem: &str,
+        key_pem: &str,
+        ca_pem: &str,
+        reply: Reply,
+    ) -> HttpsWebhookServer {
+        use rustls::pki_types::{pem::PemObject, CertificateDer, PrivateKeyDer};
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .unwrap_or_else(|e| panic!("webhook runtime: {e}"));
+        let certs: Vec<CertificateDer> = CertificateDer::pem_slice_iter(cert_pem.as_bytes())
+            .collect::<Result<_, _>>()
             .unwrap_or_else(|e| panic!("{e}"));
+        let key =
+            PrivateKeyDer::from_pem_slice(key_pem.as_bytes()).unwrap_or_else(|e| panic!("{e}"));
         let config = rustls::ServerConfig::builder_with_provider(Arc::new(
             rustls::crypto::ring::default_provider(),
         ))
@@ -65,7 +81,7 @@ impl HttpsWebhookServer {
             .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
             .unwrap_or_else(|e| panic!("{e}"));
         let addr = listener.local_addr().unwrap_or_else(|e| panic!("{e}"));
-        let requests: Arc<Mutex<Vec<(String, Value)>>> = Arc::default();
+        let requests: Arc<Mutex<Vec<Received>>> = Arc::default();
         let record = requests.clone();
         runtime.spawn(async move {
             while let Ok((tcp, _)) = listener.accept().await {
@@ -94,7 +110,7 @@ impl HttpsWebhookServer {
         HttpsWebhookServer {
             runtime: Some(runtime),
             base: format!("https://{addr}"),
-            ca_bundle: base64::engine::general_purpose::STANDARD.encode(ca_cert.pem()),
+            ca_bundle: base64::engine::general_purpose::STANDARD.encode(ca_pem),
             requests,
         }
     }
@@ -116,7 +132,18 @@ impl HttpsWebhookServer {
 
     /// The requests received so far: (path, JSON body).
     pub fn requests(&self) -> Vec<(String, Value)> {
-        self.requests.lock().map(|r| r.clone()).unwrap_or_default()
+        self.requests
+            .lock()
+            .map(|r| r.iter().map(|(p, b, _)| (p.clone(), b.clone())).collect())
+            .unwrap_or_default()
+    }
+
+    /// The `User-Agent` of each request received so far.
+    pub fn user_agents(&self) -> Vec<String> {
+        self.requests
+            .lock()
+            .map(|r| r.iter().map(|(_, _, ua)| ua.clone()).collect())
+            .unwrap_or_default()
     }
 
     /// Forget the requests received so far.
@@ -146,9 +173,15 @@ impl Drop for HttpsWebhookServer {
 async fn answer(
     req: hyper::Request<hyper::body::Incoming>,
     reply: &Reply,
-    record: &Mutex<Vec<(String, Value)>>,
+    record: &Mutex<Vec<Received>>,
 ) -> hyper::Response<Full<bytes::Bytes>> {
     let path = req.uri().path().to_string();
+    let user_agent = req
+        .headers()
+        .get(hyper::header::USER_AGENT)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_string();
     let body = req
         .into_body()
         .collect()
@@ -157,7 +190,7 @@ async fn answer(
         .unwrap_or_default();
     let request: Value = serde_json::from_slice(&body).unwrap_or_default();
     if let Ok(mut r) = record.lock() {
-        r.push((path.clone(), request.clone()));
+        r.push((path.clone(), request.clone(), user_agent));
     }
     match reply(&path, &request) {
         Some(out) => {
@@ -173,4 +206,35 @@ async fn answer(
             hyper::Response::new(Full::new(bytes::Bytes::new()))
         }
     }
+}
+
+/// A self-signed certificate for `127.0.0.1` made as `openssl req -x509` makes it
+/// (so with `basicConstraints CA:TRUE`), with `extensions` (`-addext` values):
+/// `(certificate PEM, key PEM)`.
+pub fn openssl_self_signed(extensions: &[&str]) -> (String, String) {
+    let dir = std::env::temp_dir().join(format!("openssl-{}", uuid::Uuid::new_v4()));
+    std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{e}"));
+    let (cert, key) = (dir.join("cert.pem"), dir.join("key.pem"));
+    let mut command = std::process::Command::new("openssl");
+    command.args([
+        "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
+    ]);
+    command
+        .args(["-subj", "/CN=127.0.0.1", "-keyout"])
+        .arg(&key)
+        .arg("-out")
+        .arg(&cert);
+    for extension in extensions {
+        command.args(["-addext", extension]);
+    }
+    let out = command.output().unwrap_or_else(|e| panic!("openssl: {e}"));
+    assert!(
+        out.status.success(),
+        "openssl: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let read = |p: &std::path::Path| std::fs::read_to_string(p).unwrap_or_else(|e| panic!("{e}"));
+    let pair = (read(&cert), read(&key));
+    let _ = std::fs::remove_dir_all(&dir);
+    pair
 }

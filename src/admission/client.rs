@@ -7,6 +7,7 @@
 //! goes to `https://<name>.<namespace>.svc:<port><path>` and the certificate is
 //! verified for `<name>.<namespace>.svc`; only the TCP connection goes to the address.
 
+use super::certificate::{GoVerifier, VerifyError};
 use base64::Engine;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
@@ -270,6 +271,9 @@ async fn resolve_address(address: &str) -> Result<Vec<SocketAddr>, String> {
 fn transport_error(e: &hyper_util::client::legacy::Error) -> String {
     let mut source: Option<&(dyn std::error::Error + 'static)> = std::error::Error::source(e);
     while let Some(s) = source {
+        if let Some(VerifyError(go)) = verify_error(s) {
+            return go.clone();
+        }
         if let Some(io) = s.downcast_ref::<std::io::Error>() {
             if io.kind() == std::io::ErrorKind::ConnectionRefused {
                 return "connect: connection refused".into();
@@ -279,6 +283,20 @@ fn transport_error(e: &hyper_util::client::legacy::Error) -> String {
         source = s.source();
     }
     e.to_string()
+}
+
+/// The certificate verification failure (Go's text) a rustls error carries, if any,
+/// also inside I/O errors (which hide their inner error from `source`).
+fn verify_error<'e>(e: &'e (dyn std::error::Error + 'static)) -> Option<&'e VerifyError> {
+    if let Some(io) = e.downcast_ref::<std::io::Error>() {
+        return verify_error(io.get_ref()?);
+    }
+    match e.downcast_ref::<rustls::Error>()? {
+        rustls::Error::InvalidCertificate(rustls::CertificateError::Other(other)) => {
+            other.0.downcast_ref::<VerifyError>()
+        }
+        _ => None,
+    }
 }
 
 type HttpsClient = hyper_util::client::legacy::Client<
@@ -318,24 +336,23 @@ impl tower::Service<Name> for Resolver {
     }
 }
 
-/// TLS trusting only `ca_pem` (kube uses the system roots without a bundle; this
-/// server has none of its own, so such webhooks must be reachable by a bundle).
+/// TLS trusting only `ca_pem`, verified with Go's rules (kube uses the system roots
+/// without a bundle; this server has none of its own, so such webhooks must be
+/// reachable by a bundle).
 fn tls_config(ca_pem: Option<&[u8]>) -> Result<rustls::ClientConfig, String> {
     use rustls::pki_types::{pem::PemObject, CertificateDer};
-    let mut roots = rustls::RootCertStore::empty();
+    let mut roots = Vec::new();
     if let Some(pem) = ca_pem {
         for cert in CertificateDer::pem_slice_iter(pem) {
-            let cert = cert.map_err(|e| format!("reading caBundle: {e}"))?;
-            roots
-                .add(cert)
-                .map_err(|e| format!("reading caBundle: {e}"))?;
+            roots.push(cert.map_err(|e| format!("reading caBundle: {e}"))?);
         }
     }
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     Ok(rustls::ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
         .map_err(|e| e.to_string())?
-        .with_root_certificates(roots)
+        .dangerous()
+        .with_custom_certificate_verifier(Arc::new(GoVerifier::new(roots)))
         .with_no_client_auth())
 }
 

@@ -17,6 +17,7 @@
 //! Audit annotations that hooks return are kept on the request's [`Attributes`] and
 //! logged (this server has no audit log).
 
+pub mod certificate;
 pub mod client;
 pub mod equivalent;
 pub mod match_conditions;
