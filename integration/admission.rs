@@ -1623,3 +1623,72 @@ fn webhook_with_a_self_signed_ca_certificate_is_called_and_bad_ones_fail_in_gos_
         "no request past a failed handshake"
     );
 }
+
+#[test]
+fn a_denial_keeps_the_warnings_of_earlier_webhooks_and_calls_say_who_calls() {
+    let t = InProcess::start();
+    let server = start_webhook(
+        &t,
+        Arc::new(|path, _| match path {
+            "/mutate" => Some(json!({"allowed": true, "warnings": ["from the mutating webhook"]})),
+            "/allow" => Some(json!({"allowed": true, "warnings": ["from the allowing webhook"]})),
+            _ => Some(json!({
+                "allowed": false, "warnings": ["from the denying webhook"],
+                "status": {"code": 403, "message": "no"}
+            })),
+        }),
+    );
+    let config = configuration(
+        "MutatingWebhookConfiguration",
+        "warn",
+        vec![widget_webhook("mutate.example.com", &server, "/mutate")],
+    );
+    let r = t.http.send_json("POST", MUTATING, &config);
+    assert_eq!(r.status, 201, "{}", r.text());
+    let config = configuration(
+        "ValidatingWebhookConfiguration",
+        "deny",
+        vec![
+            widget_webhook("allow.example.com", &server, "/allow"),
+            widget_webhook("deny.example.com", &server, "/deny"),
+        ],
+    );
+    let r = t.http.send_json("POST", VALIDATING, &config);
+    assert_eq!(r.status, 201, "{}", r.text());
+
+    let r = t
+        .http
+        .send_json("POST", WIDGETS, &widget("w", json!({"size": "S"})));
+    assert_eq!(r.status, 403, "{}", r.text());
+    let warnings = r.header("warning").unwrap_or_default();
+    for text in [
+        "from the mutating webhook",
+        "from the allowing webhook",
+        "from the denying webhook",
+    ] {
+        assert!(
+            warnings.contains(&format!("299 - \"{text}\"")),
+            "{text}: {warnings}"
+        );
+    }
+
+    // A later schema failure keeps the mutating webhook's warning too.
+    let _ = t
+        .http
+        .request("DELETE", &format!("{VALIDATING}/deny"), &[], &[], None);
+    let r = t
+        .http
+        .send_json("POST", WIDGETS, &widget("w", json!({"replicas": 4})));
+    assert_eq!(r.status, 422, "{}", r.text());
+    assert_eq!(
+        r.header("warning").as_deref(),
+        Some("299 - \"from the mutating webhook\"")
+    );
+
+    let agents = server.server.user_agents();
+    assert_eq!(agents.len(), 4, "{agents:?}");
+    assert!(
+        agents.iter().all(|a| a == "kube-apiserver-admission"),
+        "{agents:?}"
+    );
+}

@@ -717,6 +717,18 @@ fn webhook_with_a_self_signed_ca_certificate_converts() {
 }
 
 #[test]
+fn conversion_webhook_calls_carry_kubes_user_agent() {
+    let t = Converting::start();
+    t.create(CONV_V2, "conv.example.com/v2", "w1", json!({"replicas": 1}));
+    let agents = t.webhook.user_agents();
+    assert!(!agents.is_empty());
+    assert!(
+        agents.iter().all(|a| a == "kube-apiserver-admission"),
+        "{agents:?}"
+    );
+}
+
+#[test]
 fn webhook_down_fails_conversions_as_kube() {
     let mut t = Converting::start();
     let http = t.server.http();

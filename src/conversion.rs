@@ -177,6 +177,7 @@ fn conversion_failure(message: String) -> Status {
         message,
         details: None,
         metadata_continue: None,
+        warnings: Vec::new(),
     }
 }
 

@@ -581,6 +581,7 @@ pub fn error_status(rule: &FaultRule, req: &ApiRequest) -> (Status, Option<u32>)
                 ..Default::default()
             })),
             metadata_continue: None,
+            warnings: Vec::new(),
         },
         500 => Status::internal(text(DEFAULT_MESSAGE)),
         503 => Status::service_unavailable(text(
@@ -596,6 +597,7 @@ pub fn error_status(rule: &FaultRule, req: &ApiRequest) -> (Status, Option<u32>)
             message: text(DEFAULT_MESSAGE),
             details: None,
             metadata_continue: None,
+            warnings: Vec::new(),
         },
     };
     let retry_after = (code == 429).then_some(rule.retry_after);

@@ -74,6 +74,9 @@ pub struct Status {
     pub details: Option<Box<Details>>,
     /// `metadata.continue`: the token kube offers with a 410 for an expired one.
     pub metadata_continue: Option<String>,
+    /// `Warning` headers sent with the error: kube sends the warnings recorded before
+    /// a request failed (e.g. by admission webhooks ahead of the one that denied).
+    pub warnings: Vec<String>,
 }
 
 impl std::fmt::Display for Status {
@@ -92,7 +95,15 @@ impl Status {
             message: message.into(),
             details: details.map(Box::new),
             metadata_continue: None,
+            warnings: Vec::new(),
         }
+    }
+
+    /// The same error with `warnings` sent ahead of its own.
+    pub fn with_warnings_before(mut self, warnings: &[String]) -> Self {
+        let own = std::mem::take(&mut self.warnings);
+        self.warnings = warnings.iter().cloned().chain(own).collect();
+        self
     }
 
     fn named(gr: &GroupResource, name: &str) -> Details {

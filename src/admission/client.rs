@@ -219,7 +219,9 @@ pub async fn post_json_with(
         };
         let mut request = http::Request::post(&request_url)
             .header("Content-Type", "application/json")
-            .header("Accept", "application/json, */*");
+            .header("Accept", "application/json, */*")
+            // kube's webhook clients, admission and conversion alike (`setGlobalDefaults`).
+            .header("User-Agent", "kube-apiserver-admission");
         if let Some(h) = host_header {
             request = request.header("Host", h);
         }

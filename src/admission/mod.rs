@@ -717,12 +717,10 @@ impl Admission {
         }
         for (hook, res) in hooks.iter().zip(&results) {
             attrs.record_audit_annotations(&hook.name, "validating", &res.audit_annotations);
+            warnings.extend(res.warnings.iter().cloned());
         }
         if let Some(err) = first_error {
             return Err(err);
-        }
-        for res in &results {
-            warnings.extend(res.warnings.iter().cloned());
         }
         match hooks.iter().zip(&results).find(|(_, r)| !r.allowed) {
             Some((hook, res)) => Err(denial(&hook.name, res)),

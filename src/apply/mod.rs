@@ -121,6 +121,7 @@ impl ApplyError {
                 message: m.clone(),
                 details: None,
                 metadata_continue: None,
+                warnings: Vec::new(),
             },
         }
     }

@@ -333,6 +333,7 @@ pub fn forbidden(attrs: &Attributes, reason: &str) -> Status {
             ..Default::default()
         })),
         metadata_continue: None,
+        warnings: Vec::new(),
     }
 }
 

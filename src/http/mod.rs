@@ -500,6 +500,7 @@ pub fn timed_out() -> Status {
         message: "Timeout: request did not complete within the allotted timeout".into(),
         details: Some(Box::default()),
         metadata_continue: None,
+        warnings: Vec::new(),
     }
 }
 

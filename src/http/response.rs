@@ -136,6 +136,11 @@ pub fn status(s: &Status, output: Output) -> Response<Body> {
     } else {
         reply(Reply::with_code(code, s.to_json()), output)
     };
+    for w in dedup(&s.warnings) {
+        if let Ok(v) = HeaderValue::from_str(&warning_header(w)) {
+            r.headers_mut().append("Warning", v);
+        }
+    }
     if let Some(secs) = s.details.as_ref().and_then(|d| d.retry_after_seconds) {
         if let Ok(v) = HeaderValue::from_str(&secs.to_string()) {
             r.headers_mut().insert(header::RETRY_AFTER, v);

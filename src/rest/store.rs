@@ -206,17 +206,25 @@ impl Store {
         let mut input = kind.create_mutating_input(body, opts)?;
         let attrs = Attributes::new(kind.descriptor(), Operation::Create, opts);
         let obj = std::mem::take(&mut input.object);
+        // Warnings recorded before a failure go out with the error, as kube's.
         input.object = self
             .admission
             .mutate(&attrs, obj, None, &mut input.warnings)
-            .await?;
+            .await
+            .map_err(|e| e.with_warnings_before(&input.warnings))?;
         if let Some(check) = kind.write_check(&input.object, None, opts) {
-            check.await?;
+            check
+                .await
+                .map_err(|e| e.with_warnings_before(&input.warnings))?;
         }
-        let mut out = kind.create_after_admission(input, opts)?;
+        let so_far = input.warnings.clone();
+        let mut out = kind
+            .create_after_admission(input, opts)
+            .map_err(|e| e.with_warnings_before(&so_far))?;
         self.admission
             .validate(&attrs, &out.object, None, &mut out.warnings)
-            .await?;
+            .await
+            .map_err(|e| e.with_warnings_before(&out.warnings))?;
         Ok(out)
     }
 
@@ -234,14 +242,21 @@ impl Store {
         input.object = self
             .admission
             .mutate(&attrs, obj, Some(old), &mut input.warnings)
-            .await?;
+            .await
+            .map_err(|e| e.with_warnings_before(&input.warnings))?;
         if let Some(check) = kind.write_check(&input.object, Some(old), opts) {
-            check.await?;
+            check
+                .await
+                .map_err(|e| e.with_warnings_before(&input.warnings))?;
         }
-        let mut out = kind.update_after_admission(input, old, opts)?;
+        let so_far = input.warnings.clone();
+        let mut out = kind
+            .update_after_admission(input, old, opts)
+            .map_err(|e| e.with_warnings_before(&so_far))?;
         self.admission
             .validate(&attrs, &out.object, Some(old), &mut out.warnings)
-            .await?;
+            .await
+            .map_err(|e| e.with_warnings_before(&out.warnings))?;
         Ok(out)
     }
 
@@ -260,7 +275,10 @@ impl Store {
             ..Default::default()
         };
         let attrs = Attributes::for_delete(kind.descriptor(), &write_opts, opts);
-        self.admission.admit_delete(&attrs, old, warnings).await
+        self.admission
+            .admit_delete(&attrs, old, warnings)
+            .await
+            .map_err(|e| e.with_warnings_before(warnings))
     }
 
     /// Read one object, decorated for reading.
