@@ -1692,3 +1692,96 @@ fn a_denial_keeps_the_warnings_of_earlier_webhooks_and_calls_say_who_calls() {
         "{agents:?}"
     );
 }
+
+/// A merge patch of `path`.
+fn merge_patch(http: &Http, path: &str, patch: &Value) -> common::HttpResponse {
+    http.request(
+        "PATCH",
+        path,
+        &[],
+        &[("Content-Type".into(), "application/merge-patch+json".into())],
+        Some(patch.to_string().into_bytes()),
+    )
+    .unwrap_or_else(|e| panic!("{e}"))
+}
+
+#[test]
+fn explicit_nulls_in_webhook_configurations_are_defaulted_and_the_webhook_runs() {
+    let t = InProcess::start();
+    let server = start_webhook(
+        &t,
+        Arc::new(|_, _| {
+            Some(json!({"allowed": false, "status": {"code": 403, "message": "closed"}}))
+        }),
+    );
+    let nulls = |mut hook: Value| {
+        for field in [
+            "objectSelector",
+            "namespaceSelector",
+            "failurePolicy",
+            "matchPolicy",
+            "timeoutSeconds",
+            "reinvocationPolicy",
+        ] {
+            hook[field] = Value::Null;
+        }
+        hook["rules"][0]["scope"] = Value::Null;
+        hook
+    };
+    let defaulted = |hook: &Value, mutating: bool| {
+        assert_eq!(hook["objectSelector"], json!({}), "{hook}");
+        assert_eq!(hook["namespaceSelector"], json!({}), "{hook}");
+        assert_eq!(hook["failurePolicy"], "Fail", "{hook}");
+        assert_eq!(hook["matchPolicy"], "Equivalent", "{hook}");
+        assert_eq!(hook["timeoutSeconds"], 10, "{hook}");
+        assert_eq!(hook["rules"][0]["scope"], "*", "{hook}");
+        let reinvocation = if mutating {
+            json!("Never")
+        } else {
+            Value::Null
+        };
+        assert_eq!(
+            hook.get("reinvocationPolicy").cloned().unwrap_or_default(),
+            reinvocation
+        );
+    };
+
+    // POST
+    let hook = nulls(widget_webhook("gate.example.com", &server, "/validate"));
+    let config = configuration("ValidatingWebhookConfiguration", "gate", vec![hook.clone()]);
+    let r = t.http.send_json("POST", VALIDATING, &config);
+    assert_eq!(r.status, 201, "{}", r.text());
+    defaulted(&r.json().unwrap_or_default()["webhooks"][0], false);
+    let r = t.http.send_json("POST", WIDGETS, &widget("w", json!({})));
+    assert_eq!(r.status, 403, "the webhook runs: {}", r.text());
+
+    // A merge patch replacing the list (what an operator framework sends).
+    let path = format!("{VALIDATING}/gate");
+    let r = merge_patch(&t.http, &path, &json!({"webhooks": [hook]}));
+    assert_eq!(r.status, 200, "{}", r.text());
+    defaulted(&r.json().unwrap_or_default()["webhooks"][0], false);
+    let r = t.http.send_json("POST", WIDGETS, &widget("w", json!({})));
+    assert_eq!(r.status, 403, "the webhook still runs: {}", r.text());
+
+    // An empty list is not written (Go's `omitempty`).
+    let r = merge_patch(&t.http, &path, &json!({"webhooks": []}));
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(r.json().unwrap_or_default().get("webhooks"), None);
+    assert_eq!(
+        t.http.get(&path).json().unwrap_or_default().get("webhooks"),
+        None
+    );
+
+    // PUT of a mutating configuration.
+    let config = configuration("MutatingWebhookConfiguration", "mutate", vec![]);
+    let r = t.http.send_json("POST", MUTATING, &config);
+    assert_eq!(r.status, 201, "{}", r.text());
+    let mut current = r.json().unwrap_or_default();
+    assert_eq!(current.get("webhooks"), None, "{current}");
+    current["webhooks"] = json!([nulls(widget_webhook("m.example.com", &server, "/mutate"))]);
+    let r = t
+        .http
+        .send_json("PUT", &format!("{MUTATING}/mutate"), &current);
+    assert_eq!(r.status, 200, "{}", r.text());
+    defaulted(&r.json().unwrap_or_default()["webhooks"][0], true);
+}

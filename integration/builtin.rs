@@ -834,3 +834,64 @@ fn events_expire_a_ttl_after_their_last_write() {
     });
     assert!(gone.is_some(), "the rewritten event was never expired");
 }
+
+#[test]
+fn explicit_nulls_in_built_in_objects_are_go_zero_values() {
+    let server = TestServer::start();
+    let http = server.http();
+    let leases = "/apis/coordination.k8s.io/v1/namespaces/default/leases";
+    let lease = json!({
+        "apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+        "metadata": {"name": "held"}, "spec": {"holderIdentity": null}
+    });
+    let r = http.send_json("POST", leases, &lease);
+    assert_eq!(r.status, 201, "{}", r.text());
+    assert_eq!(r.json().unwrap_or_default()["spec"], json!({}));
+
+    let config_maps = "/api/v1/namespaces/default/configmaps";
+    let cm = json!({
+        "apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "nulls"}, "data": null, "binaryData": {}
+    });
+    let r = http.send_json("POST", config_maps, &cm);
+    assert_eq!(r.status, 201, "{}", r.text());
+    let body = r.json().unwrap_or_default();
+    assert_eq!(
+        (body.get("data"), body.get("binaryData")),
+        (None, None),
+        "{body}"
+    );
+
+    // PUT and patches decode the same way.
+    let mut current = body;
+    current["data"] = json!({"a": "1"});
+    let r = http.send_json("PUT", &format!("{config_maps}/nulls"), &current);
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(r.json().unwrap_or_default()["data"], json!({"a": "1"}));
+    let r = http
+        .request(
+            "PATCH",
+            &format!("{config_maps}/nulls"),
+            &[],
+            &[("Content-Type".into(), "application/merge-patch+json".into())],
+            Some(json!({"data": {"a": null}}).to_string().into_bytes()),
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(r.json().unwrap_or_default().get("data"), None);
+    let r = http
+        .request(
+            "PATCH",
+            &format!("{leases}/held"),
+            &[],
+            &[("Content-Type".into(), "application/json-patch+json".into())],
+            Some(
+                json!([{"op": "add", "path": "/spec/leaseDurationSeconds", "value": null}])
+                    .to_string()
+                    .into_bytes(),
+            ),
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(r.json().unwrap_or_default()["spec"], json!({}));
+}

@@ -863,6 +863,16 @@ pub(crate) fn widgets_descriptor() -> Descriptor {
     }
 }
 
+/// A selector field of a webhook or policy: absent or `null` selects everything (what
+/// kube's defaulting makes of it on decode, stored nulls included); `None` when it does
+/// not parse (matches nothing, as kube's error).
+pub(crate) fn selector_field(v: &Value, k: &str) -> Option<crate::selector::labels::LabelSelector> {
+    match v.get(k) {
+        None | Some(Value::Null) => Some(crate::selector::labels::LabelSelector::everything()),
+        Some(s) => crate::selector::labels::from_label_selector_json(s).ok(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -28,7 +28,7 @@ use crate::cel::admission::{
 };
 use crate::rest::object;
 use crate::rest::object::{list_field, str_field};
-use crate::selector::labels::{from_label_selector_json, LabelSelector};
+use crate::selector::labels::from_label_selector_json;
 use crate::status::{Cause, GroupResource, Status};
 use crate::storage::{EventKind, ListOptions, Storage, WatchItem};
 use futures::future::BoxFuture;
@@ -619,7 +619,7 @@ impl<'a> Input<'a> {
     }
 
     fn namespace_selector_matches(&self, mr: &Value, namespace: Option<&Value>) -> bool {
-        let Some(selector) = selector(mr, "namespaceSelector") else {
+        let Some(selector) = super::selector_field(mr, "namespaceSelector") else {
             return false;
         };
         if selector.is_empty() {
@@ -638,7 +638,7 @@ impl<'a> Input<'a> {
     }
 
     fn object_selector_matches(&self, mr: &Value) -> bool {
-        let Some(selector) = selector(mr, "objectSelector") else {
+        let Some(selector) = super::selector_field(mr, "objectSelector") else {
             return false;
         };
         selector.is_empty()
@@ -1068,14 +1068,6 @@ impl Denial {
 
 fn spec_of(v: &Value) -> &Value {
     v.get("spec").unwrap_or(&Value::Null)
-}
-
-/// A selector field; `None` when it does not parse (matches nothing, as kube's error).
-fn selector(v: &Value, k: &str) -> Option<LabelSelector> {
-    match v.get(k) {
-        None | Some(Value::Null) => Some(LabelSelector::everything()),
-        Some(s) => from_label_selector_json(s).ok(),
-    }
 }
 
 #[cfg(test)]

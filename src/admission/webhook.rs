@@ -11,7 +11,6 @@ use super::client::ServiceResolver;
 use super::equivalent::Versions;
 use super::Attributes;
 use crate::rest::object;
-use crate::selector::labels::from_label_selector_json;
 use crate::status::Status;
 use crate::storage::{EventKind, ListOptions, Storage, StorageError, WatchItem};
 use base64::Engine;
@@ -270,8 +269,7 @@ impl WebhookSource {
         old: Option<&Value>,
         cache: &mut Option<Map<String, Value>>,
     ) -> bool {
-        let sel = hook.get("namespaceSelector").cloned().unwrap_or(json!({}));
-        let Ok(selector) = from_label_selector_json(&sel) else {
+        let Some(selector) = super::selector_field(hook, "namespaceSelector") else {
             return false;
         };
         if selector.is_empty() {
@@ -405,8 +403,7 @@ fn rules_match(hook: &Value, attrs: &Attributes<'_>, version: &str) -> bool {
 /// `objectSelector`: the new or the old object's labels must match (an absent object,
 /// as on a delete, never does).
 fn object_selector_matches(hook: &Value, obj: &Value, old: Option<&Value>) -> bool {
-    let sel = hook.get("objectSelector").cloned().unwrap_or(json!({}));
-    let Ok(selector) = from_label_selector_json(&sel) else {
+    let Some(selector) = super::selector_field(hook, "objectSelector") else {
         return false;
     };
     selector.is_empty()

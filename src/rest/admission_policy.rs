@@ -6,6 +6,7 @@
 //! (any kind, custom resources included) for it through the REST store.
 
 use super::crd::type_meta_errors;
+use super::typed::go_round_trip;
 use super::{object, Admitted, Descriptor, ResourceKind, WriteOptions};
 use crate::admission::policy::{ParamReader, PolicyObject};
 use crate::cel::admission::{self as cel_admission, AdmissionEnv, ReturnType};
@@ -30,6 +31,11 @@ impl PolicyObject {
             PolicyObject::Policy => "ValidatingAdmissionPolicy",
             PolicyObject::Binding => "ValidatingAdmissionPolicyBinding",
         }
+    }
+
+    /// The kind's OpenAPI definition.
+    pub fn definition(self) -> String {
+        format!("io.k8s.api.admissionregistration.v1.{}", self.kind())
     }
 
     /// Plural resource name.
@@ -169,6 +175,7 @@ impl ResourceKind for AdmissionPolicyKind {
     }
 
     fn admit_create(&self, mut obj: Value, _opts: &WriteOptions) -> Result<Admitted, Status> {
+        go_round_trip(&mut obj, &self.which.definition());
         object::prepare_for_create(&mut obj, true);
         object::keep_status(&mut obj, None);
         self.set_type_meta(&mut obj);
@@ -184,6 +191,7 @@ impl ResourceKind for AdmissionPolicyKind {
         old: &Value,
         opts: &WriteOptions,
     ) -> Result<Admitted, Status> {
+        go_round_trip(&mut new, &self.which.definition());
         if opts.subresource == "status" && self.which == PolicyObject::Policy {
             new = object::status_only(&new, old);
             object::prepare_for_update(&mut new, old);

@@ -1,6 +1,7 @@
 //! CustomResourceDefinitions as a resource kind: defaulting, validation, status as
 //! kube's controllers leave it, and the catalog kept in step with every write.
 
+use super::typed::go_round_trip;
 use super::{object, Admitted, Descriptor, ResourceKind, WriteOptions};
 use crate::registry::{catalog::Catalog, crd};
 use crate::status::Status;
@@ -9,6 +10,10 @@ use std::sync::Arc;
 
 /// The finalizer kube puts on a deleted CRD until its objects are gone.
 pub const CLEANUP_FINALIZER: &str = "customresourcecleanup.apiextensions.k8s.io";
+
+/// The OpenAPI definition of CRDs.
+const DEFINITION: &str =
+    "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.CustomResourceDefinition";
 
 /// The `customresourcedefinitions` resource.
 pub struct CrdKind {
@@ -109,6 +114,7 @@ impl ResourceKind for CrdKind {
 
     fn admit_create(&self, mut obj: Value, _opts: &WriteOptions) -> Result<Admitted, Status> {
         self.check_type_meta(&obj)?;
+        go_round_trip(&mut obj, DEFINITION);
         crd::default_crd(&mut obj);
         crd::reset_status_for_create(&mut obj);
         object::prepare_for_create(&mut obj, true);
@@ -135,6 +141,7 @@ impl ResourceKind for CrdKind {
         opts: &WriteOptions,
     ) -> Result<Admitted, Status> {
         self.check_type_meta(&new)?;
+        go_round_trip(&mut new, DEFINITION);
         let status_write = opts.subresource == "status";
         if status_write {
             new = object::status_only(&new, old);

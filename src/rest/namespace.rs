@@ -1,6 +1,7 @@
 //! core/v1 Namespaces: name rules, `spec.finalizers`, `status.phase`.
 
 use super::crd::type_meta_errors;
+use super::typed::go_round_trip;
 use super::{object, Admitted, Descriptor, ResourceKind, WriteOptions};
 use crate::field::{Error, Path};
 use crate::schema::objectmeta;
@@ -9,6 +10,9 @@ use serde_json::{json, Value};
 
 /// Namespaces created at start-up (and which may not be deleted where kube forbids it).
 pub const SYSTEM_NAMESPACES: [&str; 3] = ["default", "kube-system", "kube-public"];
+
+/// The OpenAPI definition of Namespaces.
+const DEFINITION: &str = "io.k8s.api.core.v1.Namespace";
 
 /// The `namespaces` resource.
 pub struct NamespaceKind {
@@ -76,6 +80,7 @@ impl ResourceKind for NamespaceKind {
     }
 
     fn admit_create(&self, mut obj: Value, _opts: &WriteOptions) -> Result<Admitted, Status> {
+        go_round_trip(&mut obj, DEFINITION);
         object::prepare_for_create(&mut obj, false);
         if let Some(m) = obj.as_object_mut() {
             m.insert("apiVersion".into(), json!("v1"));
@@ -106,6 +111,7 @@ impl ResourceKind for NamespaceKind {
         old: &Value,
         opts: &WriteOptions,
     ) -> Result<Admitted, Status> {
+        go_round_trip(&mut new, DEFINITION);
         // kube's namespace status and finalize strategies keep the rest of what was
         // sent, metadata included: only the other half comes from the stored object.
         match opts.subresource.as_str() {

@@ -184,6 +184,7 @@ impl TypedKind {
         if let Some(e) = go_type_error(obj, &self.definition) {
             return Err(cannot_decode(e));
         }
+        go_round_trip(obj, &self.definition);
         let report = prune::prune(obj, &self.schema, true, &prune::PruneOptions::default());
         self.strategy.check_decodable(obj).map_err(cannot_decode)?;
         crate::pipeline::decode::unknown_field_policy(
@@ -287,6 +288,7 @@ impl ResourceKind for TypedKind {
             true,
             &prune::PruneOptions::default(),
         );
+        go_round_trip(&mut obj, &self.definition);
         self.strategy.default(&mut obj);
         object::prepare_for_create(&mut obj, self.descriptor.has_generation);
         self.strategy.prepare_for_create(&mut obj);
@@ -344,6 +346,7 @@ impl ResourceKind for TypedKind {
             true,
             &prune::PruneOptions::default(),
         );
+        go_round_trip(&mut new, &self.definition);
         self.strategy.default(&mut new);
         object::prepare_for_update(&mut new, old);
         if self.descriptor.has_generation {
@@ -534,6 +537,100 @@ fn go_value_error(
     }
 }
 
+/// Optional list fields kube's types write without `omitempty` (`null` when nil): a
+/// `null` or empty value there is kept as it is.
+const NOT_OMITEMPTY: [(&str, &str); 4] = [
+    ("io.k8s.api.rbac.v1.Role", "rules"),
+    ("io.k8s.api.rbac.v1.ClusterRole", "rules"),
+    (
+        "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.CustomResourceDefinitionStatus",
+        "conditions",
+    ),
+    (
+        "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.CustomResourceDefinitionStatus",
+        "storedVersions",
+    ),
+];
+
+/// The definition metadata is round-tripped by (`schema::prune` treats ObjectMeta).
+const OBJECT_META: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta";
+
+/// kube's typed decoding then encoding of a built-in object of OpenAPI definition
+/// `definition`, on its JSON: a `null` field is Go's zero value, so it is not written
+/// (defaults then apply), and an empty list or map in an optional (`omitempty`) field
+/// is not written either. Objects (Go structs) stay even when empty.
+pub fn go_round_trip(obj: &mut Value, definition: &str) {
+    let defs = crate::registry::openapi::builtin_definitions();
+    if let Some(def) = defs.get(definition) {
+        round_trip_struct(obj, definition, def, defs);
+    }
+}
+
+/// [`go_round_trip`] of one Go struct (`def`, named `name`).
+fn round_trip_struct(obj: &mut Value, name: &str, def: &Value, defs: &Map<String, Value>) {
+    let (Some(fields), Some(props)) = (
+        obj.as_object_mut(),
+        def.get("properties").and_then(Value::as_object),
+    ) else {
+        return;
+    };
+    let required = |k: &str| {
+        def.get("required")
+            .and_then(Value::as_array)
+            .is_some_and(|r| r.iter().any(|f| f.as_str() == Some(k)))
+    };
+    fields.retain(|k, v| {
+        let Some(prop) = props.get(k) else {
+            return true;
+        };
+        if NOT_OMITEMPTY.contains(&(name, k.as_str())) {
+            return true;
+        }
+        let empty_collection = match v {
+            Value::Null => return false,
+            Value::Array(a) => a.is_empty(),
+            Value::Object(o) => o.is_empty() && prop.get("additionalProperties").is_some(),
+            _ => false,
+        };
+        !empty_collection || required(k)
+    });
+    for (k, v) in fields.iter_mut() {
+        if let Some(prop) = props.get(k) {
+            round_trip_value(v, prop, defs);
+        }
+    }
+}
+
+/// [`go_round_trip`] of a field's value: structs, and the items of lists and maps.
+fn round_trip_value(v: &mut Value, node: &Value, defs: &Map<String, Value>) {
+    if let Some(r) = node.get("$ref").and_then(Value::as_str) {
+        let full = r.rsplit('/').next().unwrap_or("");
+        if full != OBJECT_META {
+            if let Some(target) = defs.get(full) {
+                round_trip_struct(v, full, target, defs);
+            }
+        }
+        return;
+    }
+    match v {
+        Value::Array(items) => {
+            if let Some(item) = node.get("items") {
+                for i in items.iter_mut() {
+                    round_trip_value(i, item, defs);
+                }
+            }
+        }
+        Value::Object(m) => {
+            if let Some(ap @ Value::Object(_)) = node.get("additionalProperties") {
+                for i in m.values_mut() {
+                    round_trip_value(i, ap, defs);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
 /// How deep `$ref`s are followed (the built-in definitions used here nest far less).
 const MAX_REF_DEPTH: usize = 16;
 
@@ -621,6 +718,51 @@ pub fn structural_from_definition(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn typed_round_trip_drops_nulls_and_empty_omitempty_collections_like_go() {
+        let mut hooks = json!({
+            "apiVersion": null, "metadata": {"name": "x"},
+            "webhooks": [{
+                "name": "a.example.com", "objectSelector": null, "namespaceSelector": {},
+                "failurePolicy": null, "timeoutSeconds": null, "matchConditions": [],
+                "admissionReviewVersions": [],
+                "rules": [{"scope": null, "apiGroups": [""], "resources": []}],
+                "clientConfig": {"url": null, "service": {"name": "s", "path": null}}
+            }]
+        });
+        go_round_trip(
+            &mut hooks,
+            "io.k8s.api.admissionregistration.v1.ValidatingWebhookConfiguration",
+        );
+        // Structs stay when empty; a required list stays (no `omitempty` in Go).
+        assert_eq!(
+            hooks,
+            json!({"metadata": {"name": "x"}, "webhooks": [{
+                "name": "a.example.com", "namespaceSelector": {}, "admissionReviewVersions": [],
+                "rules": [{"apiGroups": [""]}],
+                "clientConfig": {"service": {"name": "s"}}
+            }]})
+        );
+        let mut empty = json!({"metadata": {"name": "x"}, "webhooks": []});
+        go_round_trip(
+            &mut empty,
+            "io.k8s.api.admissionregistration.v1.MutatingWebhookConfiguration",
+        );
+        assert_eq!(empty, json!({"metadata": {"name": "x"}}));
+
+        let mut lease = json!({"spec": {"holderIdentity": null}});
+        go_round_trip(&mut lease, "io.k8s.api.coordination.v1.Lease");
+        assert_eq!(lease, json!({"spec": {}}));
+        let mut cm = json!({"data": null, "binaryData": {}, "metadata": {"labels": {}}});
+        go_round_trip(&mut cm, "io.k8s.api.core.v1.ConfigMap");
+        // Metadata is ObjectMeta's business (schema::prune).
+        assert_eq!(cm, json!({"metadata": {"labels": {}}}));
+        // Role.rules has no `omitempty`: Go writes a nil slice as `null`.
+        let mut role = json!({"rules": null});
+        go_round_trip(&mut role, "io.k8s.api.rbac.v1.Role");
+        assert_eq!(role, json!({"rules": null}));
+    }
 
     fn schema_of(definition: &str) -> Structural {
         let defs = crate::registry::openapi::builtin_definitions();

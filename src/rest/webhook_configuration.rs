@@ -3,6 +3,7 @@
 //! checks `admission::webhook` relies on.
 
 use super::crd::type_meta_errors;
+use super::typed::go_round_trip;
 use super::{object, Admitted, Descriptor, ResourceKind, WriteOptions};
 use crate::field::{Error, ErrorList, Path};
 use crate::schema::objectmeta;
@@ -28,6 +29,11 @@ impl WebhookPhase {
             WebhookPhase::Mutating => "MutatingWebhookConfiguration",
             WebhookPhase::Validating => "ValidatingWebhookConfiguration",
         }
+    }
+
+    /// The kind's OpenAPI definition.
+    pub fn definition(self) -> String {
+        format!("io.k8s.api.admissionregistration.v1.{}", self.kind())
     }
 
     /// Plural resource name.
@@ -226,6 +232,7 @@ impl ResourceKind for WebhookConfigurationKind {
     }
 
     fn admit_create(&self, mut obj: Value, _opts: &WriteOptions) -> Result<Admitted, Status> {
+        go_round_trip(&mut obj, &self.phase.definition());
         object::prepare_for_create(&mut obj, true);
         if let Some(m) = obj.as_object_mut() {
             m.insert("apiVersion".into(), json!(format!("{GROUP}/v1")));
@@ -241,6 +248,7 @@ impl ResourceKind for WebhookConfigurationKind {
         old: &Value,
         _opts: &WriteOptions,
     ) -> Result<Admitted, Status> {
+        go_round_trip(&mut new, &self.phase.definition());
         self.default_webhooks(&mut new);
         object::prepare_for_update(&mut new, old);
         object::bump_generation_if_changed(&mut new, old, false);
