@@ -796,6 +796,16 @@ mod tests {
     }
 
     #[test]
+    fn a_stored_null_object_selector_selects_everything() {
+        let unlabelled = json!({"metadata": {"name": "w"}});
+        for hook in [json!({"objectSelector": null}), json!({})] {
+            assert!(object_selector_matches(&hook, &unlabelled, None), "{hook}");
+        }
+        let broken = json!({"objectSelector": "x"});
+        assert!(!object_selector_matches(&broken, &unlabelled, None));
+    }
+
+    #[test]
     fn cache_ignores_older_revisions_and_keeps_deletes() {
         let mut c = Cache::default();
         c.apply("k", 5, Some(Arc::new(json!(1))));
