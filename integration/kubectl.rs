@@ -66,6 +66,11 @@ fn install_crd(server: &TestServer, file: &str, name: &str) {
         ok(server, &["create", "-f", &data(file)]),
         format!("customresourcedefinition.apiextensions.k8s.io/{name} created\n")
     );
+    wait_established(server, name);
+}
+
+/// Waits with kubectl until the CRD `name` is Established, checking kubectl's message.
+fn wait_established(server: &TestServer, name: &str) {
     assert_eq!(
         ok(
             server,
@@ -438,6 +443,96 @@ fn explain_shows_schema_and_descriptions() {
     assert!(
         err.contains("field \"nope\" does not exist"),
         "kubectl explain of a missing field: {err}"
+    );
+}
+
+/// The CRD of `crds/widgets.yaml` and a Widget in one multi-document file.
+fn crd_and_widget_file(server: &TestServer) -> String {
+    let text = format!(
+        "{}---\n{}",
+        common::testdata("crds/widgets.yaml"),
+        common::testdata("objects/widget-w2.yaml")
+    );
+    server
+        .write_file("widgets-and-w2.yaml", &text)
+        .to_string_lossy()
+        .into_owned()
+}
+
+#[test]
+fn apply_of_a_crd_and_its_object_in_one_file() {
+    let server = TestServer::start();
+    let file = crd_and_widget_file(&server);
+    // kubectl builds every object (validating against /openapi/v2, mapping by discovery)
+    // before applying any: the CRD is created, the Widget has no mapping yet.
+    let out = server.kubectl(&["apply", "-f", &file]);
+    let (stdout, stderr) = streams(&out);
+    assert_eq!(out.status.code(), Some(1), "{}", describe_output(&out));
+    assert_eq!(
+        stdout,
+        "customresourcedefinition.apiextensions.k8s.io/widgets.example.com created\n"
+    );
+    assert_eq!(
+        stderr,
+        format!(
+            "error: resource mapping not found for name: \"w2\" namespace: \"\" from \"{file}\": \
+             no matches for kind \"Widget\" in version \"example.com/v1\"\n\
+             ensure CRDs are installed first\n"
+        )
+    );
+    wait_established(&server, "widgets.example.com");
+    // Once the CRD is established the same file applies.
+    assert_eq!(
+        ok(&server, &["apply", "-f", &file]),
+        "customresourcedefinition.apiextensions.k8s.io/widgets.example.com unchanged\n\
+         widget.example.com/w2 created\n"
+    );
+    assert_eq!(
+        jsonpath(&server, &["widget", "w2"], "{.spec.color}"),
+        "blue"
+    );
+}
+
+#[test]
+fn client_side_validation_of_a_list_uses_openapi_v2() {
+    let server = TestServer::start();
+    install_crd(&server, "crds/widgets.yaml", "widgets.example.com");
+    // kubectl leaves validation to the server for kinds whose /openapi/v3 operations take
+    // `fieldValidation`, but validates a `List` itself, against /openapi/v2.
+    let list = "apiVersion: v1\nkind: List\nitems:\n\
+        - apiVersion: v1\n  kind: ConfigMap\n  metadata:\n    name: cm1\n  data:\n    a: b\n  bogus: 1\n\
+        - apiVersion: example.com/v1\n  kind: Widget\n  metadata:\n    name: w3\n  spec:\n    color: red\n    shade: dark\n";
+    let file = server.write_file("unknown-fields.yaml", list);
+    let file = file.to_string_lossy();
+    for validate in ["--validate=strict", "--validate=true"] {
+        let err = fails(&server, &["apply", validate, "-f", &file]);
+        assert_eq!(
+            err,
+            format!(
+                "error: error validating \"{file}\": error validating data: \
+                 [ValidationError(ConfigMap): unknown field \"bogus\" in io.k8s.api.core.v1.ConfigMap, \
+                 ValidationError(Widget.spec): unknown field \"shade\" in com.example.v1.Widget.spec]; \
+                 if you choose to ignore these errors, turn validation off with --validate=false\n"
+            ),
+            "{validate}"
+        );
+    }
+    let valid = list
+        .replace("  bogus: 1\n", "")
+        .replace("    shade: dark\n", "");
+    let file = server.write_file("valid.yaml", &valid);
+    assert_eq!(
+        ok(
+            &server,
+            &["apply", "--validate=strict", "-f", &file.to_string_lossy()]
+        ),
+        "configmap/cm1 created\nwidget.example.com/w3 created\n"
+    );
+    // kubectl explain reads /openapi/v3 and still finds the kind.
+    let explain = ok(&server, &["explain", "widget.spec.color"]);
+    assert!(
+        explain.contains("FIELD: color <string>"),
+        "kubectl explain widget.spec.color:\n{explain}"
     );
 }
 

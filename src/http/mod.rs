@@ -325,8 +325,11 @@ async fn handle(
             &info.resource,
             &info.subresource,
         );
+    // `/openapi/...` negotiates as kube-openapi does (protobuf, a bare 406) in its handler.
+    let openapi = !info.is_resource_request && info.parts.first().is_some_and(|p| p == "openapi");
     let output = match negotiate::choose_output(accept, aggregated_ok, table_ok) {
         Some(o) => o,
+        None if openapi => Output::Json,
         None => {
             return response::status(
                 &Status::not_acceptable(negotiate::NOT_ACCEPTABLE),

@@ -8,3 +8,4 @@ pub mod catalog;
 pub mod crd;
 pub mod discovery;
 pub mod openapi;
+pub mod openapi_v2_proto;

@@ -18,8 +18,9 @@
 //! - `/openapi/v3/…?hash=H`: when `H` equals [`hash`] of the document, add
 //!   `Cache-Control: public, immutable`, `Vary: Accept` and an `Expires` one year ahead;
 //!   when it differs, answer `301` to the URL with the current hash.
-//! - `/openapi/v2` asked only for protobuf (`application/com.github.proto-openapi.spec.v2@v1.0+protobuf`)
-//!   cannot be served from JSON; kubectl only asks for v2 when v3 lacks `fieldValidation`.
+//! - `/openapi/v2` is also served in gnostic's protobuf form (`openapi_v2_proto`), which
+//!   kubectl asks for to validate what `/openapi/v3` leaves to it (lists, kinds not yet
+//!   in v3); its ETag is the JSON document's.
 
 use crate::registry::builtin::{self, BuiltinResource};
 use crate::registry::crd::{CrdInfo, VersionInfo};
