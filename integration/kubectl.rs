@@ -537,6 +537,49 @@ fn client_side_validation_of_a_list_uses_openapi_v2() {
 }
 
 #[test]
+fn apply_of_a_changed_crd_patches_it() {
+    let server = TestServer::start();
+    let crd = data("crds/widgets.yaml");
+    assert_eq!(
+        ok(&server, &["apply", "-f", &crd]),
+        "customresourcedefinition.apiextensions.k8s.io/widgets.example.com created\n"
+    );
+    let changed = testdata_and_replace(
+        "crds/widgets.yaml",
+        "shortNames: [wd, wdg]",
+        "shortNames: [wd, wdg, wdgt]",
+    );
+    let changed = server.write_file("widgets-changed.yaml", &changed);
+    // The apiextensions operations publish strategic merge patches, so kubectl sends one
+    // (`-v=8` logs each request's headers), without falling back to /openapi/v2.
+    let out = server.kubectl(&["apply", "-f", &changed.to_string_lossy(), "-v=8"]);
+    let (stdout, stderr) = streams(&out);
+    assert!(out.status.success(), "{}", describe_output(&out));
+    assert_eq!(
+        stdout,
+        "customresourcedefinition.apiextensions.k8s.io/widgets.example.com configured\n"
+    );
+    let patch_content_type = stderr
+        .lines()
+        .skip_while(|l| !l.contains("] PATCH "))
+        .find_map(|l| l.split_once("Content-Type: ").map(|(_, t)| t.trim()));
+    assert_eq!(
+        patch_content_type,
+        Some("application/strategic-merge-patch+json"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("/openapi/v2"), "{stderr}");
+    assert_eq!(
+        jsonpath(
+            &server,
+            &["crd", "widgets.example.com"],
+            "{.spec.names.shortNames}"
+        ),
+        "[\"wd\",\"wdg\",\"wdgt\"]"
+    );
+}
+
+#[test]
 fn label_annotate_patch_and_scale() {
     let server = TestServer::start();
     install_crd(&server, "crds/widgets.yaml", "widgets.example.com");

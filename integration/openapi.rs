@@ -2,7 +2,8 @@
 //! in JSON and in gnostic's protobuf form (checked by decoding it with gnostic's
 //! messages, declared here with prost from `openapiv2/OpenAPIv2.proto` of
 //! google/gnostic-models, independently of the server's writer), kube-openapi's
-//! negotiation and caching headers.
+//! negotiation and caching headers, and the patch types the v3 documents publish,
+//! compared with the documents recorded from kube v1.36 where they exist.
 
 mod common;
 
@@ -1011,4 +1012,77 @@ fn v2_negotiates_and_caches_as_kube_openapi() {
     assert!(index
         .json()
         .is_some_and(|d| d["paths"].get("api/v1").is_some()));
+}
+
+/// Each PATCH operation's `requestBody` media types, by path.
+fn patch_types(doc: &Value) -> Map<String, Value> {
+    let paths = doc["paths"].as_object().cloned().unwrap_or_default();
+    paths
+        .into_iter()
+        .filter_map(|(path, item)| {
+            let content = item["patch"]["requestBody"]["content"].as_object()?.clone();
+            let types: Vec<Value> = content.keys().map(|k| json!(k)).collect();
+            Some((path, Value::Array(types)))
+        })
+        .collect()
+}
+
+#[test]
+fn v3_patch_operations_list_the_patch_types_kube_lists() {
+    let server = server_with_crds();
+    let recorded = common::testdata_json("openapi/kube-v1.36-patch-types.json");
+    let index = get(&server, "/openapi/v3", "application/json")
+        .json()
+        .expect("the v3 index");
+    let served: Vec<&String> = index["paths"].as_object().expect("paths").keys().collect();
+    let mut compared_groups = Vec::new();
+    for gv in served {
+        let doc = get(&server, &format!("/openapi/v3/{gv}"), "application/json")
+            .json()
+            .unwrap_or_else(|| panic!("/openapi/v3/{gv} is not JSON"));
+        let ours = patch_types(&doc);
+        let Some(kube) = recorded.get(gv.as_str()) else {
+            // Custom resources: no strategic merge patch.
+            assert!(
+                gv.contains("example.com"),
+                "{gv}: a built-in group-version without a recording"
+            );
+            assert!(!ours.is_empty(), "{gv}");
+            for (path, types) in &ours {
+                assert_eq!(
+                    types,
+                    &json!([
+                        "application/apply-patch+yaml",
+                        "application/json-patch+json",
+                        "application/merge-patch+json"
+                    ]),
+                    "{path}"
+                );
+            }
+            continue;
+        };
+        for (path, types) in &ours {
+            if let Some(expected) = kube.get(path) {
+                assert_eq!(types, expected, "{path}");
+            } else {
+                panic!("{path}: a PATCH operation kube v1.36 does not publish");
+            }
+        }
+        if !ours.is_empty() {
+            compared_groups.push(gv.clone());
+        }
+    }
+    for gv in [
+        "api/v1",
+        "apis/admissionregistration.k8s.io/v1",
+        "apis/apiextensions.k8s.io/v1",
+        "apis/coordination.k8s.io/v1",
+        "apis/events.k8s.io/v1",
+        "apis/rbac.authorization.k8s.io/v1",
+    ] {
+        assert!(
+            compared_groups.iter().any(|g| g == gv),
+            "{gv} not compared: {compared_groups:?}"
+        );
+    }
 }

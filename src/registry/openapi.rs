@@ -573,7 +573,9 @@ fn operation_json(
     flavor: Flavor,
 ) -> Value {
     let (id, tag) = operation_id_and_tag(&op.name, path);
-    let patch_types = if r.builtin && r.group.is_empty() {
+    // Every built-in kind takes strategic merge patches (kubectl prefers them when an
+    // operation lists them); custom resources never do.
+    let patch_types = if r.builtin {
         BUILTIN_PATCH_TYPES
     } else {
         CUSTOM_PATCH_TYPES
