@@ -356,18 +356,22 @@ impl ApiServer {
             .cloned()
     }
 
-    /// Resolve the kind a resource request addresses, or kube's 404.
+    /// Resolve the kind a resource request addresses, or kube's 404: go-restful's below
+    /// a built-in group, the NotFound handler's plain text anywhere else.
     pub fn resolve(&self, group: &str, version: &str, resource: &str) -> Result<Resolved, Status> {
-        let not_found =
-            || Status::not_found_message("the server could not find the requested resource");
         if let Some(kind) = self.builtin(group, version, resource) {
             return Ok(Resolved::Builtin(kind));
         }
         if crate::registry::builtin::is_builtin_group(group) {
-            return Err(not_found());
+            return Err(Status::route_not_found());
         }
-        let crd = self.catalog.lookup(group, resource).ok_or_else(not_found)?;
-        let idx = crd.served_version(version).ok_or_else(not_found)?;
+        let crd = self
+            .catalog
+            .lookup(group, resource)
+            .ok_or_else(Status::page_not_found)?;
+        let idx = crd
+            .served_version(version)
+            .ok_or_else(Status::page_not_found)?;
         Ok(Resolved::Custom(Arc::new(
             CustomResourceKind::new(crd, idx, &self.options.prefix)
                 .with_services(self.admission.service_resolver()),

@@ -125,9 +125,59 @@ impl Status {
         )
     }
 
-    /// 404 with a free-form message and no details (unknown paths).
+    /// 404 with a free-form message and no details.
     pub fn not_found_message(message: impl Into<String>) -> Self {
         Self::new(404, "NotFound", message, None)
+    }
+
+    /// go-restful's 404 for a path below a built-in group's web service (or `/api`)
+    /// that no route matches: kube's `serviceErrorHandler` answers with a generic
+    /// NotFound whose `details` are empty (`{}`), not absent.
+    pub fn route_not_found() -> Self {
+        Self::new(
+            404,
+            "NotFound",
+            "the server could not find the requested resource",
+            Some(Details::default()),
+        )
+    }
+
+    /// go-restful's 405 for a route that does not take the method (empty `details`, as
+    /// [`Status::route_not_found`]).
+    pub fn route_method_not_allowed() -> Self {
+        Self::new(
+            405,
+            "MethodNotAllowed",
+            "the server does not allow this method on the requested resource",
+            Some(Details::default()),
+        )
+    }
+
+    /// The end of kube's handler chain (`notfoundhandler`), reached by paths in CRD
+    /// groups, unknown groups and unknown paths: Go's `http.NotFound`, plain text and no
+    /// Status at all. Marked by its empty reason; `http::response::status` writes it.
+    pub fn page_not_found() -> Self {
+        Self::new(404, "", "404 page not found", None)
+    }
+
+    /// Whether this is [`Status::page_not_found`] (written as plain text).
+    pub fn is_page_not_found(&self) -> bool {
+        self.code == 404 && self.reason.is_empty()
+    }
+
+    /// 405 `<verb> is not supported on resources of kind "<resource>"` (kube's
+    /// `NewMethodNotSupported`, as the crdHandler answers a verb a subresource lacks).
+    pub fn method_not_supported(gr: &GroupResource, verb: &str) -> Self {
+        Self::new(
+            405,
+            "MethodNotAllowed",
+            format!("{verb} is not supported on resources of kind \"{gr}\""),
+            Some(Details {
+                group: gr.group.clone(),
+                kind: gr.resource.clone(),
+                ..Default::default()
+            }),
+        )
     }
 
     /// 409 `<resource> "<name>" already exists`.

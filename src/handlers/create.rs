@@ -75,9 +75,7 @@ pub async fn service_account_token(
     let mut opts = write_options(api, req, "CreateOptions")?;
     let obj = decode_object(req, kind, &mut opts)?;
     let Some(tokens) = api.options.service_account_tokens.as_deref() else {
-        return Err(Status::not_found_message(
-            "the server could not find the requested resource",
-        ));
+        return Err(Status::route_not_found());
     };
     let answer = crate::rest::builtin::token_request::create(
         api,
@@ -107,9 +105,7 @@ pub async fn authentication_review(
         Review::SelfSubject => token_review::self_subject(&req.user, chrono::Utc::now()),
         Review::Token => {
             let Some(tokens) = api.options.service_account_tokens.clone() else {
-                return Err(Status::not_found_message(
-                    "the server could not find the requested resource",
-                ));
+                return Err(Status::route_not_found());
             };
             let authenticator = crate::auth::service_account::TokenAuthenticator {
                 tokens,

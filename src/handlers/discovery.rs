@@ -93,8 +93,15 @@ pub async fn non_resource(
 ) -> Result<Response<Body>, Status> {
     let parts: Vec<&str> = req.info.parts.iter().map(String::as_str).collect();
     let crds: Vec<_> = api.catalog.all().iter().map(|c| c.info.clone()).collect();
-    let not_found =
-        || Status::not_found_message("the server could not find the requested resource");
+    // go-restful's 404 below `/api` and the built-in groups, the NotFound handler's
+    // plain text elsewhere (CRD groups have no web service of their own).
+    let not_found = || match parts.as_slice() {
+        ["api", ..] => Status::route_not_found(),
+        ["apis", group, _, ..] if crate::registry::builtin::is_builtin_group(group) => {
+            Status::route_not_found()
+        }
+        _ => Status::page_not_found(),
+    };
     let body = match parts.as_slice() {
         ["version"] => version(),
         ["healthz"] | ["livez"] | ["readyz"] => return Ok(health(api, req, parts[0]).await),

@@ -19,7 +19,7 @@ use crate::http::negotiate::{body_type, BodyType, Output};
 use crate::http::response::{self, Body, Reply};
 use crate::http::ApiRequest;
 use crate::rest::{FieldValidation, ResourceKind, WriteOptions};
-use crate::status::Status;
+use crate::status::{GroupResource, Status};
 use http::{Method, Response};
 use serde_json::{json, Value};
 use std::sync::Arc;
@@ -74,8 +74,24 @@ fn prepend_warning(resp: &mut Response<Body>, text: &str) {
     }
 }
 
-fn method_not_allowed() -> Status {
-    Status::method_not_allowed("the server does not allow this method on the requested resource")
+/// A path kube routes nowhere: below a built-in group go-restful answers (a 404 Status
+/// with empty details), in a CRD group the crdHandler hands it to the NotFound handler.
+fn unrouted(builtin: bool) -> Status {
+    if builtin {
+        Status::route_not_found()
+    } else {
+        Status::page_not_found()
+    }
+}
+
+/// A verb the addressed path does not serve: go-restful's 405 for built-in kinds, the
+/// crdHandler's `NewMethodNotSupported` for custom resources.
+fn method_not_allowed(builtin: bool, gr: &GroupResource, verb: &str) -> Status {
+    if builtin {
+        Status::route_method_not_allowed()
+    } else {
+        Status::method_not_supported(gr, verb)
+    }
 }
 
 async fn resource(api: &Arc<ApiServer>, req: &ApiRequest) -> Result<Response<Body>, Status> {
@@ -83,34 +99,47 @@ async fn resource(api: &Arc<ApiServer>, req: &ApiRequest) -> Result<Response<Bod
     let resolved = api.resolve(&info.group, &info.version, &info.resource)?;
     let kind = resolved.kind();
     let d = kind.descriptor();
-    // Cluster-scoped kinds addressed under a namespace do not exist (kube's 404).
+    let builtin = matches!(resolved, Resolved::Builtin(_));
+    let verb = info.verb.as_str();
+    // Cluster-scoped kinds addressed under a namespace do not exist.
     if !d.namespaced && !info.namespace.is_empty() {
-        return Err(Status::not_found_message(
-            "the server could not find the requested resource",
-        ));
+        return Err(unrouted(builtin));
+    }
+    // A namespaced kind's path without a namespace lists and watches only. go-restful
+    // knows the collection path (so other methods there are 405) when it lists.
+    if d.namespaced && info.namespace.is_empty() && !matches!(verb, "list" | "watch") {
+        let collection = info.name.is_empty()
+            && info.subresource.is_empty()
+            && crate::registry::builtin::lookup(&info.group, &info.version, &info.resource)
+                .is_some_and(|r| r.has_verb("list"));
+        return Err(if builtin && collection {
+            Status::route_method_not_allowed()
+        } else {
+            unrouted(builtin)
+        });
     }
     let sub = info.subresource.as_str();
     // Access reviews are answered, never stored: create is their only verb.
     if let Some(review) = crate::rest::access_review::Review::of(&d.gr) {
-        return match (info.verb.as_str(), sub) {
+        return match (verb, sub) {
             ("create", "") if info.name.is_empty() => {
                 create::access_review(api, req, kind, review).await
             }
-            _ => Err(method_not_allowed()),
+            _ => Err(Status::route_method_not_allowed()),
         };
     }
     // TokenReviews and SelfSubjectReviews too.
     if let Some(review) = crate::rest::builtin::token_review::Review::of(&d.gr) {
-        return match (info.verb.as_str(), sub) {
+        return match (verb, sub) {
             ("create", "") if info.name.is_empty() => {
                 create::authentication_review(api, req, kind, review).await
             }
-            _ => Err(method_not_allowed()),
+            _ => Err(Status::route_method_not_allowed()),
         };
     }
     let status_ok = d.status_subresource;
     let scale_ok = matches!(&resolved, Resolved::Custom(k) if k.schema().scale.is_some());
-    match (info.verb.as_str(), sub) {
+    match (verb, sub) {
         ("get", "") => read::get(api, req, kind).await,
         ("list", "") => read::list(api, req, kind).await,
         ("watch", "") => watch::watch(api, req, kind).await,
@@ -134,12 +163,12 @@ async fn resource(api: &Arc<ApiServer>, req: &ApiRequest) -> Result<Response<Bod
         ("get", "scale") if scale_ok => scale::get(api, req, &resolved).await,
         ("update", "scale") if scale_ok => scale::update(api, req, &resolved).await,
         ("patch", "scale") if scale_ok => scale::patch(api, req, &resolved).await,
-        (_, "") => Err(method_not_allowed()),
-        (_, "status") if status_ok => Err(method_not_allowed()),
-        (_, "scale") if scale_ok => Err(method_not_allowed()),
-        _ => Err(Status::not_found_message(
-            "the server could not find the requested resource",
-        )),
+        (_, "") => Err(method_not_allowed(builtin, &d.gr, verb)),
+        (_, "status") if status_ok => Err(method_not_allowed(builtin, &d.gr, verb)),
+        (_, "scale") if scale_ok => Err(method_not_allowed(builtin, &d.gr, verb)),
+        // A subresource the kind does not have: the crdHandler's NotFound names the object.
+        _ if builtin => Err(Status::route_not_found()),
+        _ => Err(Status::not_found(&d.gr, &info.name)),
     }
 }
 

@@ -66,9 +66,17 @@ fn negotiate(accept: Option<&str>, served: &[(&str, Form)]) -> Option<Form> {
 
 /// kube-openapi's 406: no body.
 fn not_acceptable() -> Result<Response<Body>, Status> {
+    let mut resp = bare(StatusCode::NOT_ACCEPTABLE)?;
+    resp.headers_mut()
+        .insert("Vary", http::HeaderValue::from_static("Accept"));
+    Ok(resp)
+}
+
+/// A status without a body, as kube-openapi (406) and kube-aggregator's OpenAPI v3
+/// proxier (404 for a group-version nobody serves) write them.
+fn bare(code: StatusCode) -> Result<Response<Body>, Status> {
     Response::builder()
-        .status(StatusCode::NOT_ACCEPTABLE)
-        .header("Vary", "Accept")
+        .status(code)
         .header(header::CACHE_CONTROL, "no-cache, private")
         .body(full(""))
         .map_err(|e| Status::internal(e.to_string()))
@@ -118,8 +126,6 @@ pub fn serve(
     parts: &[&str],
 ) -> Result<Response<Body>, Status> {
     let crds: Vec<_> = api.catalog.all().iter().map(|c| c.info.clone()).collect();
-    let not_found =
-        || Status::not_found_message("the server could not find the requested resource");
     let accept = req.header("accept");
     match parts {
         ["v2"] => {
@@ -136,13 +142,15 @@ pub fn serve(
         ["v3"] => document(req, &openapi::openapi_v3_index(&crds), Form::Json, false),
         ["v3", rest @ ..] => {
             let path = rest.join("/");
-            let doc = openapi::openapi_v3_path(&path, &crds).ok_or_else(not_found)?;
+            let Some(doc) = openapi::openapi_v3_path(&path, &crds) else {
+                return bare(StatusCode::NOT_FOUND);
+            };
             if negotiate(accept, &[("json", Form::Json)]).is_none() {
                 return not_acceptable();
             }
             document(req, &doc, Form::Json, req.param("hash").is_some())
         }
-        _ => Err(not_found()),
+        _ => Err(Status::page_not_found()),
     }
 }
 

@@ -18,9 +18,7 @@ use std::sync::Arc;
 fn custom(resolved: &Resolved) -> Result<&Arc<CustomResourceKind>, Status> {
     match resolved {
         Resolved::Custom(k) => Ok(k),
-        Resolved::Builtin(_) => Err(Status::not_found_message(
-            "the server could not find the requested resource",
-        )),
+        Resolved::Builtin(_) => Err(Status::route_not_found()),
     }
 }
 

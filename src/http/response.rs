@@ -117,6 +117,15 @@ fn dedup(warnings: &[String]) -> Vec<&String> {
 
 /// The error response for a `Status` (always JSON unless YAML was asked for).
 pub fn status(s: &Status, output: Output) -> Response<Body> {
+    if s.is_page_not_found() {
+        // Go's `http.NotFound`, behind kube's cache-control filter.
+        let mut r = text(StatusCode::NOT_FOUND, format!("{}\n", s.message));
+        r.headers_mut().insert(
+            header::CACHE_CONTROL,
+            HeaderValue::from_static("no-cache, private"),
+        );
+        return r;
+    }
     let output = if output == Output::Yaml {
         Output::Yaml
     } else {
