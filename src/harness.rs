@@ -380,9 +380,12 @@ impl TestServer {
         }
         if crds_too {
             for kv in crds {
-                delete_key(storage.as_ref(), &kv.key).await?;
+                // Out of the catalog at once (at the delete's revision), not when the
+                // follower sees the delete: the next request must find it gone.
+                let deleted_at = delete_key(storage.as_ref(), &kv.key).await?;
                 let name = kv.key.rsplit('/').next().unwrap_or_default();
-                api.catalog.remove(name, kv.mod_revision);
+                api.catalog
+                    .remove(name, deleted_at.unwrap_or(kv.mod_revision + 1));
             }
         }
         Ok(())
@@ -396,10 +399,14 @@ impl TestServer {
     }
 }
 
-/// Delete a key; one already gone is fine.
-async fn delete_key(storage: &dyn crate::storage::Storage, key: &str) -> Result<(), Error> {
+/// Delete a key; one already gone is fine. The revision of the delete, if it did.
+async fn delete_key(
+    storage: &dyn crate::storage::Storage,
+    key: &str,
+) -> Result<Option<i64>, Error> {
     match storage.delete(key, None).await {
-        Ok(_) | Err(StorageError::NotFound(_)) => Ok(()),
+        Ok(kv) => Ok(Some(kv.mod_revision)),
+        Err(StorageError::NotFound(_)) => Ok(None),
         Err(e) => Err(e.into()),
     }
 }
