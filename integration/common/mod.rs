@@ -786,11 +786,28 @@ pub fn etcd_binary() -> PathBuf {
 }
 
 /// A loopback port nobody listens on right now.
+///
+/// Ports come from below Linux's ephemeral range (32768 up), which the kernel hands to
+/// outgoing connections: a port taken from that range could be given to some client's
+/// connection before the process meant to listen on it binds it. Each test process
+/// walks its own stretch of 10000..32000 (by pid), skipping ports in use.
 pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|listener| listener.local_addr())
-        .map(|addr| addr.port())
-        .unwrap_or_else(|e| panic!("no free loopback port: {e}"))
+    const LOW: u32 = 10_000;
+    const SPAN: u32 = 22_000;
+    static NEXT: AtomicUsize = AtomicUsize::new(usize::MAX);
+    let _ = NEXT.compare_exchange(
+        usize::MAX,
+        (std::process::id() as usize * 97) % SPAN as usize,
+        Ordering::SeqCst,
+        Ordering::SeqCst,
+    );
+    for _ in 0..SPAN {
+        let port = (LOW + (NEXT.fetch_add(1, Ordering::SeqCst) as u32 % SPAN)) as u16;
+        if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
+    panic!("no free loopback port in {LOW}..{}", LOW + SPAN)
 }
 
 /// PEM files of a test CA, etcd's serving certificate and a client certificate.
