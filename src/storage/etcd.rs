@@ -317,6 +317,24 @@ impl EtcdStorage {
         .await
     }
 
+    /// A conditional write whose outcome etcd may not have told (the connection to the
+    /// member died with it in flight: applied or not): sent once more, to the next
+    /// member. Its compare then fails if the first one was applied, which the caller
+    /// recognises by finding its own bytes stored.
+    /// `true` with the response when it is the second attempt's.
+    async fn txn_once_more_if_unknown(
+        &self,
+        request: TxnRequest,
+    ) -> Result<(TxnResponse, bool), StorageError> {
+        match self.txn(request.clone()).await {
+            Err(StorageError::Unavailable(first)) => {
+                tracing::debug!(error = %first, "etcd write outcome unknown; sending it again");
+                Ok((self.txn(request).await?, true))
+            }
+            other => Ok((other?, false)),
+        }
+    }
+
     /// Runs `write` on the existing `key` in one transaction if every compare holds;
     /// returns the new store revision and the write's response, or the error of the
     /// failed compare (judged from the key's current value, read in the same transaction).
@@ -325,18 +343,22 @@ impl EtcdStorage {
         key: &str,
         compares: Vec<Compare>,
         write: RequestOp,
-    ) -> Result<(Revision, Option<response_op::Response>), StorageError> {
-        let response = self
-            .txn(TxnRequest {
+    ) -> Result<(Revision, Option<response_op::Response>), WriteFailure> {
+        let (response, retried) = self
+            .txn_once_more_if_unknown(TxnRequest {
                 compare: compares,
                 success: vec![write],
                 failure: vec![get(key)],
             })
-            .await?;
+            .await
+            .map_err(WriteFailure::Storage)?;
         if !response.succeeded {
-            return Err(failed_compare(key, response));
+            return Err(WriteFailure::Compare(
+                failed_compare(key, response),
+                retried,
+            ));
         }
-        let revision = header_revision(response.header.as_ref())?;
+        let revision = header_revision(response.header.as_ref()).map_err(WriteFailure::Storage)?;
         Ok((revision, first_response(response)))
     }
 
@@ -514,8 +536,8 @@ impl Storage for EtcdStorage {
     }
 
     async fn create(&self, key: &str, value: Vec<u8>) -> Result<KeyValue, StorageError> {
-        let response = self
-            .txn(TxnRequest {
+        let (response, retried) = self
+            .txn_once_more_if_unknown(TxnRequest {
                 compare: vec![compare(
                     key,
                     CompareTarget::Create,
@@ -523,11 +545,17 @@ impl Storage for EtcdStorage {
                     TargetUnion::CreateRevision(0),
                 )],
                 success: vec![put(key, value.clone())],
-                failure: Vec::new(),
+                failure: vec![get(key)],
             })
             .await?;
         if !response.succeeded {
-            return Err(StorageError::AlreadyExists(key.to_owned()));
+            // Sent twice and our own bytes are there: the first attempt created it.
+            return match failed_compare(key, response) {
+                StorageError::Conflict {
+                    current: Some(kv), ..
+                } if retried && kv.value == value => Ok(*kv),
+                _ => Err(StorageError::AlreadyExists(key.to_owned())),
+            };
         }
         let revision = header_revision(response.header.as_ref())?;
         Ok(KeyValue {
@@ -545,9 +573,18 @@ impl Storage for EtcdStorage {
         expected: Revision,
     ) -> Result<KeyValue, StorageError> {
         let compares = vec![exists(key), mod_revision_is(key, expected)];
-        let (revision, response) = self
-            .write_if(key, compares, put(key, value.clone()))
-            .await?;
+        let (revision, response) = match self.write_if(key, compares, put(key, value.clone())).await
+        {
+            // Sent twice and our own bytes are there: the first attempt wrote them.
+            Err(WriteFailure::Compare(
+                StorageError::Conflict {
+                    current: Some(kv), ..
+                },
+                true,
+            )) if kv.value == value => return Ok(*kv),
+            Err(e) => return Err(e.into()),
+            Ok(r) => r,
+        };
         let previous = match response {
             Some(response_op::Response::ResponsePut(put)) => put.prev_kv,
             _ => None,
@@ -577,6 +614,8 @@ impl Storage for EtcdStorage {
                 },
             )),
         };
+        // Sent twice after an unknown outcome, a delete that happened the first time
+        // finds nothing the second: NotFound, as for a delete racing another.
         let (revision, response) = self.write_if(key, compares, delete).await?;
         let previous = match response {
             Some(response_op::Response::ResponseDeleteRange(deleted)) => {
@@ -1010,6 +1049,21 @@ fn first_response(response: TxnResponse) -> Option<response_op::Response> {
 
 /// The error of a write whose compare failed: the key is gone, or it changed (with
 /// its current value, read in the same transaction).
+/// Why a conditional write failed: storage, or a compare (with whether the write had
+/// been sent twice).
+enum WriteFailure {
+    Storage(StorageError),
+    Compare(StorageError, bool),
+}
+
+impl From<WriteFailure> for StorageError {
+    fn from(f: WriteFailure) -> Self {
+        match f {
+            WriteFailure::Storage(e) | WriteFailure::Compare(e, _) => e,
+        }
+    }
+}
+
 fn failed_compare(key: &str, response: TxnResponse) -> StorageError {
     let current = match first_response(response) {
         Some(response_op::Response::ResponseRange(range)) => range.kvs.into_iter().next(),
