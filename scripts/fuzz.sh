@@ -52,8 +52,11 @@ echo "== building ${#targets[@]} fuzz targets"
 cargo fuzz build "${flags[@]}"
 # cargo fuzz builds for the host triple; run the binaries directly (`cargo fuzz run`
 # would re-check the build before every target).
+# The target directory is cargo's (CARGO_TARGET_DIR when set, else fuzz/target).
 host="$(rustc -vV | sed -n 's/^host: //p')"
-bin_dir="target/$host/debug"
+target_dir="$(cargo metadata --no-deps --format-version 1 |
+  sed -n 's/.*"target_directory":"\([^"]*\)".*/\1/p')"
+bin_dir="${target_dir:-target}/$host/debug"
 
 for target in "${targets[@]}"; do
   echo "== fuzzing $target for ${seconds}s"
