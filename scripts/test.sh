@@ -39,13 +39,13 @@ elif [ ! -x /usr/bin/etcd ]; then
 fi
 
 echo "== format and lints"
-cargo fmt --check
+cargo fmt --all --check
 # `--features kube`: the harness's kube client (its suite and example need it).
-cargo clippy --all-targets --locked --features kube -- -D warnings
+cargo clippy --workspace --all-targets --locked --features kube -- -D warnings
 
 echo "== unit and integration tests (the etcd suites and conformance's etcd:: cases on etcd)"
 # Benches are left out here: `cargo bench` runs them (see README).
-cargo test --locked --features kube --lib --bins --tests
+cargo test --workspace --locked --features kube --lib --bins --tests
 
 echo "== integration suites again, every server on its own etcd (TEST_BACKEND=etcd)"
 # Every [[test]] target except those that pick their backends themselves: the etcd

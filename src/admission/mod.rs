@@ -512,14 +512,14 @@ impl Admission {
         obj: &Value,
         old: Option<&Value>,
     ) -> AuthzContext {
-        let authorizer = self
+        let authorizer: Arc<dyn crate::auth::authz::Authorizer> = self
             .authorizer
             .read()
             .ok()
             .and_then(|a| a.clone())
             .unwrap_or_else(|| Arc::new(crate::auth::authz::AlwaysAllow));
         AuthzContext {
-            authorizer,
+            authorizer: Arc::new(crate::auth::authz::SyncAccess(authorizer)),
             user: attrs.opts.user.clone(),
             group: attrs.descriptor.gr.group.clone(),
             resource: attrs.descriptor.gr.resource.clone(),

@@ -12,59 +12,38 @@ use crate::http::request_info::RequestInfo;
 use crate::status::{Details, Status};
 use std::sync::Arc;
 
-/// What a request asks to do (kube's `authorizer.Attributes`).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Attributes {
-    /// Who asks.
-    pub user: UserInfo,
-    /// kube verb: get, list, watch, create, update, patch, delete, deletecollection
-    /// for resources; the lowercased HTTP method for other paths.
-    pub verb: String,
-    /// True for `/api/...`, `/apis/...` resource requests.
-    pub resource_request: bool,
-    /// API group (empty for core).
-    pub api_group: String,
-    /// API version.
-    pub api_version: String,
-    /// Plural resource.
-    pub resource: String,
-    /// Subresource (`status`, `scale`).
-    pub subresource: String,
-    /// Namespace (empty for cluster-scoped requests).
-    pub namespace: String,
-    /// Object name (empty for collections).
-    pub name: String,
-    /// The URL path (non-resource requests).
-    pub path: String,
-}
+pub use apimachinery::access::{Attributes, Decision};
 
-impl Attributes {
-    /// The attributes of a parsed request.
-    pub fn new(user: &UserInfo, info: &RequestInfo, path: &str) -> Attributes {
-        Attributes {
-            user: user.clone(),
-            verb: info.verb.clone(),
-            resource_request: info.is_resource_request,
-            api_group: info.group.clone(),
-            api_version: info.version.clone(),
-            resource: info.resource.clone(),
-            subresource: info.subresource.clone(),
-            namespace: info.namespace.clone(),
-            name: info.name.clone(),
-            path: path.to_string(),
+/// The server's authorizer answering CEL's `authorizer` library, which asks while an
+/// expression evaluates: kube's authorizers (and this server's) answer without waiting,
+/// so the answer is taken at the first poll.
+pub struct SyncAccess(pub Arc<dyn Authorizer>);
+
+impl apimachinery::access::AccessCheck for SyncAccess {
+    fn check(&self, attrs: &Attributes) -> Result<(Decision, String), String> {
+        let mut fut = self.0.authorize(attrs);
+        let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+        match fut.as_mut().poll(&mut cx) {
+            std::task::Poll::Ready(answer) => Ok(answer),
+            std::task::Poll::Pending => Err("the authorizer did not answer synchronously".into()),
         }
     }
 }
 
-/// An authorizer's answer.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Decision {
-    /// Allowed: later authorizers are not asked.
-    Allow,
-    /// Denied: later authorizers are not asked.
-    Deny,
-    /// No opinion: ask the next authorizer; forbidden when none is left.
-    NoOpinion,
+/// The attributes of a parsed request.
+pub fn request_attributes(user: &UserInfo, info: &RequestInfo, path: &str) -> Attributes {
+    Attributes {
+        user: user.clone(),
+        verb: info.verb.clone(),
+        resource_request: info.is_resource_request,
+        api_group: info.group.clone(),
+        api_version: info.version.clone(),
+        resource: info.resource.clone(),
+        subresource: info.subresource.clone(),
+        namespace: info.namespace.clone(),
+        name: info.name.clone(),
+        path: path.to_string(),
+    }
 }
 
 /// The rules a user holds in a namespace, as kube's `RuleResolver.RulesFor` answers

@@ -6,7 +6,7 @@ pub mod request_info;
 pub mod response;
 
 use crate::apiserver::ApiServer;
-use crate::auth::authz::{self, AlwaysAllow, Attributes, Authorizer, Decision};
+use crate::auth::authz::{self, AlwaysAllow, Authorizer, Decision};
 use crate::auth::{Authenticator, Connection, UserInfo};
 use crate::status::Status;
 use bytes::Bytes;
@@ -253,7 +253,7 @@ pub async fn admit(
             .await
             .map_err(|s| response::status(&s, Output::Json))?;
     }
-    let attrs = Attributes::new(&user, info, path);
+    let attrs = crate::auth::authz::request_attributes(&user, info, path);
     let (decision, reason) = gate.authorizer.authorize(&attrs).await;
     if decision != Decision::Allow {
         tracing::debug!(user = %user.username, verb = %info.verb, %path, %reason, "forbidden");

@@ -5,7 +5,7 @@
 
 pub mod builtin;
 pub mod catalog;
-pub mod crd;
+pub use apimachinery::crd;
 pub mod discovery;
 pub mod openapi;
 pub mod openapi_v2_proto;

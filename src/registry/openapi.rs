@@ -27,7 +27,6 @@ use crate::registry::crd::{CrdInfo, VersionInfo};
 use serde_json::{json, Map, Value};
 use sha2::{Digest, Sha512};
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::OnceLock;
 
 /// The `info.version` of the built-in documents (the kube release the wire format follows).
 pub const KUBE_GIT_VERSION: &str = "v1.36.2";
@@ -46,17 +45,7 @@ const LIST_META_DESCRIPTION: &str = "Standard list metadata. More info: https://
 const EMBEDDED_API_VERSION_DESCRIPTION: &str = "apiVersion defines the versioned schema of this representation of an object. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources";
 const EMBEDDED_KIND_DESCRIPTION: &str = "kind is a string value representing the type of this object. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds";
 
-/// Kube's API type definitions the documents reference (ObjectMeta, Status, Scale, the
-/// CustomResourceDefinition and Namespace types, …), in Swagger 2.0 form. Generated once
-/// from kube v1.36's API descriptions (as k8s-openapi 0.29 carries them) plus kube's
-/// list-type/GVK extensions; regenerate deliberately rather than edit by hand.
-const BUILTIN_DEFINITIONS: &str = include_str!("openapi_builtin.json");
-
-/// The built-in definitions by name (`io.k8s.api.core.v1.ConfigMap`, ...).
-pub fn builtin_definitions() -> &'static Map<String, Value> {
-    static DEFS: OnceLock<Map<String, Value>> = OnceLock::new();
-    DEFS.get_or_init(|| serde_json::from_str(BUILTIN_DEFINITIONS).unwrap_or_default())
-}
+pub use apimachinery::typed::builtin_definitions;
 
 /// Which OpenAPI a document is for.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]

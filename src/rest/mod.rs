@@ -10,7 +10,7 @@ pub mod builtin;
 pub mod crd;
 pub mod custom_resource;
 pub mod namespace;
-pub mod object;
+pub use apimachinery::object;
 pub mod rbac;
 pub mod store;
 pub mod strategic;
@@ -20,78 +20,7 @@ pub mod webhook_configuration;
 use crate::status::{GroupResource, Status};
 use serde_json::Value;
 
-/// `fieldValidation` query parameter.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum FieldValidation {
-    /// Drop unknown fields silently.
-    Ignore,
-    /// Drop unknown fields and warn (kube's default).
-    #[default]
-    Warn,
-    /// Reject unknown and duplicate fields.
-    Strict,
-}
-
-impl FieldValidation {
-    /// Parse the query value; kube answers 400 for anything else.
-    pub fn parse(s: Option<&str>) -> Result<Self, Status> {
-        match s {
-            None | Some("") => Ok(FieldValidation::Warn),
-            Some("Ignore") => Ok(FieldValidation::Ignore),
-            Some("Warn") => Ok(FieldValidation::Warn),
-            Some("Strict") => Ok(FieldValidation::Strict),
-            Some(other) => Err(Status::bad_request(format!(
-                "fieldValidation parameter unsupported: {other}. Must be one of: Ignore, Warn, Strict"
-            ))),
-        }
-    }
-}
-
-/// Which write is being admitted.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Operation {
-    /// POST, or apply creating the object.
-    Create,
-    /// PUT, PATCH, apply on an existing object.
-    Update,
-    /// DELETE of one object (and of each object of a deletecollection).
-    Delete,
-}
-
-/// What the request asks of a write beyond the object itself.
-#[derive(Clone, Debug, Default)]
-pub struct WriteOptions {
-    /// `fieldValidation`.
-    pub field_validation: FieldValidation,
-    /// `dryRun=All`.
-    pub dry_run: bool,
-    /// The subresource written (`""`, `status`, `scale`).
-    pub subresource: String,
-    /// Collect a pipeline trace (header `X-Pipeline-Trace: true` or `--log-pipeline`).
-    pub trace: bool,
-    /// Duplicate fields found while decoding the body (kube reports them like unknown fields).
-    pub duplicate_fields: Vec<String>,
-    /// The write is a patch (kube words strict-decoding failures of patches differently).
-    pub is_patch: bool,
-    /// The write is a server-side apply (managedFields come from the merge, not from
-    /// recording an Update).
-    pub is_apply: bool,
-    /// The field manager: `?fieldManager=`, else kube's prefix of the user agent.
-    pub field_manager: String,
-    /// Who asks (AdmissionReview `userInfo`).
-    pub user: crate::auth::UserInfo,
-}
-
-/// The outcome of admitting a write: the object to store, plus what the client is told.
-#[derive(Clone, Debug, Default)]
-pub struct Admitted {
-    /// The object, ready to store.
-    pub object: Value,
-    /// `Warning` headers (text only; the HTTP layer adds `299 - "..."`).
-    pub warnings: Vec<String>,
-    /// Pipeline trace lines (`stage: what changed`).
-    pub trace: Vec<String>,
-}
+pub use apimachinery::write::{Admitted, FieldValidation, Operation, WriteOptions};
 
 /// Static facts about the kind a request addresses.
 #[derive(Clone, Debug, PartialEq)]

@@ -10,13 +10,13 @@
 //!        → immutability check (updates) → schema validation → CEL rules
 //!                                                            (`*_after_admission`)
 //!        → validating admission, all hooks in parallel      (async: `rest::store`)
-//!        → storage (via `crate::conversion::to_storage`: storage version, pruned)
+//!        → storage (via `crate::crd::conversion::to_storage`: storage version, pruned)
 //! ```
 //! All of it runs in the version the request addresses. Reads from storage
-//! (`crate::conversion::to_served`): prune → default by the stored version's schema,
+//! (`crate::crd::conversion::to_served`): prune → default by the stored version's schema,
 //! convert to the addressed version, prune by its schema.
 //!
-//! Admission is IO (webhooks, in-process hooks: `crate::admission`), so the write
+//! Admission is IO (webhooks, in-process hooks: the server's `admission`), so the write
 //! stages are split where it runs: `create`/`update` are the two halves back to back.
 //! Every stage is a pure function over `serde_json::Value` and the compiled schema
 //! of one CRD version (`VersionSchema`); nothing here does IO.
@@ -26,10 +26,11 @@ pub mod trace;
 
 use crate::apply;
 use crate::field;
-use crate::rest::{object, Admitted, FieldValidation, WriteOptions};
+use crate::object;
 use crate::schema::{default, prune, structural::Structural, validate::Validator};
 use crate::schema::{immutable, objectmeta};
 use crate::status::Status;
+use crate::write::{Admitted, FieldValidation, WriteOptions};
 use serde_json::Value;
 use trace::Trace;
 
@@ -53,7 +54,7 @@ pub struct VersionSchema {
     /// Whether the status subresource is on.
     pub status_subresource: bool,
     /// The scale subresource, if on.
-    pub scale: Option<crate::registry::crd::ScaleSpec>,
+    pub scale: Option<crate::crd::ScaleSpec>,
     /// Immutability rules; `None` when the schema marks nothing immutable.
     pub immutability: Option<immutable::ImmutabilityPlan>,
     /// Compiled `x-kubernetes-validations`; `None` when the schema has no rules.

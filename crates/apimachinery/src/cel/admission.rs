@@ -42,9 +42,9 @@ use super::interp;
 use super::library::Ext;
 use super::types::{Decl, ObjectType, Type};
 use super::value::{self, EvalError, Val};
-use crate::auth::authz::{Attributes, Authorizer, Decision};
-use crate::auth::UserInfo;
+use crate::access::{AccessCheck, Attributes, Decision};
 use crate::schema::objectmeta;
+use crate::user::UserInfo;
 use ::cel::common::ast::{Expr, IdedExpr};
 use serde_json::Value;
 use std::cell::RefCell;
@@ -662,7 +662,7 @@ static NAMESPACE_DECL: LazyLock<Arc<Decl>> = LazyLock::new(|| {
 #[derive(Clone)]
 pub struct AuthzContext {
     /// The server's authorizer (`--authorization-mode`).
-    pub authorizer: Arc<dyn Authorizer>,
+    pub authorizer: Arc<dyn AccessCheck>,
     /// The user of the request being admitted.
     pub user: UserInfo,
     /// API group of the request's resource.
@@ -697,7 +697,7 @@ pub enum AuthzVal {
 /// The authorizer and the user an authz value checks for.
 #[derive(Clone)]
 pub struct AuthzBase {
-    authorizer: Arc<dyn Authorizer>,
+    authorizer: Arc<dyn AccessCheck>,
     user: UserInfo,
 }
 
@@ -869,19 +869,17 @@ fn service_account_user(namespace: &str, name: &str) -> UserInfo {
 /// Ask the authorizer while evaluating. CEL evaluation is synchronous (kube's check
 /// blocks too); the server's authorizers answer from memory, so their future is ready
 /// on its first poll. One that is not is reported as an errored decision.
-fn authorize_now(authorizer: &dyn Authorizer, attrs: &Attributes) -> AuthzDecision {
-    let mut fut = authorizer.authorize(attrs);
-    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
-    match fut.as_mut().poll(&mut cx) {
-        std::task::Poll::Ready((decision, reason)) => AuthzDecision {
+fn authorize_now(authorizer: &dyn AccessCheck, attrs: &Attributes) -> AuthzDecision {
+    match authorizer.check(attrs) {
+        Ok((decision, reason)) => AuthzDecision {
             allowed: decision == Decision::Allow,
             reason,
             error: None,
         },
-        std::task::Poll::Pending => AuthzDecision {
+        Err(e) => AuthzDecision {
             allowed: false,
             reason: String::new(),
-            error: Some("the authorizer did not answer synchronously".into()),
+            error: Some(e),
         },
     }
 }
@@ -1002,9 +1000,8 @@ mod tests {
     /// `system:serviceaccount:ns1:builder` service account, nothing else.
     struct PodReader;
 
-    #[async_trait::async_trait]
-    impl Authorizer for PodReader {
-        async fn authorize(&self, a: &Attributes) -> (Decision, String) {
+    impl AccessCheck for PodReader {
+        fn check(&self, a: &Attributes) -> Result<(Decision, String), String> {
             let who = a.user.username == "alice"
                 || (a.user.username == "system:serviceaccount:ns1:builder"
                     && a.user
@@ -1019,12 +1016,12 @@ mod tests {
                 && a.resource == "pods"
                 && a.namespace == "ns1"
             {
-                return (Decision::Allow, "pod reader".into());
+                return Ok((Decision::Allow, "pod reader".into()));
             }
             if !a.resource_request && a.path == "/healthz" && a.verb == "get" {
-                return (Decision::Allow, String::new());
+                return Ok((Decision::Allow, String::new()));
             }
-            (Decision::NoOpinion, format!("no rule for {}", a.resource))
+            Ok((Decision::NoOpinion, format!("no rule for {}", a.resource)))
         }
     }
 

@@ -2,10 +2,10 @@
 //! real pipeline, with current kube-apiserver's wording; plus the behaviours around
 //! them: optionalOldSelf, correlation, reasons, fieldPath, messageExpression.
 
+use crate::crd::compiled::CompiledCrd;
 use crate::pipeline::{self, VersionSchema};
-use crate::registry::catalog::CompiledCrd;
-use crate::rest::WriteOptions;
 use crate::status::Status;
+use crate::write::WriteOptions;
 use serde_json::{json, Value};
 
 fn crd(kind: &str, schema: Value) -> CompiledCrd {
@@ -266,8 +266,8 @@ fn crd_errors(schema: Value) -> Vec<String> {
             "versions": [{"name": "v1", "served": true, "storage": true, "schema": {"openAPIV3Schema": schema}}]
         }
     });
-    crate::registry::crd::default_crd(&mut crd);
-    crate::registry::crd::validate_crd(&crd)
+    crate::crd::default_crd(&mut crd);
+    crate::crd::validate_crd(&crd)
         .iter()
         .map(|e| e.to_string())
         .collect()
@@ -421,7 +421,7 @@ fn e2e_transition_rule_applies_to_updates_only() {
 // ---------------------------------------------------------------------------------------
 // Transition rules, correlation, reasons, fieldPath, messageExpression, ratcheting.
 
-fn admitted(r: Result<crate::rest::Admitted, Status>) -> crate::rest::Admitted {
+fn admitted(r: Result<crate::write::Admitted, Status>) -> crate::write::Admitted {
     match r {
         Ok(a) => a,
         Err(st) => panic!("rejected: {}", st.message),

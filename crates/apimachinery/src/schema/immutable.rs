@@ -1179,13 +1179,14 @@ mod tests {
     // -----------------------------------------------------------------------------------
     // Whole CRDs: the CRD-time rules under kube's paths, and the pipeline.
 
+    use crate::crd;
+    use crate::crd::compiled::CompiledCrd;
     use crate::pipeline::{self, VersionSchema};
-    use crate::registry::catalog::CompiledCrd;
-    use crate::registry::crd;
-    use crate::rest::WriteOptions;
+    use crate::write::WriteOptions;
 
-    const KUDO_CRD: &str = include_str!("../../testdata/crds/kudo-instances.yaml");
-    const KEP_CASE: &str = include_str!("../../testdata/conformance/cases/immutable-kep.yaml");
+    const KUDO_CRD: &str = include_str!("../../../../testdata/crds/kudo-instances.yaml");
+    const KEP_CASE: &str =
+        include_str!("../../../../testdata/conformance/cases/immutable-kep.yaml");
 
     fn yaml(text: &str) -> Value {
         serde_norway::from_str(text).expect("test YAML parses")

@@ -2,10 +2,10 @@
 //! fields under `fieldValidation`, and the scale subresource's paths.
 
 use super::VersionSchema;
+use crate::crd::ScaleSpec;
 use crate::field::{self, Path};
-use crate::registry::crd::ScaleSpec;
-use crate::rest::{FieldValidation, WriteOptions};
 use crate::status::Status;
+use crate::write::{FieldValidation, WriteOptions};
 use serde_json::{json, Value};
 
 /// kube decodes a custom resource's `metadata` into Go's `ObjectMeta`: a field of the
@@ -19,10 +19,9 @@ pub fn metadata_type_check(
 ) -> Result<(), Status> {
     let err = match obj.get("metadata") {
         None | Some(Value::Null) => None,
-        Some(meta @ Value::Object(_)) => crate::rest::typed::go_type_error(
-            meta,
-            "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta",
-        ),
+        Some(meta @ Value::Object(_)) => {
+            crate::typed::go_type_error(meta, "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta")
+        }
         Some(other) => Some(format!(
             "json: cannot unmarshal {} into Go value of type v1.ObjectMeta",
             crate::goformat::go_json_kind(other)

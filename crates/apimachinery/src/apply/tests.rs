@@ -6,11 +6,11 @@ use super::*;
 use crate::schema::props::JSONSchemaProps;
 use serde_json::json;
 
-const SSA_CASE: &str = include_str!("../../testdata/conformance/cases/ssa.yaml");
-const SSA_GOLDEN: &str = include_str!("../../testdata/conformance/golden/ssa.golden.json");
-const CRUD_CASE: &str = include_str!("../../testdata/conformance/cases/crud-semantics.yaml");
+const SSA_CASE: &str = include_str!("../../../../testdata/conformance/cases/ssa.yaml");
+const SSA_GOLDEN: &str = include_str!("../../../../testdata/conformance/golden/ssa.golden.json");
+const CRUD_CASE: &str = include_str!("../../../../testdata/conformance/cases/crud-semantics.yaml");
 const CRUD_GOLDEN: &str =
-    include_str!("../../testdata/conformance/golden/crud-semantics.golden.json");
+    include_str!("../../../../testdata/conformance/golden/crud-semantics.golden.json");
 
 const NOW: &str = "2025-01-01T00:00:00Z";
 const LATER: &str = "2025-01-01T00:00:05Z";
@@ -556,23 +556,24 @@ fn assert_recorded_create(case_text: &str, golden_text: &str, crd: usize, step: 
 
 #[test]
 fn recorded_creates_own_what_kube_recorded() {
-    let pruning = include_str!("../../testdata/conformance/cases/pruning-kep.yaml");
-    let pruning_golden = include_str!("../../testdata/conformance/golden/pruning-kep.golden.json");
+    let pruning = include_str!("../../../../testdata/conformance/cases/pruning-kep.yaml");
+    let pruning_golden =
+        include_str!("../../../../testdata/conformance/golden/pruning-kep.golden.json");
     // Preserve-unknown-fields subtrees: deduced maps granular, embedded metadata ObjectMeta.
     assert_recorded_create(pruning, pruning_golden, 0, "create-all-examples");
-    let defaulting = include_str!("../../testdata/conformance/cases/defaulting.yaml");
+    let defaulting = include_str!("../../../../testdata/conformance/cases/defaulting.yaml");
     let defaulting_golden =
-        include_str!("../../testdata/conformance/golden/defaulting.golden.json");
+        include_str!("../../../../testdata/conformance/golden/defaulting.golden.json");
     // Defaulted fields belong to the creator; a null is owned as a leaf.
     assert_recorded_create(defaulting, defaulting_golden, 0, "create-empty");
     assert_recorded_create(defaulting, defaulting_golden, 0, "create-partial");
-    let validation = include_str!("../../testdata/conformance/cases/validation.yaml");
+    let validation = include_str!("../../../../testdata/conformance/cases/validation.yaml");
     let validation_golden =
-        include_str!("../../testdata/conformance/golden/validation.golden.json");
+        include_str!("../../../../testdata/conformance/golden/validation.golden.json");
     assert_recorded_create(validation, validation_golden, 0, "valid");
-    let cel = include_str!("../../testdata/conformance/cases/cel-transition-blog.yaml");
+    let cel = include_str!("../../../../testdata/conformance/cases/cel-transition-blog.yaml");
     let cel_golden =
-        include_str!("../../testdata/conformance/golden/cel-transition-blog.golden.json");
+        include_str!("../../../../testdata/conformance/golden/cel-transition-blog.golden.json");
     assert_recorded_create(cel, cel_golden, 1, "map-create");
     assert_recorded_create(CRUD_CASE, CRUD_GOLDEN, 0, "create-generate-name");
 }

@@ -20,6 +20,9 @@
 //!   also `validate_crd`), then [`crd_status_with_others`];
 //! - `/status` update: [`validate_crd_status_update`].
 
+pub mod compiled;
+pub mod conversion;
+
 use crate::field::{BadValue, Error, ErrorList, Path};
 use crate::schema::default::DefaultChecks;
 use crate::schema::immutable;
@@ -2060,8 +2063,9 @@ mod tests {
     use super::*;
 
     fn testdata(rel: &str) -> std::path::PathBuf {
+        // The repository's testdata, two levels above this crate.
         std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("testdata")
+            .join("../../testdata")
             .join(rel)
     }
 

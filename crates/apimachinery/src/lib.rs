@@ -1,0 +1,25 @@
+//! kube-apiserver's semantics of a write, without IO: the structural schema and its
+//! algorithms (prune, default, validate, formats, list types, ObjectMeta, immutability,
+//! property names), CEL, server-side apply, CRDs (validation, compilation, conversion
+//! without webhooks), kube's typed decoding of built-in kinds, and the pipeline's pure
+//! stages, with kube's field errors and `Status`.
+//!
+//! Nothing here reads the network, the disk or a clock beyond `now()`: the server
+//! crate runs these functions in order and does the IO (admission webhooks, storage).
+
+pub mod access;
+pub mod apply;
+pub mod cel;
+pub mod codec;
+pub mod crd;
+pub mod field;
+pub mod goformat;
+pub mod object;
+pub mod pipeline;
+pub mod schema;
+pub mod selector;
+pub mod status;
+pub mod table;
+pub mod typed;
+pub mod user;
+pub mod write;

@@ -1,0 +1,527 @@
+//! What kube's Go types make of JSON, for the built-in kinds: their OpenAPI
+//! definitions (`openapi_builtin.json`), `encoding/json`'s type errors, the typed round
+//! trip (nulls are zero values, empty `omitempty` fields are not written), and the
+//! structural schema a kind's definition describes.
+
+use crate::object;
+use crate::schema::structural::{AdditionalProperties, Structural};
+use serde_json::{Map, Value};
+use std::sync::OnceLock;
+
+/// Every built-in definition (kube's `definitions` of `/openapi/v2`), extracted
+/// from kube v1.36's API descriptions (as k8s-openapi 0.29 carries them) plus kube's
+/// list-type/GVK extensions; regenerate deliberately rather than edit by hand.
+const BUILTIN_DEFINITIONS: &str = include_str!("openapi_builtin.json");
+
+/// The built-in definitions by name (`io.k8s.api.core.v1.ConfigMap`, ...).
+pub fn builtin_definitions() -> &'static Map<String, Value> {
+    static DEFS: OnceLock<Map<String, Value>> = OnceLock::new();
+    DEFS.get_or_init(|| serde_json::from_str(BUILTIN_DEFINITIONS).unwrap_or_default())
+}
+
+/// `metadata.name` / `metadata.namespace`, the field labels every kind supports.
+pub fn meta_field_value(obj: &Value, field: &str) -> Result<Option<String>, String> {
+    match field {
+        "metadata.name" => Ok(Some(object::name(obj).to_string())),
+        "metadata.namespace" => Ok(Some(object::namespace(obj).to_string())),
+        _ => Err(format!("field label not supported: {field}")),
+    }
+}
+
+/// A string field of an object at a JSON pointer (`""` when absent, as Go's zero value).
+pub fn str_at<'a>(obj: &'a Value, pointer: &str) -> &'a str {
+    obj.pointer(pointer).and_then(Value::as_str).unwrap_or("")
+}
+
+/// Go's `base64.StdEncoding` check of a `[]byte` field, with its error text
+/// (`illegal base64 data at input byte N`); newlines are skipped as Go skips them.
+pub fn check_base64(s: &str) -> Result<(), String> {
+    let b = s.as_bytes();
+    let err = |at: usize| Err(format!("illegal base64 data at input byte {at}"));
+    let is_newline = |c: u8| c == b'\n' || c == b'\r';
+    let in_alphabet = |c: u8| c.is_ascii_alphanumeric() || c == b'+' || c == b'/';
+    let mut si = 0;
+    loop {
+        let mut j = 0;
+        while j < 4 {
+            if si == b.len() {
+                return if j == 0 { Ok(()) } else { err(si - j) };
+            }
+            let c = b[si];
+            si += 1;
+            if in_alphabet(c) {
+                j += 1;
+                continue;
+            }
+            if is_newline(c) {
+                continue;
+            }
+            if c != b'=' || j < 2 {
+                return err(si - 1);
+            }
+            if j == 2 {
+                // "==" is expected; the first "=" is consumed.
+                while si < b.len() && is_newline(b[si]) {
+                    si += 1;
+                }
+                if si == b.len() {
+                    return err(b.len());
+                }
+                if b[si] != b'=' {
+                    return err(si - 1);
+                }
+                si += 1;
+            }
+            while si < b.len() && is_newline(b[si]) {
+                si += 1;
+            }
+            return if si < b.len() { err(si) } else { Ok(()) };
+        }
+    }
+}
+
+/// Go's `encoding/json` error when `obj` does not fit the Go types of OpenAPI
+/// definition `definition` (kube decodes built-in kinds into typed structs):
+/// `json: cannot unmarshal number into Go struct field ConfigMap.data of type string`.
+pub fn go_type_error(obj: &Value, definition: &str) -> Option<String> {
+    let defs = builtin_definitions();
+    let def = defs.get(definition)?;
+    let name = definition.rsplit('.').next().unwrap_or(definition);
+    go_struct_error(obj, def, defs, name, &mut Vec::new(), 0)
+}
+
+/// The first mismatch among the fields of a Go struct; `stack` is the field path so far.
+fn go_struct_error(
+    obj: &Value,
+    def: &Value,
+    defs: &Map<String, Value>,
+    struct_name: &str,
+    stack: &mut Vec<String>,
+    depth: usize,
+) -> Option<String> {
+    let fields = obj.as_object()?;
+    let props = def.get("properties").and_then(Value::as_object)?;
+    for (k, v) in fields {
+        let Some(prop) = props.get(k) else { continue };
+        stack.push(k.clone());
+        let err = go_value_error(v, prop, defs, struct_name, stack, depth + 1);
+        stack.pop();
+        if err.is_some() {
+            return err;
+        }
+    }
+    None
+}
+
+/// The Go type name of a schema node, the node it resolves to, and the struct's short
+/// name when it refers to a definition.
+fn go_type_of<'a>(
+    node: &'a Value,
+    defs: &'a Map<String, Value>,
+) -> (String, &'a Value, Option<&'a str>) {
+    if let Some(r) = node.get("$ref").and_then(Value::as_str) {
+        let full = r.rsplit('/').next().unwrap_or("");
+        let short = full.rsplit('.').next().unwrap_or(full);
+        if let Some(target) = defs.get(full) {
+            return (format!("v1.{short}"), target, Some(short));
+        }
+    }
+    let ty = match node.get("type").and_then(Value::as_str).unwrap_or("") {
+        "string" if node.get("format").and_then(Value::as_str) == Some("byte") => "[]uint8".into(),
+        "string" => "string".into(),
+        "boolean" => "bool".into(),
+        "number" => "float64".into(),
+        "integer" => node
+            .get("format")
+            .and_then(Value::as_str)
+            .unwrap_or("int64")
+            .to_string(),
+        "array" => match node.get("items") {
+            Some(items) => format!("[]{}", go_type_of(items, defs).0),
+            None => "[]interface {}".into(),
+        },
+        "object" => match node.get("additionalProperties") {
+            Some(ap @ Value::Object(_)) => format!("map[string]{}", go_type_of(ap, defs).0),
+            _ => "map[string]interface {}".into(),
+        },
+        _ => "interface {}".into(),
+    };
+    (ty, node, None)
+}
+
+/// The first mismatch of one value (Go names the innermost struct and the full path).
+fn go_value_error(
+    v: &Value,
+    node: &Value,
+    defs: &Map<String, Value>,
+    struct_name: &str,
+    stack: &mut Vec<String>,
+    depth: usize,
+) -> Option<String> {
+    if v.is_null() || depth > MAX_REF_DEPTH {
+        return None;
+    }
+    let (go_type, target, struct_ref) = go_type_of(node, defs);
+    let path = stack.join(".");
+    let mismatch = |what: String| {
+        Some(format!(
+            "json: cannot unmarshal {what} into Go struct field {struct_name}.{path} of type {go_type}"
+        ))
+    };
+    let kind = crate::goformat::go_json_kind(v).to_string();
+    if let Some(name) = struct_ref {
+        // Time and MicroTime decode themselves from strings.
+        if target.get("type").and_then(Value::as_str) == Some("string") {
+            return if v.is_string() { None } else { mismatch(kind) };
+        }
+        if !v.is_object() {
+            return mismatch(kind);
+        }
+        return go_struct_error(v, target, defs, name, stack, depth + 1);
+    }
+    match (go_type.as_str(), v) {
+        ("string" | "[]uint8", Value::String(_)) | ("bool", Value::Bool(_)) => None,
+        ("float64", Value::Number(_)) => None,
+        ("int32" | "int64", Value::Number(n)) => {
+            if n.is_i64() || n.is_u64() {
+                None
+            } else {
+                mismatch(format!("number {n}"))
+            }
+        }
+        (t, Value::Array(items)) if t.starts_with("[]") && t != "[]uint8" => {
+            let item = node.get("items")?;
+            items
+                .iter()
+                .find_map(|i| go_value_error(i, item, defs, struct_name, stack, depth + 1))
+        }
+        (t, Value::Object(m)) if t.starts_with("map[") => {
+            let Some(ap @ Value::Object(_)) = node.get("additionalProperties") else {
+                return None;
+            };
+            m.values()
+                .find_map(|i| go_value_error(i, ap, defs, struct_name, stack, depth + 1))
+        }
+        ("interface {}" | "map[string]interface {}", _) => None,
+        _ => mismatch(kind),
+    }
+}
+
+/// Optional list fields kube's types write without `omitempty` (`null` when nil): a
+/// `null` or empty value there is kept as it is.
+const NOT_OMITEMPTY: [(&str, &str); 4] = [
+    ("io.k8s.api.rbac.v1.Role", "rules"),
+    ("io.k8s.api.rbac.v1.ClusterRole", "rules"),
+    (
+        "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.CustomResourceDefinitionStatus",
+        "conditions",
+    ),
+    (
+        "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.CustomResourceDefinitionStatus",
+        "storedVersions",
+    ),
+];
+
+/// The definition metadata is round-tripped by (`schema::prune` treats ObjectMeta).
+const OBJECT_META: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta";
+
+/// kube's typed decoding then encoding of a built-in object of OpenAPI definition
+/// `definition`, on its JSON: a `null` field is Go's zero value, so it is not written
+/// (defaults then apply), and an empty list or map in an optional (`omitempty`) field
+/// is not written either. Objects (Go structs) stay even when empty.
+pub fn go_round_trip(obj: &mut Value, definition: &str) {
+    let defs = builtin_definitions();
+    if let Some(def) = defs.get(definition) {
+        round_trip_struct(obj, definition, def, defs);
+    }
+}
+
+/// [`go_round_trip`] of one Go struct (`def`, named `name`).
+fn round_trip_struct(obj: &mut Value, name: &str, def: &Value, defs: &Map<String, Value>) {
+    let (Some(fields), Some(props)) = (
+        obj.as_object_mut(),
+        def.get("properties").and_then(Value::as_object),
+    ) else {
+        return;
+    };
+    let required = |k: &str| {
+        def.get("required")
+            .and_then(Value::as_array)
+            .is_some_and(|r| r.iter().any(|f| f.as_str() == Some(k)))
+    };
+    fields.retain(|k, v| {
+        let Some(prop) = props.get(k) else {
+            return true;
+        };
+        if NOT_OMITEMPTY.contains(&(name, k.as_str())) {
+            return true;
+        }
+        let empty_collection = match v {
+            Value::Null => return false,
+            Value::Array(a) => a.is_empty(),
+            Value::Object(o) => o.is_empty() && prop.get("additionalProperties").is_some(),
+            _ => false,
+        };
+        !empty_collection || required(k)
+    });
+    for (k, v) in fields.iter_mut() {
+        if let Some(prop) = props.get(k) {
+            round_trip_value(v, prop, defs);
+        }
+    }
+}
+
+/// [`go_round_trip`] of a field's value: structs, and the items of lists and maps.
+fn round_trip_value(v: &mut Value, node: &Value, defs: &Map<String, Value>) {
+    if let Some(r) = node.get("$ref").and_then(Value::as_str) {
+        let full = r.rsplit('/').next().unwrap_or("");
+        if full != OBJECT_META {
+            if let Some(target) = defs.get(full) {
+                round_trip_struct(v, full, target, defs);
+            }
+        }
+        return;
+    }
+    match v {
+        Value::Array(items) => {
+            if let Some(item) = node.get("items") {
+                for i in items.iter_mut() {
+                    round_trip_value(i, item, defs);
+                }
+            }
+        }
+        Value::Object(m) => {
+            if let Some(ap @ Value::Object(_)) = node.get("additionalProperties") {
+                for i in m.values_mut() {
+                    round_trip_value(i, ap, defs);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+/// How deep `$ref`s are followed (the built-in definitions used here nest far less).
+const MAX_REF_DEPTH: usize = 16;
+
+/// The structural schema of an OpenAPI v2 definition, `$ref`s resolved against `defs`.
+/// The root's `metadata` stays a plain object: pruning treats ObjectMeta itself.
+pub fn structural_from_definition(
+    def: &Value,
+    defs: &Map<String, Value>,
+    depth: usize,
+) -> Structural {
+    let resolved;
+    let def = match def.get("$ref").and_then(Value::as_str) {
+        Some(r) if depth < MAX_REF_DEPTH => {
+            let name = r.rsplit('/').next().unwrap_or("");
+            match defs.get(name) {
+                Some(target) => {
+                    // The referring property's extensions apply on top of the target.
+                    let mut merged = target.clone();
+                    if let (Some(m), Some(own)) = (merged.as_object_mut(), def.as_object()) {
+                        for (k, v) in own.iter().filter(|(k, _)| k.starts_with("x-kubernetes-")) {
+                            m.insert(k.clone(), v.clone());
+                        }
+                    }
+                    resolved = merged;
+                    &resolved
+                }
+                None => def,
+            }
+        }
+        _ => def,
+    };
+    let str_of = |k: &str| def.get(k).and_then(Value::as_str).map(str::to_string);
+    let mut s = Structural {
+        type_: str_of("type").unwrap_or_default(),
+        x_list_type: str_of("x-kubernetes-list-type"),
+        x_map_type: str_of("x-kubernetes-map-type"),
+        x_list_map_keys: def
+            .get("x-kubernetes-list-map-keys")
+            .and_then(Value::as_array)
+            .map(|a| {
+                a.iter()
+                    .filter_map(|k| k.as_str().map(str::to_string))
+                    .collect()
+            })
+            .unwrap_or_default(),
+        ..Default::default()
+    };
+    s.value_validation.format = str_of("format");
+    // A list patched by merge key and not typed otherwise merges as a map keyed by it.
+    if s.x_list_type.is_none() && str_of("x-kubernetes-patch-strategy").as_deref() == Some("merge")
+    {
+        if let Some(key) = str_of("x-kubernetes-patch-merge-key") {
+            s.x_list_type = Some("map".into());
+            s.x_list_map_keys = vec![key];
+        }
+    }
+    if let Some(items) = def.get("items") {
+        s.items = Some(Box::new(structural_from_definition(items, defs, depth + 1)));
+    }
+    if let Some(props) = def.get("properties").and_then(Value::as_object) {
+        for (k, v) in props {
+            let child = if depth == 0 && k == "metadata" {
+                Structural {
+                    type_: "object".into(),
+                    ..Default::default()
+                }
+            } else {
+                structural_from_definition(v, defs, depth + 1)
+            };
+            s.properties.insert(k.clone(), child);
+        }
+    }
+    match def.get("additionalProperties") {
+        Some(Value::Bool(b)) => s.additional_properties = Some(AdditionalProperties::Bool(*b)),
+        Some(v @ Value::Object(_)) => {
+            s.additional_properties = Some(AdditionalProperties::Schema(Box::new(
+                structural_from_definition(v, defs, depth + 1),
+            )))
+        }
+        _ => {}
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::schema::prune;
+    use serde_json::json;
+
+    #[test]
+    fn typed_round_trip_drops_nulls_and_empty_omitempty_collections_like_go() {
+        let mut hooks = json!({
+            "apiVersion": null, "metadata": {"name": "x"},
+            "webhooks": [{
+                "name": "a.example.com", "objectSelector": null, "namespaceSelector": {},
+                "failurePolicy": null, "timeoutSeconds": null, "matchConditions": [],
+                "admissionReviewVersions": [],
+                "rules": [{"scope": null, "apiGroups": [""], "resources": []}],
+                "clientConfig": {"url": null, "service": {"name": "s", "path": null}}
+            }]
+        });
+        go_round_trip(
+            &mut hooks,
+            "io.k8s.api.admissionregistration.v1.ValidatingWebhookConfiguration",
+        );
+        // Structs stay when empty; a required list stays (no `omitempty` in Go).
+        assert_eq!(
+            hooks,
+            json!({"metadata": {"name": "x"}, "webhooks": [{
+                "name": "a.example.com", "namespaceSelector": {}, "admissionReviewVersions": [],
+                "rules": [{"apiGroups": [""]}],
+                "clientConfig": {"service": {"name": "s"}}
+            }]})
+        );
+        let mut empty = json!({"metadata": {"name": "x"}, "webhooks": []});
+        go_round_trip(
+            &mut empty,
+            "io.k8s.api.admissionregistration.v1.MutatingWebhookConfiguration",
+        );
+        assert_eq!(empty, json!({"metadata": {"name": "x"}}));
+
+        let mut lease = json!({"spec": {"holderIdentity": null}});
+        go_round_trip(&mut lease, "io.k8s.api.coordination.v1.Lease");
+        assert_eq!(lease, json!({"spec": {}}));
+        let mut cm = json!({"data": null, "binaryData": {}, "metadata": {"labels": {}}});
+        go_round_trip(&mut cm, "io.k8s.api.core.v1.ConfigMap");
+        // Metadata is ObjectMeta's business (schema::prune).
+        assert_eq!(cm, json!({"metadata": {"labels": {}}}));
+        // Role.rules has no `omitempty`: Go writes a nil slice as `null`.
+        let mut role = json!({"rules": null});
+        go_round_trip(&mut role, "io.k8s.api.rbac.v1.Role");
+        assert_eq!(role, json!({"rules": null}));
+    }
+
+    fn schema_of(definition: &str) -> Structural {
+        let defs = builtin_definitions();
+        structural_from_definition(&defs[definition], defs, 0)
+    }
+
+    #[test]
+    fn service_account_secrets_merge_by_name_from_openapi_extensions() {
+        let s = schema_of("io.k8s.api.core.v1.ServiceAccount");
+        let secrets = &s.properties["secrets"];
+        assert_eq!(secrets.x_list_type.as_deref(), Some("map"));
+        assert_eq!(secrets.x_list_map_keys, vec!["name".to_string()]);
+        assert_eq!(
+            s.properties["imagePullSecrets"].x_list_type.as_deref(),
+            Some("atomic")
+        );
+        let item = secrets.items.as_deref().expect("items");
+        assert!(item.properties.contains_key("fieldPath"));
+    }
+
+    #[test]
+    fn pruning_a_config_map_drops_unknown_fields_and_keeps_metadata() {
+        let s = schema_of("io.k8s.api.core.v1.ConfigMap");
+        let mut obj = json!({
+            "apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "a", "bogus": 1},
+            "data": {"k": "v"}, "spec": {"x": 1}
+        });
+        let report = prune::prune(&mut obj, &s, true, &prune::PruneOptions::default());
+        assert_eq!(report.unknown_fields, vec!["metadata.bogus", "spec"]);
+        assert_eq!(
+            obj,
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"}, "data": {"k": "v"}})
+        );
+    }
+
+    #[test]
+    fn base64_errors_name_the_byte_as_go_does() {
+        assert!(check_base64("YWJj").is_ok());
+        assert!(check_base64("YQ==").is_ok());
+        assert!(check_base64("").is_ok());
+        assert_eq!(
+            check_base64("YW!j").unwrap_err(),
+            "illegal base64 data at input byte 2"
+        );
+        assert_eq!(
+            check_base64("abc").unwrap_err(),
+            "illegal base64 data at input byte 0"
+        );
+        assert_eq!(
+            check_base64("YWJjZ").unwrap_err(),
+            "illegal base64 data at input byte 4"
+        );
+        assert_eq!(
+            check_base64("YQ=").unwrap_err(),
+            "illegal base64 data at input byte 3"
+        );
+    }
+
+    #[test]
+    fn type_mismatches_are_reported_as_gos_decoder_does() {
+        let cm = json!({"data": {"a": 1}});
+        assert_eq!(
+            go_type_error(&cm, "io.k8s.api.core.v1.ConfigMap").as_deref(),
+            Some(
+                "json: cannot unmarshal number into Go struct field ConfigMap.data of type string"
+            )
+        );
+        let lease = json!({"spec": {"leaseDurationSeconds": "15"}});
+        assert_eq!(
+            go_type_error(&lease, "io.k8s.api.coordination.v1.Lease").as_deref(),
+            Some("json: cannot unmarshal string into Go struct field LeaseSpec.spec.leaseDurationSeconds of type int32")
+        );
+        let sa = json!({"secrets": {"name": "x"}});
+        assert_eq!(
+            go_type_error(&sa, "io.k8s.api.core.v1.ServiceAccount").as_deref(),
+            Some("json: cannot unmarshal object into Go struct field ServiceAccount.secrets of type []v1.ObjectReference")
+        );
+        let ok = json!({"spec": {"holderIdentity": "a", "renewTime": "2024-01-01T00:00:00Z"}, "extra": 1});
+        assert_eq!(go_type_error(&ok, "io.k8s.api.coordination.v1.Lease"), None);
+    }
+
+    #[test]
+    fn lease_spec_times_resolve_to_strings() {
+        let s = schema_of("io.k8s.api.coordination.v1.Lease");
+        let spec = &s.properties["spec"];
+        assert_eq!(spec.properties["renewTime"].type_, "string");
+        assert_eq!(spec.properties["leaseDurationSeconds"].type_, "integer");
+    }
+}
