@@ -1,12 +1,12 @@
 //! Conversion webhooks: the `ConversionReview`s of CRDs with strategy `Webhook`,
-//! posted to the CRD's webhook (`crate::admission::client`), with failures answered
+//! posted to the CRD's webhook (`crate::webhook::client`), with failures answered
 //! as kube answers them (500, no reason, message `conversion webhook for
 //! <group>/<version>, Kind=<Kind> failed: ...`). What is sent and how the answer is
 //! checked is `apimachinery::crd::conversion`'s; strategy `None` is done there too.
 
 pub use apimachinery::crd::conversion::*;
 
-use crate::admission::client::{post_json, post_json_with, ServiceResolver};
+use crate::webhook::client::{post_json, post_json_with, ServiceResolver};
 use apimachinery::crd::compiled::CompiledCrd;
 use apimachinery::pipeline::decode::is_foreign_kind;
 use apimachinery::pipeline::VersionSchema;

@@ -7,7 +7,7 @@
 pub mod admission;
 pub mod apiserver;
 pub mod auth;
-pub mod cleanup;
+pub mod controllers;
 pub mod conversion;
 pub mod fault;
 pub mod handlers;
@@ -21,6 +21,7 @@ pub mod rest;
 pub mod server;
 pub mod storage;
 pub mod tls;
+pub mod webhook;
 
 pub use server::{Config, Server, StartError};
 

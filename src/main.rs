@@ -149,9 +149,9 @@ struct Flags {
     #[arg(
         long = "webhook-service",
         value_name = "NAMESPACE/NAME[:PORT]=HOST:PORT",
-        value_parser = crd_apiserver::admission::client::ServiceMapping::parse
+        value_parser = crd_apiserver::webhook::client::ServiceMapping::parse
     )]
-    webhook_service: Vec<crd_apiserver::admission::client::ServiceMapping>,
+    webhook_service: Vec<crd_apiserver::webhook::client::ServiceMapping>,
 }
 
 #[tokio::main(flavor = "current_thread")]

@@ -5,11 +5,11 @@
 //! with `kind`/`resource` of that version and `requestKind`/`requestResource` of the
 //! request. Built-in kinds are served in one version: they have no equivalents.
 
-use super::client::ServiceResolver;
 use super::Attributes;
 use crate::registry::catalog::Catalog;
-use crate::rest::Descriptor;
 use crate::status::Status;
+use crate::webhook::client::ServiceResolver;
+use crate::write::Descriptor;
 use serde_json::Value;
 use std::sync::{Arc, RwLock};
 

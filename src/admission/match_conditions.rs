@@ -186,7 +186,7 @@ pub fn validate(conditions: Option<&Value>, path: &Path) -> ErrorList {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::rest::{Operation, WriteOptions};
+    use crate::write::{Operation, WriteOptions};
 
     use crate::admission::widgets_descriptor as widgets;
 

@@ -17,8 +17,6 @@
 //! Audit annotations that hooks return are kept on the request's [`Attributes`] and
 //! logged (this server has no audit log).
 
-pub mod certificate;
-pub mod client;
 pub mod equivalent;
 pub mod match_conditions;
 pub mod policy;
@@ -27,9 +25,8 @@ pub mod webhook;
 
 use crate::auth::authz::Authorizer;
 use crate::cel::admission::AuthzContext;
-use crate::rest::store::DeleteOptions;
-use crate::rest::{Descriptor, Operation, WriteOptions};
 use crate::status::Status;
+use crate::write::{DeleteOptions, Descriptor, Operation, WriteOptions};
 use futures::future::BoxFuture;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
@@ -220,7 +217,7 @@ struct Hooks {
 pub struct Admission {
     hooks: Arc<RwLock<Hooks>>,
     webhooks: Arc<RwLock<Option<Arc<webhook::WebhookSource>>>>,
-    services: client::ServiceResolver,
+    services: crate::webhook::client::ServiceResolver,
     /// The server's authorizer, for the CEL `authorizer` variable.
     authorizer: Arc<RwLock<Option<Arc<dyn Authorizer>>>>,
     /// Other versions of custom resources (`matchPolicy: Equivalent`).
@@ -238,7 +235,7 @@ pub struct MatchContext<'c> {
     /// Other served versions of custom resources.
     pub versions: &'c equivalent::Versions,
     /// Service → address map.
-    pub services: &'c client::ServiceResolver,
+    pub services: &'c crate::webhook::client::ServiceResolver,
 }
 
 /// Which write is being admitted: the endpoint, the request's options, and the audit
@@ -316,7 +313,7 @@ impl<'a> Attributes<'a> {
         if self.delete.is_some_and(|d| d.collection.is_some()) {
             return "";
         }
-        crate::rest::object::name(self.subject(obj, old))
+        crate::object::name(self.subject(obj, old))
     }
 
     /// The request's namespace (a deletecollection's own, `""` across namespaces).
@@ -324,7 +321,7 @@ impl<'a> Attributes<'a> {
         if let Some(ns) = self.delete.and_then(|d| d.collection.as_deref()) {
             return ns;
         }
-        crate::rest::object::namespace(self.subject(obj, old))
+        crate::object::namespace(self.subject(obj, old))
     }
 
     /// `CREATE`, `UPDATE` or `DELETE`.
@@ -556,7 +553,7 @@ impl Admission {
     }
 
     /// The Service → address map webhook calls use.
-    pub fn service_resolver(&self) -> &client::ServiceResolver {
+    pub fn service_resolver(&self) -> &crate::webhook::client::ServiceResolver {
         &self.services
     }
 

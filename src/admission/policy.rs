@@ -26,8 +26,8 @@ use crate::cel::admission::{
     self as cel_admission, Activation, AdmissionEnv, AuthzContext, Program, ReturnType, Variables,
     MAX_MESSAGE_EXPRESSION_SIZE, RUNTIME_COST_BUDGET,
 };
-use crate::rest::object;
-use crate::rest::object::{list_field, str_field};
+use crate::object;
+use crate::object::{list_field, str_field};
 use crate::selector::labels::from_label_selector_json;
 use crate::status::{Cause, GroupResource, Status};
 use crate::storage::{EventKind, ListOptions, Storage, WatchItem};
@@ -1073,7 +1073,7 @@ fn spec_of(v: &Value) -> &Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::rest::{Operation, WriteOptions};
+    use crate::write::{Operation, WriteOptions};
 
     use crate::admission::widgets_descriptor as widgets;
 

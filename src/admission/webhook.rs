@@ -7,12 +7,12 @@
 //! applies to the very next request; until the first load succeeds, requests list
 //! the configurations from storage directly.
 
-use super::client::ServiceResolver;
 use super::equivalent::Versions;
 use super::Attributes;
-use crate::rest::object;
+use crate::object;
 use crate::status::Status;
 use crate::storage::{EventKind, ListOptions, Storage, StorageError, WatchItem};
+use crate::webhook::client::ServiceResolver;
 use base64::Engine;
 use futures::StreamExt;
 use serde_json::{json, Map, Value};
@@ -177,7 +177,7 @@ impl WebhookSource {
             .await
             .map_err(|e| {
                 let gr = crate::status::GroupResource::new("admissionregistration.k8s.io", "");
-                crate::rest::store::storage_status(e, &gr, "")
+                crate::storage::storage_status(e, &gr, "")
             })?;
         Ok(res
             .items
@@ -624,7 +624,7 @@ async fn post(hook: &Value, review: &Value, services: &ServiceResolver) -> Resul
         .get("timeoutSeconds")
         .and_then(Value::as_u64)
         .unwrap_or(10);
-    super::client::post_json_with(&cc, Duration::from_secs(timeout), review, services)
+    crate::webhook::client::post_json_with(&cc, Duration::from_secs(timeout), review, services)
         .await
         .map_err(|e| format!("failed to call webhook: {e}"))
 }
@@ -632,7 +632,7 @@ async fn post(hook: &Value, review: &Value, services: &ServiceResolver) -> Resul
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::rest::{Operation, WriteOptions};
+    use crate::write::{Operation, WriteOptions};
 
     use crate::admission::widgets_descriptor as widgets;
 
@@ -755,7 +755,7 @@ mod tests {
     fn delete_review_has_old_object_and_delete_options() {
         let d = widgets();
         let opts = WriteOptions::default();
-        let del = crate::rest::store::DeleteOptions {
+        let del = crate::write::DeleteOptions {
             uid: Some("u-9".into()),
             propagation_policy: Some("Foreground".into()),
             ..Default::default()
@@ -776,7 +776,7 @@ mod tests {
             json!({"kind": "DeleteOptions", "apiVersion": "meta.k8s.io/v1", "preconditions": {"uid": "u-9"}, "propagationPolicy": "Foreground"})
         );
         // deletecollection: kube's attributes carry the collection's namespace, no name.
-        let del = crate::rest::store::DeleteOptions {
+        let del = crate::write::DeleteOptions {
             collection: Some(String::new()),
             ..Default::default()
         };

@@ -14,12 +14,13 @@
 //!   `rest::rbac::RbacKind` runs on writes of roles and bindings.
 //! - [`bootstrap_policy`]: kube's bootstrap ClusterRoles and bindings that tests bind to
 //!   (`cluster-admin`, `admin`, `edit`, `view`, discovery), created at start-up.
-//! - [`start_aggregation`]: kube's ClusterRole aggregation controller, kept running over
-//!   the cache ([`aggregated_rules`], shared with the bootstrap policy).
+//! - [`aggregated_rules`], [`RbacRules::aggregation_updates`]: what kube's ClusterRole
+//!   aggregation controller (`controllers::rbac_aggregation`) writes, shared with the
+//!   bootstrap policy.
 
 use super::authz::{Attributes, Authorizer, Decision};
 use super::{UserInfo, MASTERS_GROUP};
-use crate::rest::object;
+use crate::object;
 use crate::storage::{EventKind, ListOptions, Storage, WatchItem};
 use futures::StreamExt;
 use serde_json::Value;
@@ -27,7 +28,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, RwLock, Weak};
 
 /// The API group of RBAC objects.
-pub const GROUP: &str = crate::rest::rbac::GROUP;
+pub const GROUP: &str = "rbac.authorization.k8s.io";
 
 /// kube's prefix of service account user names.
 pub const SERVICE_ACCOUNT_PREFIX: &str = "system:serviceaccount:";
@@ -992,6 +993,16 @@ pub fn aggregated_rules(role: &Value, cluster_roles: &[&Value]) -> Option<Value>
 pub const AGGREGATION_MANAGER: &str = "clusterrole-aggregation-controller";
 
 impl RbacRules {
+    /// Wait until a ClusterRole changes (a change before the wait counts).
+    pub async fn cluster_roles_changed(&self) {
+        self.cluster_roles_changed.notified().await
+    }
+
+    /// Ask for another aggregation pass (after a failed write).
+    pub fn retry_aggregation(&self) {
+        self.cluster_roles_changed.notify_one();
+    }
+
     /// The aggregated ClusterRoles whose rules differ from what aggregation gives them
     /// now: `(name, rules)`.
     pub fn aggregation_updates(&self) -> Vec<(String, Value)> {
@@ -1014,55 +1025,6 @@ impl RbacRules {
                     .then(|| (object::name(role).to_string(), rules["rules"].clone()))
             })
             .collect()
-    }
-}
-
-/// Start kube's ClusterRole aggregation controller: whenever a ClusterRole changes,
-/// aggregated ClusterRoles get the union of the rules their selectors match, written
-/// through the store (the RBAC cache, hence authorization, follows).
-pub fn start_aggregation(api: &Arc<crate::apiserver::ApiServer>) {
-    tokio::spawn(run_aggregation(Arc::downgrade(api), api.rbac.clone()));
-}
-
-async fn run_aggregation(api: Weak<crate::apiserver::ApiServer>, cache: Arc<RbacRules>) {
-    loop {
-        // Wake now and then to notice the server is gone.
-        let woken = tokio::time::timeout(
-            std::time::Duration::from_secs(5),
-            cache.cluster_roles_changed.notified(),
-        )
-        .await;
-        let Some(api) = api.upgrade() else { return };
-        if woken.is_err() {
-            continue;
-        }
-        let Some(kind) = api.builtin(GROUP, "v1", "clusterroles") else {
-            continue;
-        };
-        for (name, rules) in cache.aggregation_updates() {
-            // Writes by the server itself carry no user: no escalation check applies.
-            let opts = crate::rest::WriteOptions {
-                field_manager: AGGREGATION_MANAGER.into(),
-                ..Default::default()
-            };
-            let res = api
-                .store
-                .update(kind.as_ref(), "", &name, &opts, false, |cur| {
-                    let mut desired = cur.clone();
-                    desired["rules"] = rules.clone();
-                    Ok(desired)
-                })
-                .await;
-            match res {
-                Ok(w) => api.after_write(kind.descriptor(), &w.object, w.deleted),
-                Err(e) if e.code == 404 => {}
-                Err(e) => {
-                    tracing::warn!(clusterrole = %name, error = %e.message, "aggregation failed; retrying");
-                    tokio::time::sleep(std::time::Duration::from_secs(1)).await;
-                    cache.cluster_roles_changed.notify_one();
-                }
-            }
-        }
     }
 }
 

@@ -77,8 +77,17 @@ pub async fn service_account_token(
     let Some(tokens) = api.options.service_account_tokens.as_deref() else {
         return Err(Status::route_not_found());
     };
+    let core = |resource| {
+        api.builtin("", "v1", resource)
+            .ok_or_else(|| Status::internal(format!("{resource} is not served")))
+    };
+    let objects = crate::rest::builtin::token_request::Objects {
+        store: &api.store,
+        service_accounts: core("serviceaccounts")?,
+        secrets: core("secrets")?,
+    };
     let answer = crate::rest::builtin::token_request::create(
-        api,
+        &objects,
         tokens,
         &req.info.namespace,
         &req.info.name,
@@ -104,13 +113,8 @@ pub async fn authentication_review(
     let answer = match review {
         Review::SelfSubject => token_review::self_subject(&req.user, chrono::Utc::now()),
         Review::Token => {
-            let Some(tokens) = api.options.service_account_tokens.clone() else {
+            let Some(authenticator) = api.token_authenticator() else {
                 return Err(Status::route_not_found());
-            };
-            let authenticator = crate::auth::service_account::TokenAuthenticator {
-                tokens,
-                storage: api.store.storage.clone(),
-                prefix: api.options.prefix.clone(),
             };
             token_review::token(&obj, &req.info.namespace, &authenticator).await?
         }

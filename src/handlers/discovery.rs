@@ -41,8 +41,7 @@ fn go_arch() -> &'static str {
 }
 
 async fn health(api: &ApiServer, req: &ApiRequest, which: &str) -> Response<Body> {
-    let storage_ok =
-        which == "livez" || (api.is_bootstrapped() && api.store.storage.ready().await.is_ok());
+    let storage_ok = which == "livez" || (api.is_bootstrapped() && api.store.ready().await);
     let verbose = req.query.contains_key("verbose");
     let checks: Vec<(&str, bool)> = match which {
         "livez" => vec![("ping", true), ("log", true)],

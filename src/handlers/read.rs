@@ -79,12 +79,7 @@ pub async fn not_older_than(api: &ApiServer, req: &ApiRequest) -> Result<(), Sta
         return Ok(());
     }
     let requested = crate::rest::object::parse_resource_version(rv)?;
-    let current = api
-        .store
-        .storage
-        .current_revision()
-        .await
-        .map_err(|e| crate::rest::store::storage_status(e, &Default::default(), ""))?;
+    let current = api.store.current_revision().await?;
     if requested > current {
         return Err(Status::too_large_resource_version(requested, current, 1));
     }

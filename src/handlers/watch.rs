@@ -6,10 +6,9 @@ use crate::apiserver::ApiServer;
 use crate::http::negotiate::Output;
 use crate::http::response::Body;
 use crate::http::ApiRequest;
-use crate::rest::store::{decode_stored, ListOptions};
+use crate::rest::watch::WatchEvent;
 use crate::rest::{object, ResourceKind};
 use crate::status::Status;
-use crate::storage::{EventKind, WatchItem};
 use bytes::Bytes;
 use futures::StreamExt;
 use http::{header, Response, StatusCode};
@@ -33,7 +32,6 @@ fn default_timeout() -> Duration {
 struct Watcher {
     kind: Arc<dyn ResourceKind>,
     output: Output,
-    opts: ListOptions,
     sent_headers: bool,
     include_object: Option<String>,
 }
@@ -92,43 +90,12 @@ impl Watcher {
         let obj = json!({"kind": d.kind, "apiVersion": d.api_version(), "metadata": meta});
         self.event("BOOKMARK", &obj)
     }
-
-    /// Whether label or field selectors narrow the watch.
-    fn filtering(&self) -> bool {
-        self.opts.labels.as_ref().is_some_and(|l| !l.is_empty())
-            || self.opts.fields.as_ref().is_some_and(|f| !f.is_empty())
-    }
-
-    fn matches(&self, obj: &Value) -> bool {
-        let store_matches = |o: &Value| -> bool {
-            if let Some(l) = &self.opts.labels {
-                if !l.matches(&object::labels(o)) {
-                    return false;
-                }
-            }
-            if let Some(f) = &self.opts.fields {
-                return f.matches(|field| self.kind.field_value(o, field).ok().flatten());
-            }
-            true
-        };
-        store_matches(obj)
-    }
 }
 
 fn line(v: &Value) -> Bytes {
     let mut b = serde_json::to_vec(v).unwrap_or_default();
     b.push(b'\n');
     Bytes::from(b)
-}
-
-/// A failed conversion of a watched object as kube's watch reports it: an error that
-/// is no API status becomes an `InternalError` (the watch then ends).
-fn conversion_error(s: Status) -> Status {
-    if s.reason.is_empty() {
-        Status::internal(s.message)
-    } else {
-        s
-    }
 }
 
 fn error_event(s: &Status) -> Bytes {
@@ -178,7 +145,6 @@ pub async fn watch(
         crate::apiserver::Resolved::Builtin(k) => k,
     };
     let namespace = req.info.namespace.clone();
-    let d = kind.descriptor().clone();
     // Initial state: without a resourceVersion (or "0"), kube first sends the current
     // objects as ADDED; with one, only changes after it.
     let (initial, start_rv) = if rv.is_empty() || rv == "0" || send_initial {
@@ -192,14 +158,14 @@ pub async fn watch(
     } else {
         (Vec::new(), object::parse_resource_version(&rv)?)
     };
-    let storage = api.store.storage.clone();
-    let prefix = d.list_prefix(&namespace);
-    let stream = storage.watch(&prefix, start_rv).await;
+    let stream = api
+        .store
+        .watch(kind_arc.clone(), &namespace, opts, start_rv)
+        .await;
     let (tx, rx) = mpsc::channel::<Bytes>(64);
     let mut watcher = Watcher {
         kind: kind_arc,
         output: req.output,
-        opts,
         sent_headers: false,
         include_object: req.param("includeObject").map(String::from),
     };
@@ -214,82 +180,32 @@ pub async fn watch(
         if send_initial && bookmarks && tx.send(watcher.bookmark(start_rv, true)).await.is_err() {
             return;
         }
-        let mut stream = match stream {
-            Ok(s) => s,
-            Err(e) => {
-                let _ = tx
-                    .send(error_event(&crate::rest::store::storage_status(
-                        e, &d.gr, "",
-                    )))
-                    .await;
-                return;
-            }
-        };
+        let mut stream = stream;
         let mut last_rv = start_rv;
         let mut last_bookmark = Instant::now();
         loop {
-            let item = tokio::select! {
+            let ev = tokio::select! {
                 _ = tokio::time::sleep_until(deadline) => return,
                 _ = tx.closed() => return,
-                item = stream.next() => item,
+                ev = stream.next() => ev,
             };
-            let Some(item) = item else { return };
-            let out = match item {
-                Ok(WatchItem::Event(ev)) => {
-                    last_rv = ev.kv.mod_revision;
-                    let Ok(mut cur) = decode_stored(&ev.kv) else {
-                        continue;
-                    };
-                    if let Err(s) = watcher.kind.on_read(&mut cur).await {
-                        let _ = tx.send(error_event(&conversion_error(s))).await;
-                        return;
-                    }
-                    // As kube, the previous object is decoded (and converted) only when
-                    // selectors must judge it: for deletes the last value is `cur`.
-                    let prev_match = match &ev.prev {
-                        None => false,
-                        Some(_) if !watcher.filtering() => true,
-                        Some(p) if matches!(ev.kind, EventKind::Modify) => match decode_stored(p) {
-                            Ok(mut prev) => {
-                                if let Err(s) = watcher.kind.on_read(&mut prev).await {
-                                    let _ = tx.send(error_event(&conversion_error(s))).await;
-                                    return;
-                                }
-                                watcher.matches(&prev)
-                            }
-                            Err(_) => false,
-                        },
-                        Some(_) => false,
-                    };
-                    let cur_match = watcher.matches(&cur);
-                    let ty = match ev.kind {
-                        EventKind::Delete if prev_match || cur_match => "DELETED",
-                        EventKind::Delete => continue,
-                        EventKind::Create if cur_match => "ADDED",
-                        EventKind::Create => continue,
-                        EventKind::Modify => match (prev_match, cur_match) {
-                            (true, true) => "MODIFIED",
-                            (false, true) => "ADDED",
-                            (true, false) => "DELETED",
-                            (false, false) => continue,
-                        },
-                    };
-                    watcher.event(ty, &cur)
+            let Some(ev) = ev else { return };
+            let out = match &ev {
+                WatchEvent::Added(o) | WatchEvent::Modified(o) | WatchEvent::Deleted(o) => {
+                    let rv = object::resource_version(o).ok().flatten();
+                    last_rv = last_rv.max(rv.unwrap_or(last_rv));
+                    watcher.event(ev.type_name(), o)
                 }
-                Ok(WatchItem::Progress(rev)) => {
-                    last_rv = last_rv.max(rev);
+                WatchEvent::Progress(rev) => {
+                    last_rv = last_rv.max(*rev);
                     if !bookmarks || last_bookmark.elapsed() < BOOKMARK_INTERVAL {
                         continue;
                     }
                     last_bookmark = Instant::now();
                     watcher.bookmark(last_rv, false)
                 }
-                Err(e) => {
-                    let _ = tx
-                        .send(error_event(&crate::rest::store::storage_status(
-                            e, &d.gr, "",
-                        )))
-                        .await;
+                WatchEvent::Error(s) => {
+                    let _ = tx.send(error_event(s)).await;
                     return;
                 }
             };

@@ -8,8 +8,8 @@
 //! 2. its `ResourceKind`, whose `Descriptor` comes from [`BuiltinResource::descriptor`],
 //!    registered in `ApiServer::start` with `ApiServer::register_builtin`.
 
-use crate::rest::Descriptor;
 use crate::status::GroupResource;
+use crate::write::Descriptor;
 
 /// Every verb of a plain collection resource, in kube's discovery order.
 pub const ALL_VERBS: &[&str] = &[

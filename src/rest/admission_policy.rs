@@ -8,18 +8,16 @@
 use super::crd::type_meta_errors;
 use super::typed::go_round_trip;
 use super::{object, Admitted, Descriptor, ResourceKind, WriteOptions};
-use crate::admission::policy::{ParamReader, PolicyObject};
+use crate::admission::policy::PolicyObject;
 use crate::cel::admission::{self as cel_admission, AdmissionEnv, ReturnType};
 use crate::field::{Error, ErrorList, Path};
 use crate::rest::object::{list_field, str_field};
 use crate::schema::objectmeta;
 use crate::status::Status;
 use crate::table::{BuiltinColumn, BuiltinPrinter};
-use futures::future::BoxFuture;
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
-use std::sync::Weak;
 
 /// The API group of the policy kinds.
 pub const GROUP: &str = "admissionregistration.k8s.io";
@@ -999,98 +997,6 @@ fn is_cel_identifier(name: &str) -> bool {
     first_ok
         && chars.all(|c| c == '_' || c.is_ascii_alphanumeric())
         && !crate::cel::value::RESERVED.contains(&name)
-}
-
-/// Params read through the REST store of an [`crate::apiserver::ApiServer`].
-pub struct StoreParams {
-    /// The server (weak: the reader lives inside it).
-    pub api: Weak<crate::apiserver::ApiServer>,
-}
-
-impl StoreParams {
-    /// `(group, version, plural, namespaced)` of a kind.
-    fn target(&self, api_version: &str, kind: &str) -> Option<(String, String, String, bool)> {
-        let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
-        if let Some(r) = crate::registry::builtin::RESOURCES
-            .iter()
-            .find(|r| r.group == group && r.version == version && r.kind == kind)
-        {
-            return Some((
-                group.into(),
-                version.into(),
-                r.resource.into(),
-                r.namespaced,
-            ));
-        }
-        let api = self.api.upgrade()?;
-        let crd = api.catalog.lookup_kind(group, kind)?;
-        crd.served_version(version)?;
-        Some((
-            group.into(),
-            version.into(),
-            crd.info.plural.clone(),
-            crd.info.namespaced,
-        ))
-    }
-
-    fn resolve(
-        &self,
-        api_version: &str,
-        kind: &str,
-    ) -> Result<
-        (
-            std::sync::Arc<crate::apiserver::ApiServer>,
-            crate::apiserver::Resolved,
-        ),
-        String,
-    > {
-        let (g, v, r, _) = self.target(api_version, kind).ok_or_else(|| {
-            format!("failed to find resource referenced by paramKind: '{api_version}, Kind={kind}'")
-        })?;
-        let api = self.api.upgrade().ok_or("server shutting down")?;
-        let resolved = api.resolve(&g, &v, &r).map_err(|s| s.message)?;
-        Ok((api, resolved))
-    }
-}
-
-impl ParamReader for StoreParams {
-    fn scope(&self, api_version: &str, kind: &str) -> Option<bool> {
-        self.target(api_version, kind).map(|t| t.3)
-    }
-
-    fn get<'a>(
-        &'a self,
-        api_version: &'a str,
-        kind: &'a str,
-        namespace: &'a str,
-        name: &'a str,
-    ) -> BoxFuture<'a, Result<Option<Value>, String>> {
-        Box::pin(async move {
-            let (api, resolved) = self.resolve(api_version, kind)?;
-            match api.store.get(resolved.kind(), namespace, name).await {
-                Ok(v) => Ok(Some(v)),
-                Err(s) if s.code == 404 => Ok(None),
-                Err(s) => Err(s.message),
-            }
-        })
-    }
-
-    fn list<'a>(
-        &'a self,
-        api_version: &'a str,
-        kind: &'a str,
-        namespace: &'a str,
-    ) -> BoxFuture<'a, Result<Vec<Value>, String>> {
-        Box::pin(async move {
-            let (api, resolved) = self.resolve(api_version, kind)?;
-            let page = api
-                .store
-                .list(resolved.kind(), namespace, &Default::default())
-                .await
-                .map_err(|s| s.message)?;
-            Ok(page.items)
-        })
-    }
 }
 
 #[cfg(test)]

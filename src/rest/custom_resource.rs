@@ -1,11 +1,11 @@
 //! Custom resources: every write runs the pipeline of the CRD version it addresses.
 
 use super::{Admitted, Conversion, Descriptor, ResourceKind, WriteOptions};
-use crate::admission::client::ServiceResolver;
 use crate::conversion;
 use crate::pipeline::{self, VersionSchema};
 use crate::registry::catalog::CompiledCrd;
 use crate::status::Status;
+use crate::webhook::client::ServiceResolver;
 use serde_json::Value;
 use std::sync::Arc;
 

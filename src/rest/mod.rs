@@ -15,64 +15,15 @@ pub mod rbac;
 pub mod store;
 pub mod strategic;
 pub mod typed;
+pub mod watch;
 pub mod webhook_configuration;
 
-use crate::status::{GroupResource, Status};
+use crate::status::Status;
 use serde_json::Value;
 
-pub use apimachinery::write::{Admitted, FieldValidation, Operation, WriteOptions};
-
-/// Static facts about the kind a request addresses.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Descriptor {
-    /// Group and plural resource (for messages and details).
-    pub gr: GroupResource,
-    /// The version served on this endpoint.
-    pub version: String,
-    /// `Kind`.
-    pub kind: String,
-    /// `ListKind`.
-    pub list_kind: String,
-    /// Singular name.
-    pub singular: String,
-    /// Namespaced or cluster-scoped.
-    pub namespaced: bool,
-    /// Storage key root: `{prefix}/{group}/{plural}` (core: `{prefix}/{plural}`).
-    pub key_root: String,
-    /// Whether the status subresource is on.
-    pub status_subresource: bool,
-    /// Whether `metadata.generation` is maintained.
-    pub has_generation: bool,
-}
-
-impl Descriptor {
-    /// `apiVersion` of objects on this endpoint.
-    pub fn api_version(&self) -> String {
-        if self.gr.group.is_empty() {
-            self.version.clone()
-        } else {
-            format!("{}/{}", self.gr.group, self.version)
-        }
-    }
-
-    /// The storage key of one object.
-    pub fn key(&self, namespace: &str, name: &str) -> String {
-        if self.namespaced {
-            format!("{}/{}/{}", self.key_root, namespace, name)
-        } else {
-            format!("{}/{}", self.key_root, name)
-        }
-    }
-
-    /// The key prefix of a list (all namespaces when `namespace` is empty).
-    pub fn list_prefix(&self, namespace: &str) -> String {
-        if self.namespaced && !namespace.is_empty() {
-            format!("{}/{}/", self.key_root, namespace)
-        } else {
-            format!("{}/", self.key_root)
-        }
-    }
-}
+pub use apimachinery::write::{
+    Admitted, DeleteOptions, Descriptor, FieldValidation, Operation, WriteOptions,
+};
 
 /// The conversion of objects between storage and a request: finished at once when no IO
 /// is needed (built-in kinds, strategy `None`: no allocation), or waiting on a CRD's

@@ -25,8 +25,7 @@ use futures::future::BoxFuture;
 use serde_json::{json, Value};
 use std::sync::Arc;
 
-/// The API group of RBAC objects.
-pub const GROUP: &str = "rbac.authorization.k8s.io";
+pub use crate::auth::rbac::GROUP;
 
 /// The kind for an RBAC resource, if `descriptor` addresses one; `escalation` is the
 /// check of `RBAC` mode (`None`: writes are not checked).

@@ -1,7 +1,7 @@
 //! The generic object store (kube's `genericregistry.Store`): get, list, create,
 //! guaranteed update, delete with finalizers, over any `Storage` backend.
 
-use super::{object, Admitted, Descriptor, Operation, ResourceKind, WriteOptions};
+use super::{object, Admitted, DeleteOptions, Descriptor, Operation, ResourceKind, WriteOptions};
 use crate::admission::{Admission, Attributes};
 use crate::codec;
 use crate::selector::{fields::FieldSelector, labels::LabelSelector};
@@ -15,27 +15,7 @@ use std::sync::Arc;
 /// How many times a write is retried when another writer won the race.
 const MAX_RETRIES: usize = 64;
 
-/// Turn a storage failure into the `Status` kube returns for it.
-pub fn storage_status(err: StorageError, gr: &GroupResource, name: &str) -> Status {
-    match err {
-        StorageError::AlreadyExists(_) => Status::already_exists(gr, name),
-        StorageError::NotFound(_) => Status::not_found(gr, name),
-        StorageError::Conflict { .. } => Status::stale(gr, name),
-        StorageError::Compacted {
-            requested,
-            compacted,
-        } => Status::expired(format!(
-            "too old resource version: {requested} ({compacted})"
-        )),
-        StorageError::FutureRevision { requested, current } => {
-            Status::too_large_resource_version(requested, current, 0)
-        }
-        StorageError::TooLarge(m) => Status::request_entity_too_large(m),
-        StorageError::Unavailable(m) => Status::service_unavailable(m),
-        StorageError::Timeout(m) => Status::timeout(m),
-        StorageError::Internal(m) => Status::internal(m),
-    }
-}
+pub use crate::storage::storage_status;
 
 /// Parse stored bytes into an object carrying its `resourceVersion`.
 pub fn decode_stored(kv: &KeyValue) -> Result<Value, Status> {
@@ -83,24 +63,6 @@ pub struct ListPage {
     pub continue_token: Option<String>,
     /// `remainingItemCount` (only without selectors, as kube).
     pub remaining: Option<i64>,
-}
-
-/// `DeleteOptions` that matter here.
-#[derive(Clone, Debug, Default)]
-pub struct DeleteOptions {
-    /// `preconditions.uid`.
-    pub uid: Option<String>,
-    /// `preconditions.resourceVersion`.
-    pub resource_version: Option<String>,
-    /// `dryRun=All`.
-    pub dry_run: bool,
-    /// `propagationPolicy` (passed on to admission webhooks).
-    pub propagation_policy: Option<String>,
-    /// Part of a deletecollection in this namespace (`""`: all namespaces): kube's
-    /// admission then sees the collection's namespace and no name.
-    pub collection: Option<String>,
-    /// Who asks (AdmissionReview `userInfo`).
-    pub user: crate::auth::UserInfo,
 }
 
 /// What a delete did.
@@ -310,6 +272,19 @@ impl Store {
         let mut obj = decode_stored(&kv)?;
         kind.on_read(&mut obj).await?;
         Ok((kv, obj))
+    }
+
+    /// Whether storage answers (`/readyz`).
+    pub async fn ready(&self) -> bool {
+        self.storage.ready().await.is_ok()
+    }
+
+    /// The newest revision in storage.
+    pub async fn current_revision(&self) -> Result<Revision, Status> {
+        self.storage
+            .current_revision()
+            .await
+            .map_err(|e| storage_status(e, &GroupResource::default(), ""))
     }
 
     /// Whether a stored object exists (no decoration).

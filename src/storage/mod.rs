@@ -11,6 +11,7 @@ pub mod contract;
 pub mod etcd;
 pub mod memory;
 
+use crate::status::{GroupResource, Status};
 use async_trait::async_trait;
 use futures::stream::BoxStream;
 
@@ -180,4 +181,26 @@ pub trait Storage: Send + Sync + 'static {
 
     /// Whether the backend is reachable (for `/readyz`).
     async fn ready(&self) -> Result<(), StorageError>;
+}
+
+/// Turn a storage failure into the `Status` kube returns for it.
+pub fn storage_status(err: StorageError, gr: &GroupResource, name: &str) -> Status {
+    match err {
+        StorageError::AlreadyExists(_) => Status::already_exists(gr, name),
+        StorageError::NotFound(_) => Status::not_found(gr, name),
+        StorageError::Conflict { .. } => Status::stale(gr, name),
+        StorageError::Compacted {
+            requested,
+            compacted,
+        } => Status::expired(format!(
+            "too old resource version: {requested} ({compacted})"
+        )),
+        StorageError::FutureRevision { requested, current } => {
+            Status::too_large_resource_version(requested, current, 0)
+        }
+        StorageError::TooLarge(m) => Status::request_entity_too_large(m),
+        StorageError::Unavailable(m) => Status::service_unavailable(m),
+        StorageError::Timeout(m) => Status::timeout(m),
+        StorageError::Internal(m) => Status::internal(m),
+    }
 }

@@ -1,7 +1,7 @@
 //! What a write is asked to do beyond the object itself (kube's create, update and
 //! patch options as the stages read them), and what admitting it produced.
 
-use crate::status::Status;
+use crate::status::{GroupResource, Status};
 use crate::user::UserInfo;
 use serde_json::Value;
 
@@ -76,4 +76,74 @@ pub struct Admitted {
     pub warnings: Vec<String>,
     /// Pipeline trace lines (`stage: what changed`).
     pub trace: Vec<String>,
+}
+
+/// Static facts about the kind a request addresses.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Descriptor {
+    /// Group and plural resource (for messages and details).
+    pub gr: GroupResource,
+    /// The version served on this endpoint.
+    pub version: String,
+    /// `Kind`.
+    pub kind: String,
+    /// `ListKind`.
+    pub list_kind: String,
+    /// Singular name.
+    pub singular: String,
+    /// Namespaced or cluster-scoped.
+    pub namespaced: bool,
+    /// Storage key root: `{prefix}/{group}/{plural}` (core: `{prefix}/{plural}`).
+    pub key_root: String,
+    /// Whether the status subresource is on.
+    pub status_subresource: bool,
+    /// Whether `metadata.generation` is maintained.
+    pub has_generation: bool,
+}
+
+impl Descriptor {
+    /// `apiVersion` of objects on this endpoint.
+    pub fn api_version(&self) -> String {
+        if self.gr.group.is_empty() {
+            self.version.clone()
+        } else {
+            format!("{}/{}", self.gr.group, self.version)
+        }
+    }
+
+    /// The storage key of one object.
+    pub fn key(&self, namespace: &str, name: &str) -> String {
+        if self.namespaced {
+            format!("{}/{}/{}", self.key_root, namespace, name)
+        } else {
+            format!("{}/{}", self.key_root, name)
+        }
+    }
+
+    /// The key prefix of a list (all namespaces when `namespace` is empty).
+    pub fn list_prefix(&self, namespace: &str) -> String {
+        if self.namespaced && !namespace.is_empty() {
+            format!("{}/{}/", self.key_root, namespace)
+        } else {
+            format!("{}/", self.key_root)
+        }
+    }
+}
+
+/// `DeleteOptions` that matter here.
+#[derive(Clone, Debug, Default)]
+pub struct DeleteOptions {
+    /// `preconditions.uid`.
+    pub uid: Option<String>,
+    /// `preconditions.resourceVersion`.
+    pub resource_version: Option<String>,
+    /// `dryRun=All`.
+    pub dry_run: bool,
+    /// `propagationPolicy` (passed on to admission webhooks).
+    pub propagation_policy: Option<String>,
+    /// Part of a deletecollection in this namespace (`""`: all namespaces): kube's
+    /// admission then sees the collection's namespace and no name.
+    pub collection: Option<String>,
+    /// Who asks (AdmissionReview `userInfo`).
+    pub user: UserInfo,
 }

@@ -4,7 +4,6 @@
 
 pub mod configmap;
 pub mod event;
-pub mod event_ttl;
 pub mod lease;
 pub mod secret;
 pub mod service_account;

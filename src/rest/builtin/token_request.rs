@@ -4,13 +4,15 @@
 //! token`). Tokens may be bound to a Secret; Pods and Nodes are not served here, so
 //! tokens bound to them are refused as kube refuses missing objects.
 
-use crate::apiserver::{ApiServer, Resolved};
 use crate::auth::service_account::ServiceAccountTokens;
 use crate::field::{Error, Path};
+use crate::rest::store::Store;
 use crate::rest::typed::str_at;
+use crate::rest::ResourceKind;
 use crate::status::{GroupResource, Status};
 use chrono::{DateTime, SecondsFormat, Utc};
 use serde_json::{json, Value};
+use std::sync::Arc;
 
 /// The API group of TokenRequests.
 pub const GROUP: &str = "authentication.k8s.io";
@@ -68,10 +70,31 @@ pub fn validate(request: &Value) -> Vec<Error> {
     errs
 }
 
+/// What a TokenRequest reads: ServiceAccounts and the Secrets tokens bind to.
+pub struct Objects<'a> {
+    /// The store.
+    pub store: &'a Store,
+    /// The `serviceaccounts` kind.
+    pub service_accounts: Arc<dyn ResourceKind>,
+    /// The `secrets` kind.
+    pub secrets: Arc<dyn ResourceKind>,
+}
+
+impl Objects<'_> {
+    /// A ServiceAccount or Secret (kube's `NotFound` when absent).
+    async fn get(&self, resource: &str, namespace: &str, name: &str) -> Result<Value, Status> {
+        let kind = match resource {
+            "serviceaccounts" => &self.service_accounts,
+            _ => &self.secrets,
+        };
+        self.store.get(kind.as_ref(), namespace, name).await
+    }
+}
+
 /// Answer a TokenRequest for ServiceAccount `namespace/name`, issued at `now`: the
 /// request with its defaults, metadata and `status` (`token`, `expirationTimestamp`).
 pub async fn create(
-    api: &ApiServer,
+    api: &Objects<'_>,
     tokens: &ServiceAccountTokens,
     namespace: &str,
     name: &str,
@@ -99,7 +122,7 @@ pub async fn create(
             "must match the service account namespace if specified",
         ));
     }
-    let sa = get(api, "serviceaccounts", namespace, name).await?;
+    let sa = api.get("serviceaccounts", namespace, name).await?;
     let sa_uid = str_at(&sa, "/metadata/uid").to_string();
     let req_uid = str_at(&request, "/metadata/uid").to_string();
     if !req_uid.is_empty() && req_uid != sa_uid {
@@ -155,7 +178,7 @@ pub async fn create(
 /// The Secret a token is bound to (name, uid), after kube's checks of
 /// `spec.boundObjectRef`.
 async fn bound_secret(
-    api: &ApiServer,
+    api: &Objects<'_>,
     request: &Value,
     namespace: &str,
 ) -> Result<Option<(String, String)>, Status> {
@@ -172,11 +195,9 @@ async fn bound_secret(
     );
     let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
     let uid = match (group, kind) {
-        ("", "Secret") => str_at(
-            &get(api, "secrets", namespace, name).await?,
-            "/metadata/uid",
-        )
-        .to_string(),
+        ("", "Secret") => {
+            str_at(&api.get("secrets", namespace, name).await?, "/metadata/uid").to_string()
+        }
         // Neither is served here, so the object cannot exist.
         ("", "Pod") => return Err(Status::not_found(&GroupResource::new("", "pods"), name)),
         ("", "Node") => return Err(Status::not_found(&GroupResource::new("", "nodes"), name)),
@@ -195,24 +216,6 @@ async fn bound_secret(
         ));
     }
     Ok(Some((name.to_string(), uid)))
-}
-
-/// A core/v1 object through the store (kube's `NotFound` when absent).
-async fn get(
-    api: &ApiServer,
-    resource: &str,
-    namespace: &str,
-    name: &str,
-) -> Result<Value, Status> {
-    let kind = match api.resolve("", "v1", resource)? {
-        Resolved::Builtin(k) => k,
-        Resolved::Custom(_) => {
-            return Err(Status::internal(format!(
-                "{resource} is not a built-in kind"
-            )))
-        }
-    };
-    api.store.get(kind.as_ref(), namespace, name).await
 }
 
 /// A `metav1.Time` (RFC 3339, seconds, UTC).

@@ -9,16 +9,41 @@
 //! policies) runs and may deny; the namespace then stays `Terminating` with kube's
 //! `NamespaceDeletionContentFailure` condition and the deletion is retried.
 
-use crate::apiserver::ApiServer;
+use crate::apiserver::{ApiServer, Cleanup};
 use crate::rest::crd::CLEANUP_FINALIZER;
-use crate::rest::store::{decode_stored, encode_for_storage, DeleteOptions, Deleted};
+use crate::rest::store::{decode_stored, encode_for_storage, Deleted};
 use crate::rest::{object, ResourceKind, WriteOptions};
 use crate::storage::{ListOptions, StorageError};
+use crate::write::DeleteOptions;
 use serde_json::{json, Value};
-use std::sync::Arc;
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
+use tokio::sync::mpsc::UnboundedReceiver;
 
 const RETRY: Duration = Duration::from_millis(200);
+
+/// Work the cleanup queue until the server is gone: one task per deletion, a deletion
+/// already under way is not started twice.
+pub async fn work(api: Weak<ApiServer>, mut queue: UnboundedReceiver<Cleanup>) {
+    let running: Arc<Mutex<HashSet<Cleanup>>> = Default::default();
+    while let Some(job) = queue.recv().await {
+        let Some(api) = api.upgrade() else { return };
+        if !running.lock().is_ok_and(|mut r| r.insert(job.clone())) {
+            continue;
+        }
+        let running = running.clone();
+        tokio::spawn(async move {
+            match &job {
+                Cleanup::Namespace(name) => namespace(api, name.clone()).await,
+                Cleanup::Crd(name) => crd(api, name.clone()).await,
+            }
+            if let Ok(mut r) = running.lock() {
+                r.remove(&job);
+            }
+        });
+    }
+}
 
 /// Delete every object under `prefix`; objects with finalizers are marked terminating.
 /// Returns how many objects are still there.

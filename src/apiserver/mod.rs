@@ -1,9 +1,12 @@
 //! The server's shared state: storage, the CRD catalog, the built-in kinds, and the
-//! background work that keeps them in step (CRD watch, deletion cleanup).
+//! work that keeps them in step (the CRD watch). Deletions that need cleanup (a
+//! terminating namespace or CRD) are queued here for `controllers::cleanup`.
+
+mod params;
 
 use crate::admission::policy::PolicyObject;
 use crate::registry::catalog::Catalog;
-use crate::rest::admission_policy::{AdmissionPolicyKind, StoreParams, GROUP};
+use crate::rest::admission_policy::{AdmissionPolicyKind, GROUP};
 use crate::rest::crd::CrdKind;
 use crate::rest::custom_resource::CustomResourceKind;
 use crate::rest::namespace::{NamespaceKind, SYSTEM_NAMESPACES};
@@ -13,6 +16,7 @@ use crate::rest::{object, ResourceKind, WriteOptions};
 use crate::status::{GroupResource, Status};
 use crate::storage::{EventKind, ListOptions, Storage, WatchItem};
 use futures::StreamExt;
+use params::StoreParams;
 use serde_json::{json, Value};
 use std::sync::Arc;
 
@@ -60,6 +64,19 @@ pub struct ApiServer {
     /// Stored CRDs that could not be decoded at start-up, by key, with the error:
     /// skipped (start-up goes on) and reported by `/readyz?verbose`.
     undecodable: std::sync::Mutex<std::collections::BTreeMap<String, String>>,
+    /// Deletions waiting for the cleanup controller, and its end of the queue (taken
+    /// once, when the controllers start; requests made earlier wait in the queue).
+    cleanups: tokio::sync::mpsc::UnboundedSender<Cleanup>,
+    cleanup_queue: std::sync::Mutex<Option<tokio::sync::mpsc::UnboundedReceiver<Cleanup>>>,
+}
+
+/// A deletion the cleanup controller finishes.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Cleanup {
+    /// A terminating namespace: its objects go, then the namespace.
+    Namespace(String),
+    /// A terminating CRD: its custom resources go, then the CRD.
+    Crd(String),
 }
 
 /// `(group, version, resource)` of a built-in kind.
@@ -101,6 +118,7 @@ impl ApiServer {
             modes,
             Arc::new(crate::auth::rbac::RbacAuthorizer::new(rbac.clone())),
         );
+        let (cleanups, cleanup_queue) = tokio::sync::mpsc::unbounded_channel();
         let api = Arc::new(ApiServer {
             admission: store.admission.clone(),
             store,
@@ -121,6 +139,8 @@ impl ApiServer {
             builtins: Default::default(),
             bootstrapped: std::sync::atomic::AtomicBool::new(false),
             undecodable: Default::default(),
+            cleanups,
+            cleanup_queue: std::sync::Mutex::new(Some(cleanup_queue)),
         });
         api.admission.set_authorizer(api.authorizer.clone());
         api.admission.set_catalog(api.catalog.clone());
@@ -177,9 +197,6 @@ impl ApiServer {
                 api.register_builtin(Arc::new(kind));
             }
         }
-        if api.rbac_enabled() {
-            crate::auth::rbac::start_aggregation(&api);
-        }
         api.admission
             .serve_webhooks(crate::admission::webhook::WebhookSource::new(
                 api.store.storage.clone(),
@@ -206,6 +223,15 @@ impl ApiServer {
             self.serve_rbac().await?;
         }
         Ok(revision)
+    }
+
+    /// The authenticator of service account tokens (when tokens are issued here).
+    pub fn token_authenticator(&self) -> Option<crate::auth::service_account::TokenAuthenticator> {
+        Some(crate::auth::service_account::TokenAuthenticator {
+            tokens: self.options.service_account_tokens.clone()?,
+            storage: self.store.storage.clone(),
+            prefix: self.options.prefix.clone(),
+        })
     }
 
     /// Whether `--authorization-mode` includes `RBAC`.
@@ -239,7 +265,7 @@ impl ApiServer {
         }
         let storage = self.store.storage.clone();
         let revision = self.rbac.load(storage.as_ref()).await.map_err(|e| {
-            crate::rest::store::storage_status(
+            crate::storage::storage_status(
                 e,
                 &GroupResource::new(crate::auth::rbac::GROUP, "clusterroles"),
                 "",
@@ -280,7 +306,7 @@ impl ApiServer {
             .storage
             .list(&self.crd_prefix(), &ListOptions::default())
             .await
-            .map_err(|e| crate::rest::store::storage_status(e, &self.crds.descriptor().gr, ""))?;
+            .map_err(|e| crate::storage::storage_status(e, &self.crds.descriptor().gr, ""))?;
         let mut undecodable = std::collections::BTreeMap::new();
         for kv in &res.items {
             // One corrupt object must not keep the server from starting: skip it.
@@ -448,23 +474,32 @@ impl ApiServer {
             tracing::warn!(crd = object::name(crd), error = %e, "CRD cannot be served");
         }
         if object::is_terminating(crd) {
-            tokio::spawn(crate::cleanup::crd(
-                self.clone(),
-                object::name(crd).to_string(),
-            ));
+            self.cleanup(Cleanup::Crd(object::name(crd).to_string()));
         }
     }
 
-    /// Start the namespace cleanup after a namespace was marked terminating.
-    pub fn namespace_terminating(self: &Arc<Self>, name: &str) {
-        tokio::spawn(crate::cleanup::namespace(self.clone(), name.to_string()));
+    /// Queue the namespace cleanup after a namespace was marked terminating.
+    pub fn namespace_terminating(&self, name: &str) {
+        self.cleanup(Cleanup::Namespace(name.to_string()));
+    }
+
+    /// Queue a deletion for the cleanup controller.
+    pub fn cleanup(&self, work: Cleanup) {
+        // The queue outlives every sender's use: the receiver is dropped only when the
+        // controller stops with the server.
+        let _ = self.cleanups.send(work);
+    }
+
+    /// The cleanup queue, for the controller that works it (once).
+    pub fn take_cleanup_queue(&self) -> Option<tokio::sync::mpsc::UnboundedReceiver<Cleanup>> {
+        self.cleanup_queue.lock().ok()?.take()
     }
 
     /// After a restart, finish deletions that were under way.
     async fn resume_cleanups(self: &Arc<Self>) {
         for crd in self.catalog.all() {
             if crd.terminating {
-                tokio::spawn(crate::cleanup::crd(self.clone(), crd.name.clone()));
+                self.cleanup(Cleanup::Crd(crd.name.clone()));
             }
         }
         let prefix = self.namespaces.descriptor().list_prefix("");

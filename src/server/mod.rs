@@ -1,5 +1,7 @@
 //! Running a server: bind, serve HTTP, load fixtures, write a kubeconfig, shut down.
 
+pub mod gate;
+
 use crate::apiserver::{ApiOptions, ApiServer};
 use crate::codec;
 use crate::fault::{FaultRule, Faults};
@@ -50,7 +52,7 @@ pub struct Config {
     /// Faults injected from the start (`--fault`); more can be added while running.
     pub faults: Vec<FaultRule>,
     /// Where webhook Services are reached (`--webhook-service`).
-    pub webhook_services: Vec<crate::admission::client::ServiceMapping>,
+    pub webhook_services: Vec<crate::webhook::client::ServiceMapping>,
     /// Serve plain HTTP on `port` (off when only `--secure-port` is asked for).
     pub serve_http: bool,
     /// Serve plain HTTP on an address other than loopback
@@ -90,7 +92,7 @@ impl Default for Config {
             secure: None,
             auth: crate::auth::AuthConfig::default(),
             request_timeout: crate::http::DEFAULT_REQUEST_TIMEOUT,
-            event_ttl: crate::rest::builtin::event_ttl::DEFAULT_TTL,
+            event_ttl: crate::controllers::event_ttl::DEFAULT_TTL,
             watch_history: crate::storage::memory::DEFAULT_HISTORY,
         }
     }
@@ -261,7 +263,7 @@ impl Server {
             log_pipeline: config.log_pipeline,
             advertise_address: addr.to_string(),
             authorization_modes: config.auth.authorization_modes.clone(),
-            service_account_tokens: Some(sa_tokens.clone()),
+            service_account_tokens: Some(sa_tokens),
         };
         // Every storage call is timed; object counts read the backend itself.
         let metrics = Arc::new(Metrics::new());
@@ -270,12 +272,8 @@ impl Server {
         let api = ApiServer::start(storage, options)
             .await
             .map_err(|s| StartError::Storage(s.message))?;
-        authenticator.service_accounts = Some(crate::auth::service_account::TokenAuthenticator {
-            tokens: sa_tokens,
-            storage: api.store.storage.clone(),
-            prefix: api.options.prefix.clone(),
-        });
-        let gate = Arc::new(crate::http::Gate {
+        authenticator.service_accounts = api.token_authenticator();
+        let gate = Arc::new(gate::Gate {
             authenticator,
             authorizer: api.authorizer.clone(),
             request_timeout: config.request_timeout,
@@ -293,11 +291,7 @@ impl Server {
             faults.add(rule.clone());
         }
         let (stop, stop_rx) = watch::channel(false);
-        tokio::spawn(crate::rest::builtin::event_ttl::expire_events(
-            api.clone(),
-            config.event_ttl,
-            stop_rx.clone(),
-        ));
+        crate::controllers::start(&api, config.event_ttl, stop_rx.clone());
         let served = Served {
             metrics: metrics.clone(),
             storage: raw_storage,
@@ -407,7 +401,7 @@ struct Served {
     storage: Arc<dyn Storage>,
     faults: Faults,
     /// Authentication, authorization and the request timeout.
-    gate: Arc<crate::http::Gate>,
+    gate: Arc<gate::Gate>,
 }
 
 /// `/metrics`: the Prometheus text exposition.
@@ -707,7 +701,7 @@ async fn serve_connection<I>(
                 // Metrics are a non-resource path: authenticated and authorized as kube's.
                 let info = crate::http::request_info::parse(req.method(), "/metrics", false);
                 let admitted =
-                    crate::http::admit(&served.gate, &conn, req.headers(), &info, "/metrics").await;
+                    gate::admit(&served.gate, &conn, req.headers(), &info, "/metrics").await;
                 return Ok(match admitted {
                     Ok(_) => metrics_response(&api, &served).await,
                     Err(denied) => denied,
@@ -717,16 +711,10 @@ async fn serve_connection<I>(
                 .metrics
                 .begin(&api, req.method(), req.uri(), req.headers());
             let gate = served.gate.clone();
-            let resp = AssertUnwindSafe(crate::http::serve_gated(
-                api,
-                &served.faults,
-                gate,
-                conn,
-                req,
-            ))
-            .catch_unwind()
-            .await
-            .unwrap_or_else(|_| crate::http::panic_response());
+            let resp = AssertUnwindSafe(gate::serve_gated(api, &served.faults, gate, conn, req))
+                .catch_unwind()
+                .await
+                .unwrap_or_else(|_| gate::panic_response());
             Ok::<http::Response<Body>, std::convert::Infallible>(meter.finish(resp))
         }
     });

@@ -7,7 +7,7 @@
 //! goes to `https://<name>.<namespace>.svc:<port><path>` and the certificate is
 //! verified for `<name>.<namespace>.svc`; only the TCP connection goes to the address.
 
-use super::certificate::{GoVerifier, VerifyError};
+use crate::webhook::certificate::{GoVerifier, VerifyError};
 use base64::Engine;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};

@@ -1,0 +1,173 @@
+//! The store's side of a watch (kube's `cacher`/`etcd3.watcher` as the REST layer sees
+//! them): storage changes under a kind's prefix become `ADDED`/`MODIFIED`/`DELETED` of
+//! decoded, converted objects, filtered by the watch's selectors. Encoding the events
+//! for a client (Table, metadata-only, bookmarks' form) is the handler's.
+
+use super::store::{decode_stored, ListOptions, Store};
+use super::{object, ResourceKind};
+use crate::status::Status;
+use crate::storage::{
+    storage_status, EventKind, KeyValue, Revision, StorageError, WatchItem, WatchStream,
+};
+use futures::stream::{self, BoxStream, StreamExt};
+use serde_json::Value;
+use std::sync::Arc;
+
+/// One change a watcher sees.
+#[derive(Debug)]
+pub enum WatchEvent {
+    /// The object appeared (or came to match the selectors).
+    Added(Value),
+    /// The object changed and matches before and after.
+    Modified(Value),
+    /// The object went away (or stopped matching).
+    Deleted(Value),
+    /// Nothing changed under the prefix up to this revision.
+    Progress(Revision),
+    /// The watch failed; it ends after this.
+    Error(Status),
+}
+
+impl WatchEvent {
+    /// The event's `type` on the wire.
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            WatchEvent::Added(_) => "ADDED",
+            WatchEvent::Modified(_) => "MODIFIED",
+            WatchEvent::Deleted(_) => "DELETED",
+            WatchEvent::Progress(_) => "BOOKMARK",
+            WatchEvent::Error(_) => "ERROR",
+        }
+    }
+}
+
+struct Filter {
+    kind: Arc<dyn ResourceKind>,
+    opts: ListOptions,
+}
+
+impl Filter {
+    /// Whether label or field selectors narrow the watch.
+    fn filtering(&self) -> bool {
+        self.opts.labels.as_ref().is_some_and(|l| !l.is_empty())
+            || self.opts.fields.as_ref().is_some_and(|f| !f.is_empty())
+    }
+
+    /// Whether an object passes the selectors (a field the kind cannot select on
+    /// counts as absent: the selector was checked when the watch started).
+    fn matches(&self, obj: &Value) -> bool {
+        if let Some(l) = &self.opts.labels {
+            if !l.matches(&object::labels(obj)) {
+                return false;
+            }
+        }
+        match &self.opts.fields {
+            Some(f) => f.matches(|field| self.kind.field_value(obj, field).ok().flatten()),
+            None => true,
+        }
+    }
+
+    /// Decode and convert a stored value for the watcher.
+    async fn read(&self, kv: &KeyValue) -> Result<Option<Value>, Status> {
+        let Ok(mut obj) = decode_stored(kv) else {
+            return Ok(None);
+        };
+        self.kind
+            .on_read(&mut obj)
+            .await
+            .map_err(conversion_error)?;
+        Ok(Some(obj))
+    }
+
+    /// The watcher's view of one storage item.
+    async fn event(&self, item: Result<WatchItem, StorageError>) -> WatchEvent {
+        let ev = match item {
+            Ok(WatchItem::Event(ev)) => ev,
+            Ok(WatchItem::Progress(rev)) => return WatchEvent::Progress(rev),
+            Err(e) => {
+                let gr = &self.kind.descriptor().gr;
+                return WatchEvent::Error(storage_status(e, gr, ""));
+            }
+        };
+        let cur = match self.read(&ev.kv).await {
+            Ok(Some(cur)) => cur,
+            Ok(None) => return WatchEvent::Progress(ev.kv.mod_revision),
+            Err(s) => return WatchEvent::Error(s),
+        };
+        // As kube, the previous object is decoded (and converted) only when selectors
+        // must judge it: for deletes the last value is `cur`.
+        let prev_match = match &ev.prev {
+            None => false,
+            Some(_) if !self.filtering() => true,
+            Some(p) if matches!(ev.kind, EventKind::Modify) => match self.read(p).await {
+                Ok(Some(prev)) => self.matches(&prev),
+                Ok(None) => false,
+                Err(s) => return WatchEvent::Error(s),
+            },
+            Some(_) => false,
+        };
+        let cur_match = self.matches(&cur);
+        let hidden = WatchEvent::Progress(ev.kv.mod_revision);
+        match ev.kind {
+            EventKind::Delete if prev_match || cur_match => WatchEvent::Deleted(cur),
+            EventKind::Create if cur_match => WatchEvent::Added(cur),
+            EventKind::Delete | EventKind::Create => hidden,
+            EventKind::Modify => match (prev_match, cur_match) {
+                (true, true) => WatchEvent::Modified(cur),
+                (false, true) => WatchEvent::Added(cur),
+                (true, false) => WatchEvent::Deleted(cur),
+                (false, false) => hidden,
+            },
+        }
+    }
+}
+
+/// A failed conversion of a watched object as kube's watch reports it: an error that
+/// is no API status becomes an `InternalError` (the watch then ends).
+fn conversion_error(s: Status) -> Status {
+    if s.reason.is_empty() {
+        Status::internal(s.message)
+    } else {
+        s
+    }
+}
+
+impl Store {
+    /// Watch a kind's objects in `namespace` (all when empty) changed after `after`.
+    ///
+    /// Changes the selectors hide come out as `Progress` at their revision (the
+    /// watcher's position moves on; it sends nothing for them unless a bookmark is
+    /// due). The stream ends after its first `Error`; a watch that cannot start is a
+    /// stream of that one error, so the caller sends it after any initial events.
+    pub async fn watch(
+        &self,
+        kind: Arc<dyn ResourceKind>,
+        namespace: &str,
+        opts: ListOptions,
+        after: Revision,
+    ) -> BoxStream<'static, WatchEvent> {
+        let prefix = kind.descriptor().list_prefix(namespace);
+        let filter = Arc::new(Filter { kind, opts });
+        let source: WatchStream = match self.storage.watch(&prefix, after).await {
+            Ok(s) => s,
+            Err(e) => {
+                let gr = &filter.kind.descriptor().gr;
+                let err = WatchEvent::Error(storage_status(e, gr, ""));
+                return stream::iter([err]).boxed();
+            }
+        };
+        // `done`: an error was sent, nothing follows it.
+        stream::unfold(
+            (source, filter, false),
+            |(mut source, filter, done)| async move {
+                if done {
+                    return None;
+                }
+                let ev = filter.event(source.next().await?).await;
+                let end = matches!(ev, WatchEvent::Error(_));
+                Some((ev, (source, filter, end)))
+            },
+        )
+        .boxed()
+    }
+}

@@ -1,0 +1,378 @@
+//! What every request passes before its handler: kube's head and host checks, the
+//! request timeout, authentication, impersonation and authorization, negotiation,
+//! the body limit, then dispatch with the injected faults applied; a panic anywhere
+//! becomes kube's 500.
+
+use crate::apiserver::ApiServer;
+use crate::auth::authz::{self, AlwaysAllow, Authorizer, Decision};
+use crate::auth::{Authenticator, Connection, UserInfo};
+use crate::http::negotiate::{self, Output};
+use crate::http::request_info;
+use crate::http::response::{self, Body};
+use crate::http::{
+    is_long_running, parse_query, query_bool, request_timeout, timed_out, too_large, ApiRequest,
+    DEFAULT_REQUEST_TIMEOUT, MAX_BODY_BYTES, MAX_HEADER_BYTES,
+};
+use crate::status::Status;
+use bytes::Bytes;
+use http::{Method, Request, Response};
+use http_body_util::{BodyExt, Limited};
+use hyper::body::Incoming;
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// What every request passes before dispatch: who sent it, whether they may, and how
+/// long it may take.
+pub struct Gate {
+    /// Authenticators (`--token-auth-file`, `--client-ca-file`, ...).
+    pub authenticator: Authenticator,
+    /// The authorizer (`--authorization-mode`).
+    pub authorizer: Arc<dyn Authorizer>,
+    /// Time limit of non-long-running requests (`--request-timeout`).
+    pub request_timeout: Duration,
+    /// Plain HTTP answers only requests naming a loopback host: it is unauthenticated,
+    /// and a web page could otherwise reach it by DNS rebinding (off with
+    /// `--insecure-allow-remote-http`).
+    pub plain_http_loopback_hosts_only: bool,
+}
+
+impl Default for Gate {
+    fn default() -> Self {
+        Gate {
+            authenticator: Authenticator {
+                anonymous: true,
+                ..Default::default()
+            },
+            authorizer: Arc::new(AlwaysAllow),
+            request_timeout: DEFAULT_REQUEST_TIMEOUT,
+            plain_http_loopback_hosts_only: true,
+        }
+    }
+}
+
+/// Serve one HTTP request from a plain-HTTP connection with the default gate.
+pub async fn serve(
+    api: Arc<ApiServer>,
+    faults: &crate::fault::Faults,
+    req: Request<Incoming>,
+) -> Response<Body> {
+    let gate = Arc::new(Gate::default());
+    serve_gated(api, faults, gate, Arc::new(Connection::default()), req).await
+}
+
+/// Serve one HTTP request: the request timeout (non-long-running requests),
+/// authentication, authorization, then the handler with the server's injected faults
+/// applied. A panic anywhere becomes kube's 500.
+pub async fn serve_gated(
+    api: Arc<ApiServer>,
+    faults: &crate::fault::Faults,
+    gate: Arc<Gate>,
+    conn: Arc<Connection>,
+    req: Request<Incoming>,
+) -> Response<Body> {
+    let (parts, body) = req.into_parts();
+    if head_size(&parts) > MAX_HEADER_BYTES {
+        return header_too_large();
+    }
+    if !conn.tls && gate.plain_http_loopback_hosts_only {
+        if let Some(host) = foreign_host(&parts) {
+            return response::status(
+                &Status::forbidden_message(format!(
+                    "forbidden: plain HTTP is served to loopback hosts only, not {}: it is unauthenticated (use localhost or 127.0.0.1, or HTTPS)",
+                    crate::field::go_quote(&host)
+                )),
+                Output::Json,
+            );
+        }
+    }
+    let path = parts.uri.path().to_string();
+    let query = parse_query(parts.uri.query());
+    let watch = query_bool(query.get("watch").map(String::as_str));
+    let info = request_info::parse(&parts.method, &path, watch);
+    let timeout = if is_long_running(&info) {
+        None
+    } else {
+        match request_timeout(
+            query.get("timeout").map(String::as_str),
+            gate.request_timeout,
+        ) {
+            Ok(t) => Some(t),
+            Err(s) => return response::status(&s, Output::Json),
+        }
+    };
+    let method = parts.method.clone();
+    let uri = parts.uri.to_string();
+    let faults = faults.clone();
+    let work = async move {
+        let user = match admit(&gate, &conn, &parts.headers, &info, &path).await {
+            Ok(u) => u,
+            Err(resp) => return resp,
+        };
+        let request = Parsed {
+            parts,
+            info,
+            query,
+            path,
+            user,
+        };
+        handle(api, &faults, request, body).await
+    };
+    run_with_deadline(work, timeout, &method, &uri).await
+}
+
+/// Authenticate and authorize a request: its user, or kube's 401/403 response.
+/// Every request passes here once, before any handler (`/metrics` included).
+pub async fn admit(
+    gate: &Gate,
+    conn: &Connection,
+    headers: &http::HeaderMap,
+    info: &request_info::RequestInfo,
+    path: &str,
+) -> Result<UserInfo, Response<Body>> {
+    let mut user = gate
+        .authenticator
+        .authenticate(headers, conn)
+        .await
+        .map_err(|s| response::status(&s, Output::Json))?;
+    // kube's filter order: authentication, impersonation, then authorization (as the
+    // impersonated user).
+    if crate::auth::impersonation::requested(headers) {
+        user = crate::auth::impersonation::impersonate(gate.authorizer.as_ref(), user, headers)
+            .await
+            .map_err(|s| response::status(&s, Output::Json))?;
+    }
+    let attrs = crate::auth::authz::request_attributes(&user, info, path);
+    let (decision, reason) = gate.authorizer.authorize(&attrs).await;
+    if decision != Decision::Allow {
+        tracing::debug!(user = %user.username, verb = %info.verb, %path, %reason, "forbidden");
+        return Err(response::status(
+            &authz::forbidden(&attrs, &reason),
+            Output::Json,
+        ));
+    }
+    Ok(user)
+}
+
+/// The size of a request's HTTP/1 request line and header lines.
+fn head_size(parts: &http::request::Parts) -> usize {
+    let line = parts.method.as_str().len() + parts.uri.to_string().len() + " HTTP/1.1\r\n".len();
+    let headers: usize = parts
+        .headers
+        .iter()
+        .map(|(k, v)| k.as_str().len() + 2 + v.len() + 2)
+        .sum();
+    line + headers + 2
+}
+
+/// Go's answer to an oversized head (plain text; the connection is closed).
+fn header_too_large() -> Response<Body> {
+    let mut resp = response::text(
+        http::StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
+        "431 Request Header Fields Too Large",
+    );
+    resp.headers_mut().insert(
+        http::header::CONNECTION,
+        http::HeaderValue::from_static("close"),
+    );
+    resp
+}
+
+/// An authorized request before negotiation and its body.
+struct Parsed {
+    parts: http::request::Parts,
+    info: request_info::RequestInfo,
+    query: HashMap<String, String>,
+    path: String,
+    user: UserInfo,
+}
+
+/// Negotiate, read the body and dispatch an authorized request.
+async fn handle(
+    api: Arc<ApiServer>,
+    faults: &crate::fault::Faults,
+    parsed: Parsed,
+    body: Incoming,
+) -> Response<Body> {
+    let Parsed {
+        parts,
+        info,
+        query,
+        path,
+        user,
+    } = parsed;
+    let accept = parts
+        .headers
+        .get(http::header::ACCEPT)
+        .and_then(|v| v.to_str().ok());
+    let aggregated_ok =
+        info.parts.len() == 1 && (info.parts[0] == "api" || info.parts[0] == "apis");
+    let table_ok = info.is_resource_request
+        && crate::registry::builtin::serves_tables(
+            &info.group,
+            &info.version,
+            &info.resource,
+            &info.subresource,
+        );
+    // `/openapi/...` negotiates as kube-openapi does (protobuf, a bare 406) in its handler.
+    let openapi = !info.is_resource_request && info.parts.first().is_some_and(|p| p == "openapi");
+    let output = match negotiate::choose_output(accept, aggregated_ok, table_ok) {
+        Some(o) => o,
+        None if openapi => Output::Json,
+        None => {
+            return response::status(
+                &Status::not_acceptable(negotiate::NOT_ACCEPTABLE),
+                Output::Json,
+            );
+        }
+    };
+    let body = match read_body(body, parts.headers.get(http::header::CONTENT_LENGTH)).await {
+        Ok(b) => b,
+        Err(s) => return response::status(&s, output),
+    };
+    let request = ApiRequest {
+        method: parts.method,
+        info,
+        query,
+        headers: parts.headers,
+        body,
+        output,
+        path,
+        user,
+    };
+    let started = std::time::Instant::now();
+    let resp = crate::fault::around_dispatch(faults, &api, request).await;
+    tracing::debug!(
+        elapsed_us = started.elapsed().as_micros() as u64,
+        status = resp.status().as_u16(),
+        "request"
+    );
+    resp
+}
+
+/// The whole body, or kube's 413 past [`MAX_BODY_BYTES`] (at once when the declared
+/// length says so).
+async fn read_body(
+    body: Incoming,
+    content_length: Option<&http::HeaderValue>,
+) -> Result<Bytes, Status> {
+    let declared = content_length
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > MAX_BODY_BYTES as u64) {
+        return Err(too_large());
+    }
+    match Limited::new(body, MAX_BODY_BYTES).collect().await {
+        Ok(b) => Ok(b.to_bytes()),
+        Err(e) if e.is::<http_body_util::LengthLimitError>() => Err(too_large()),
+        Err(e) => Err(Status::bad_request(format!(
+            "reading the request body: {e}"
+        ))),
+    }
+}
+
+/// The host a request names (`Host`, or HTTP/2's `:authority`) when it is not a
+/// loopback name or address; `None` for loopback hosts and requests naming none.
+fn foreign_host(parts: &http::request::Parts) -> Option<String> {
+    let authority = parts
+        .headers
+        .get(http::header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .map(str::to_string)
+        .or_else(|| parts.uri.authority().map(|a| a.as_str().to_string()))?;
+    let host = match authority.strip_prefix('[') {
+        Some(rest) => rest.split(']').next().unwrap_or(""),
+        None => authority
+            .rsplit_once(':')
+            .map_or(authority.as_str(), |(h, _)| h),
+    };
+    let host = host.trim_end_matches('.').to_ascii_lowercase();
+    let loopback = host == "localhost"
+        || host.ends_with(".localhost")
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback());
+    (!loopback).then_some(authority)
+}
+
+/// Run `work` on its own task within `timeout`: past it, kube's 504 (the work goes on,
+/// as kube's handler goroutine does); a panic in it, kube's plain-text 500, logged.
+pub async fn run_with_deadline<F>(
+    work: F,
+    timeout: Option<Duration>,
+    method: &Method,
+    uri: &str,
+) -> Response<Body>
+where
+    F: std::future::Future<Output = Response<Body>> + Send + 'static,
+{
+    let task = tokio::spawn(work);
+    let joined = match timeout {
+        Some(t) => match tokio::time::timeout(t, task).await {
+            Ok(joined) => joined,
+            Err(_) => {
+                tracing::info!(%method, %uri, timeout = ?t, "request timed out");
+                return response::status(&timed_out(), Output::Json);
+            }
+        },
+        None => task.await,
+    };
+    match joined {
+        Ok(resp) => resp,
+        Err(e) => {
+            tracing::error!(%method, %uri, error = %e, "apiserver panic'd");
+            panic_response()
+        }
+    }
+}
+
+/// kube's answer to a request whose handler panicked (plain text, not a Status).
+pub fn panic_response() -> Response<Body> {
+    response::text(
+        http::StatusCode::INTERNAL_SERVER_ERROR,
+        "This request caused apiserver to panic. Look in the logs for details.\n",
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    async fn body_text(resp: Response<Body>) -> String {
+        let bytes = resp.into_body().collect().await.map(|b| b.to_bytes());
+        String::from_utf8_lossy(&bytes.unwrap_or_default()).into_owned()
+    }
+
+    #[tokio::test]
+    async fn slow_request_past_its_deadline_is_kubes_504() {
+        let slow = async {
+            tokio::time::sleep(Duration::from_secs(5)).await;
+            response::text(http::StatusCode::OK, "late")
+        };
+        let resp =
+            run_with_deadline(slow, Some(Duration::from_millis(50)), &Method::GET, "/x").await;
+        assert_eq!(resp.status(), 504);
+        let body: serde_json::Value = serde_json::from_str(&body_text(resp).await).unwrap();
+        assert_eq!(
+            body,
+            serde_json::json!({"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure",
+                "message":"Timeout: request did not complete within the allotted timeout",
+                "reason":"Timeout","details":{},"code":504})
+        );
+    }
+
+    #[tokio::test]
+    async fn panicking_handler_is_kubes_500_not_a_dropped_connection() {
+        let boom = async {
+            let v: Vec<u8> = Vec::new();
+            let i = v.len() + 3;
+            response::text(http::StatusCode::OK, format!("{}", v[i]))
+        };
+        let resp = run_with_deadline(boom, None, &Method::GET, "/x").await;
+        assert_eq!(resp.status(), 500);
+        assert_eq!(
+            body_text(resp).await,
+            "This request caused apiserver to panic. Look in the logs for details.\n"
+        );
+    }
+}
