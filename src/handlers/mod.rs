@@ -222,7 +222,7 @@ pub fn decode_object(
     match body_type(ct) {
         BodyType::Json | BodyType::Yaml => {}
         // Typed clients (kubectl create namespace) send built-in kinds as protobuf.
-        BodyType::Protobuf if kind.allow_unconditional_update() => {
+        BodyType::Protobuf if kind.strategy().allow_unconditional_update() => {
             return crate::protobuf::decode(&req.body).map_err(|e| {
                 Status::bad_request(codec::unrecognized_object_message(
                     &kind.descriptor().kind,
@@ -290,7 +290,8 @@ pub fn finish_write(
 
 /// Whether `kind` is built in (namespaces, CRDs) rather than a custom resource.
 pub fn is_builtin(kind: &dyn ResourceKind) -> bool {
-    kind.allow_unconditional_update() || kind.descriptor().gr.group == "apiextensions.k8s.io"
+    kind.strategy().allow_unconditional_update()
+        || kind.descriptor().gr.group == "apiextensions.k8s.io"
 }
 
 /// Encode a single-object reply in the representation the client asked for.

@@ -179,7 +179,7 @@ async fn server_side_apply(
     let d = kind.descriptor();
     let (now, api_version) = (object::now(), d.api_version());
     let scope = apply::Scope {
-        schema: kind.merge_schema(),
+        schema: kind.strategy().merge_schema(),
         api_version: &api_version,
         kind: &d.kind,
         subresource: &opts.subresource,

@@ -235,7 +235,7 @@ pub fn table(
     meta: Value,
 ) -> Value {
     let include = table::IncludeObject::parse(req.param("includeObject")).unwrap_or_default();
-    let mut t = match kind.builtin_printer() {
+    let mut t = match kind.strategy().builtin_printer() {
         Some(p) => {
             let options = table::TableOptions {
                 include_object: include,
@@ -243,7 +243,7 @@ pub fn table(
             };
             table::builtin_table(objs, p, &options, &meta, chrono::Utc::now())
         }
-        None => table::table_for_objects(objs, &kind.printer_columns(), include, meta),
+        None => table::table_for_objects(objs, &kind.strategy().printer_columns(), include, meta),
     };
     if let Some(m) = t.as_object_mut() {
         m.insert("apiVersion".into(), json!(v.api_version()));

@@ -17,7 +17,7 @@ pub async fn update(
 ) -> Result<Response<Body>, Status> {
     let mut opts = write_options(api, req, "UpdateOptions")?;
     let body = decode_object(req, kind, &mut opts)?;
-    let require_rv = !kind.allow_unconditional_update();
+    let require_rv = !kind.strategy().allow_unconditional_update();
     let w = api
         .store
         .update(

@@ -43,7 +43,7 @@ impl Watcher {
                 let include = crate::table::IncludeObject::parse(self.include_object.as_deref())
                     .unwrap_or_default();
                 let meta = json!({"resourceVersion": object::meta_str(obj, "resourceVersion")});
-                let mut t = match self.kind.builtin_printer() {
+                let mut t = match self.kind.strategy().builtin_printer() {
                     Some(p) => {
                         let options = crate::table::TableOptions {
                             include_object: include,
@@ -54,7 +54,7 @@ impl Watcher {
                     }
                     None => crate::table::table_for_objects(
                         std::slice::from_ref(obj),
-                        &self.kind.printer_columns(),
+                        &self.kind.strategy().printer_columns(),
                         include,
                         meta,
                     ),

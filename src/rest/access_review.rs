@@ -9,10 +9,11 @@
 //! Not done: the checks of `fieldSelector`/`labelSelector` attributes (RBAC ignores
 //! selectors anyway).
 
-use super::{Admitted, Descriptor, ResourceKind, WriteOptions};
+use super::{Descriptor, ResourceKind, Strategy, WriteOptions};
 use crate::auth::authz::{Attributes, Authorizer, Decision};
 use crate::auth::UserInfo;
 use crate::field::{Error, ErrorList, Path};
+use crate::pipeline::trace::Trace;
 use crate::rest::object::str_field;
 use crate::status::{GroupResource, Status};
 use serde_json::{json, Map, Value};
@@ -98,12 +99,44 @@ impl ResourceKind for ReviewKind {
         &self.descriptor
     }
 
-    fn admit_create(&self, _obj: Value, _opts: &WriteOptions) -> Result<Admitted, Status> {
+    fn strategy(&self) -> &dyn Strategy {
+        self
+    }
+}
+
+/// Never written through the store: every write is refused while decoding.
+impl Strategy for ReviewKind {
+    fn decode(
+        &self,
+        _: &mut Value,
+        _: Option<&Value>,
+        _: &WriteOptions,
+        _: &mut Trace,
+    ) -> Result<Vec<String>, Status> {
         Err(not_stored())
     }
 
-    fn admit_update(&self, _: Value, _: &Value, _: &WriteOptions) -> Result<Admitted, Status> {
+    fn has_generation(&self) -> bool {
+        false
+    }
+
+    fn validate(&self, _: &Value, _: &mut Vec<String>, _: &mut Trace) -> ErrorList {
+        ErrorList::new()
+    }
+
+    fn validate_update(
+        &self,
+        _: &Value,
+        _: &Value,
+        _: &WriteOptions,
+        _: &mut Vec<String>,
+        _: &mut Trace,
+    ) -> Result<ErrorList, Status> {
         Err(not_stored())
+    }
+
+    fn invalid(&self, _: &Value, _: &[crate::field::Error]) -> Status {
+        not_stored()
     }
 }
 

@@ -5,12 +5,13 @@
 //! subresource. Enforcement is in `admission::policy`; [`StoreParams`] reads params
 //! (any kind, custom resources included) for it through the REST store.
 
-use super::crd::type_meta_errors;
 use super::typed::go_round_trip;
-use super::{object, Admitted, Descriptor, ResourceKind, WriteOptions};
+use super::{object, Descriptor, ResourceKind, Strategy, WriteOptions};
 use crate::admission::policy::PolicyObject;
 use crate::cel::admission::{self as cel_admission, AdmissionEnv, ReturnType};
 use crate::field::{Error, ErrorList, Path};
+use crate::pipeline::decode::type_meta_errors;
+use crate::pipeline::trace::Trace;
 use crate::rest::object::{list_field, str_field};
 use crate::schema::objectmeta;
 use crate::status::Status;
@@ -77,19 +78,9 @@ impl AdmissionPolicyKind {
         self.which
     }
 
-    fn admitted(&self, obj: Value, errs: ErrorList) -> Result<Admitted, Status> {
-        if !errs.is_empty() {
-            return Err(Status::invalid(
-                self.which.kind(),
-                GROUP,
-                object::name(&obj),
-                &errs,
-            ));
-        }
-        Ok(Admitted {
-            object: obj,
-            ..Default::default()
-        })
+    /// A write of a policy's `/status` (bindings have no status).
+    fn is_status_write(&self, opts: &WriteOptions) -> bool {
+        opts.subresource == "status" && self.which == PolicyObject::Policy
     }
 
     fn set_type_meta(&self, obj: &mut Value) {
@@ -99,10 +90,10 @@ impl AdmissionPolicyKind {
         }
     }
 
-    fn validate(&self, obj: &Value, old: Option<&Value>) -> ErrorList {
+    fn validate_policy(&self, obj: &Value, old: Option<&Value>) -> ErrorList {
         let meta_path = Path::new("metadata");
         let meta = obj.get("metadata").cloned().unwrap_or(Value::Null);
-        let mut errs = type_meta_errors(obj, &format!("{GROUP}/v1"), self.which.kind());
+        let mut errs = type_meta_errors(obj, &format!("{GROUP}/v1"), self.which.kind(), true);
         errs.extend(objectmeta::validate_object_meta(&meta, false, &meta_path));
         if let Some(old) = old {
             let old_meta = old.get("metadata").cloned().unwrap_or(Value::Null);
@@ -168,47 +159,83 @@ impl ResourceKind for AdmissionPolicyKind {
         &self.descriptor
     }
 
-    fn builtin_printer(&self) -> Option<&BuiltinPrinter> {
-        Some(&self.printer)
+    fn strategy(&self) -> &dyn Strategy {
+        self
     }
+}
 
-    fn admit_create(&self, mut obj: Value, _opts: &WriteOptions) -> Result<Admitted, Status> {
-        go_round_trip(&mut obj, &self.which.definition());
-        object::prepare_for_create(&mut obj, true);
-        object::keep_status(&mut obj, None);
-        self.set_type_meta(&mut obj);
-        default_spec(&mut obj, self.which);
-        let errs = self.validate(&obj, None);
-        self.set_status(&mut obj);
-        self.admitted(obj, errs)
-    }
-
-    fn admit_update(
+impl Strategy for AdmissionPolicyKind {
+    fn decode(
         &self,
-        mut new: Value,
+        obj: &mut Value,
+        _old: Option<&Value>,
+        _opts: &WriteOptions,
+        _t: &mut Trace,
+    ) -> Result<Vec<String>, Status> {
+        go_round_trip(obj, &self.which.definition());
+        self.set_type_meta(obj);
+        Ok(Vec::new())
+    }
+
+    fn decode_admitted(&self, obj: &mut Value, _t: &mut Trace) {
+        go_round_trip(obj, &self.which.definition());
+    }
+
+    fn default(&self, obj: &mut Value, _t: &mut Trace) {
+        default_spec(obj, self.which);
+    }
+
+    fn has_generation(&self) -> bool {
+        true
+    }
+
+    fn status_subresource(&self) -> bool {
+        self.which == PolicyObject::Policy
+    }
+
+    fn prepare_for_create(&self, obj: &mut Value) {
+        object::keep_status(obj, None);
+    }
+
+    fn prepare_for_update(&self, new: &mut Value, old: &Value, opts: &WriteOptions) {
+        if self.is_status_write(opts) {
+            *new = object::status_only(new, old);
+        } else if self.which == PolicyObject::Policy {
+            object::keep_status(new, Some(old));
+        }
+    }
+
+    fn validate(&self, obj: &Value, _warnings: &mut Vec<String>, _t: &mut Trace) -> ErrorList {
+        self.validate_policy(obj, None)
+    }
+
+    fn validate_update(
+        &self,
+        new: &Value,
         old: &Value,
         opts: &WriteOptions,
-    ) -> Result<Admitted, Status> {
-        go_round_trip(&mut new, &self.which.definition());
-        if opts.subresource == "status" && self.which == PolicyObject::Policy {
-            new = object::status_only(&new, old);
-            object::prepare_for_update(&mut new, old);
-            self.set_type_meta(&mut new);
+        _warnings: &mut Vec<String>,
+        _t: &mut Trace,
+    ) -> Result<ErrorList, Status> {
+        if self.is_status_write(opts) {
             let status = new.get("status").cloned().unwrap_or(Value::Null);
-            let errs = validate_status(&status, &Path::new("status"));
-            return self.admitted(new, errs);
+            return Ok(validate_status(&status, &Path::new("status")));
         }
-        default_spec(&mut new, self.which);
-        object::prepare_for_update(&mut new, old);
-        if self.which == PolicyObject::Policy {
-            object::keep_status(&mut new, Some(old));
+        Ok(self.validate_policy(new, Some(old)))
+    }
+
+    fn invalid(&self, obj: &Value, errs: &[Error]) -> Status {
+        Status::invalid(self.which.kind(), GROUP, object::name(obj), errs)
+    }
+
+    fn canonicalize(&self, obj: &mut Value, _old: Option<&Value>, opts: &WriteOptions) {
+        if !self.is_status_write(opts) {
+            self.set_status(obj);
         }
-        let status_subresource = self.which == PolicyObject::Policy;
-        object::bump_generation_if_changed(&mut new, old, status_subresource);
-        self.set_type_meta(&mut new);
-        let errs = self.validate(&new, Some(old));
-        self.set_status(&mut new);
-        self.admitted(new, errs)
+    }
+
+    fn builtin_printer(&self) -> Option<&BuiltinPrinter> {
+        Some(&self.printer)
     }
 }
 

@@ -2,7 +2,10 @@
 //! kube's controllers leave it, and the catalog kept in step with every write.
 
 use super::typed::go_round_trip;
-use super::{object, Admitted, Descriptor, ResourceKind, WriteOptions};
+use super::{object, Descriptor, ResourceKind, Strategy, WriteOptions};
+use crate::field::ErrorList;
+use crate::pipeline::decode::type_meta_errors;
+use crate::pipeline::trace::Trace;
 use crate::registry::{catalog::Catalog, crd};
 use crate::status::Status;
 use serde_json::{json, Value};
@@ -35,16 +38,16 @@ impl CrdKind {
     }
 
     fn check_type_meta(&self, obj: &Value) -> Result<(), Status> {
-        let errs = type_meta_errors(obj, "apiextensions.k8s.io/v1", "CustomResourceDefinition");
+        let errs = type_meta_errors(
+            obj,
+            "apiextensions.k8s.io/v1",
+            "CustomResourceDefinition",
+            true,
+        );
         if errs.is_empty() {
             return Ok(());
         }
-        Err(Status::invalid(
-            "CustomResourceDefinition",
-            "apiextensions.k8s.io",
-            object::name(obj),
-            &errs,
-        ))
+        Err(self.invalid(obj, &errs))
     }
 
     fn status_for(&self, obj: &Value, old_status: &Value) -> Value {
@@ -58,8 +61,79 @@ impl CrdKind {
         let others: Vec<&Value> = others.iter().collect();
         crd::crd_status_with_others(obj, old_status, &others, &object::now())
     }
+}
 
-    fn invalid(obj: &Value, errs: &[crate::field::Error]) -> Status {
+impl ResourceKind for CrdKind {
+    fn descriptor(&self) -> &Descriptor {
+        &self.descriptor
+    }
+
+    fn strategy(&self) -> &dyn Strategy {
+        self
+    }
+}
+
+impl Strategy for CrdKind {
+    fn decode(
+        &self,
+        obj: &mut Value,
+        _old: Option<&Value>,
+        _opts: &WriteOptions,
+        _t: &mut Trace,
+    ) -> Result<Vec<String>, Status> {
+        self.check_type_meta(obj)?;
+        go_round_trip(obj, DEFINITION);
+        Ok(Vec::new())
+    }
+
+    fn decode_admitted(&self, obj: &mut Value, _t: &mut Trace) {
+        go_round_trip(obj, DEFINITION);
+    }
+
+    fn default(&self, obj: &mut Value, _t: &mut Trace) {
+        crd::default_crd(obj);
+    }
+
+    fn has_generation(&self) -> bool {
+        true
+    }
+
+    fn status_subresource(&self) -> bool {
+        true
+    }
+
+    fn prepare_for_create(&self, obj: &mut Value) {
+        crd::reset_status_for_create(obj);
+    }
+
+    fn prepare_for_update(&self, new: &mut Value, old: &Value, opts: &WriteOptions) {
+        if opts.subresource == "status" {
+            *new = object::status_only(new, old);
+        } else {
+            crd::carry_status_for_update(new, old);
+        }
+    }
+
+    fn validate(&self, obj: &Value, _warnings: &mut Vec<String>, _t: &mut Trace) -> ErrorList {
+        crd::validate_crd(obj)
+    }
+
+    fn validate_update(
+        &self,
+        new: &Value,
+        old: &Value,
+        opts: &WriteOptions,
+        _warnings: &mut Vec<String>,
+        _t: &mut Trace,
+    ) -> Result<ErrorList, Status> {
+        Ok(if opts.subresource == "status" {
+            crd::validate_crd_status_update(new, old)
+        } else {
+            crd::validate_crd_update(new, old)
+        })
+    }
+
+    fn invalid(&self, obj: &Value, errs: &[crate::field::Error]) -> Status {
         Status::invalid(
             "CustomResourceDefinition",
             "apiextensions.k8s.io",
@@ -67,33 +141,19 @@ impl CrdKind {
             errs,
         )
     }
-}
 
-/// `apiVersion`/`kind` checks for built-in kinds.
-pub fn type_meta_errors(obj: &Value, api_version: &str, kind: &str) -> crate::field::ErrorList {
-    let mut errs = Vec::new();
-    let k = obj.get("kind").and_then(Value::as_str).unwrap_or("");
-    let v = obj.get("apiVersion").and_then(Value::as_str).unwrap_or("");
-    if !k.is_empty() && k != kind {
-        errs.push(crate::field::Error::invalid(
-            &crate::field::Path::new("kind"),
-            json!(k),
-            format!("must be {kind}"),
-        ));
-    }
-    if !v.is_empty() && v != api_version {
-        errs.push(crate::field::Error::invalid(
-            &crate::field::Path::new("apiVersion"),
-            json!(v),
-            format!("must be {api_version}"),
-        ));
-    }
-    errs
-}
-
-impl ResourceKind for CrdKind {
-    fn descriptor(&self) -> &Descriptor {
-        &self.descriptor
+    /// The conditions kube's CRD controllers would set, and the type metadata.
+    fn canonicalize(&self, obj: &mut Value, _old: Option<&Value>, opts: &WriteOptions) {
+        if opts.subresource != "status" {
+            let status = self.status_for(obj, &obj.get("status").cloned().unwrap_or(Value::Null));
+            if let Some(m) = obj.as_object_mut() {
+                m.insert("status".into(), status);
+            }
+        }
+        if let Some(m) = obj.as_object_mut() {
+            m.insert("apiVersion".into(), json!("apiextensions.k8s.io/v1"));
+            m.insert("kind".into(), json!("CustomResourceDefinition"));
+        }
     }
 
     fn allow_unconditional_update(&self) -> bool {
@@ -110,70 +170,5 @@ impl ResourceKind for CrdKind {
             priority: 0,
             json_path: ".metadata.creationTimestamp".into(),
         }]
-    }
-
-    fn admit_create(&self, mut obj: Value, _opts: &WriteOptions) -> Result<Admitted, Status> {
-        self.check_type_meta(&obj)?;
-        go_round_trip(&mut obj, DEFINITION);
-        crd::default_crd(&mut obj);
-        crd::reset_status_for_create(&mut obj);
-        object::prepare_for_create(&mut obj, true);
-        let errs = crd::validate_crd(&obj);
-        if !errs.is_empty() {
-            return Err(Self::invalid(&obj, &errs));
-        }
-        let status = self.status_for(&obj, &obj.get("status").cloned().unwrap_or(Value::Null));
-        if let Some(m) = obj.as_object_mut() {
-            m.insert("status".into(), status);
-            m.insert("apiVersion".into(), json!("apiextensions.k8s.io/v1"));
-            m.insert("kind".into(), json!("CustomResourceDefinition"));
-        }
-        Ok(Admitted {
-            object: obj,
-            ..Default::default()
-        })
-    }
-
-    fn admit_update(
-        &self,
-        mut new: Value,
-        old: &Value,
-        opts: &WriteOptions,
-    ) -> Result<Admitted, Status> {
-        self.check_type_meta(&new)?;
-        go_round_trip(&mut new, DEFINITION);
-        let status_write = opts.subresource == "status";
-        if status_write {
-            new = object::status_only(&new, old);
-        } else {
-            crd::default_crd(&mut new);
-            crd::carry_status_for_update(&mut new, old);
-        }
-        object::prepare_for_update(&mut new, old);
-        if !status_write {
-            object::bump_generation_if_changed(&mut new, old, true);
-        }
-        let errs = if status_write {
-            crd::validate_crd_status_update(&new, old)
-        } else {
-            crd::validate_crd_update(&new, old)
-        };
-        if !errs.is_empty() {
-            return Err(Self::invalid(&new, &errs));
-        }
-        if opts.subresource != "status" {
-            let status = self.status_for(&new, &new.get("status").cloned().unwrap_or(Value::Null));
-            if let Some(m) = new.as_object_mut() {
-                m.insert("status".into(), status);
-            }
-        }
-        if let Some(m) = new.as_object_mut() {
-            m.insert("apiVersion".into(), json!("apiextensions.k8s.io/v1"));
-            m.insert("kind".into(), json!("CustomResourceDefinition"));
-        }
-        Ok(Admitted {
-            object: new,
-            ..Default::default()
-        })
     }
 }

@@ -1,10 +1,9 @@
 //! Custom resources: every write runs the pipeline of the CRD version it addresses.
 
-use super::{Admitted, Conversion, Descriptor, ResourceKind, WriteOptions};
+use super::{Conversion, Descriptor, ResourceKind, Strategy};
 use crate::conversion;
-use crate::pipeline::{self, VersionSchema};
+use crate::pipeline::VersionSchema;
 use crate::registry::catalog::CompiledCrd;
-use crate::status::Status;
 use crate::webhook::client::ServiceResolver;
 use serde_json::Value;
 use std::sync::Arc;
@@ -70,55 +69,8 @@ impl ResourceKind for CustomResourceKind {
         &self.descriptor
     }
 
-    fn allow_unconditional_update(&self) -> bool {
-        false
-    }
-
-    fn admit_create(&self, obj: Value, opts: &WriteOptions) -> Result<Admitted, Status> {
-        pipeline::create(obj, self.schema(), opts)
-    }
-
-    fn admit_update(
-        &self,
-        new: Value,
-        old: &Value,
-        opts: &WriteOptions,
-    ) -> Result<Admitted, Status> {
-        pipeline::update(new, old, self.schema(), opts)
-    }
-
-    fn create_mutating_input(&self, obj: Value, opts: &WriteOptions) -> Result<Admitted, Status> {
-        pipeline::create_mutating_input(obj, self.schema(), opts)
-    }
-
-    fn create_after_admission(
-        &self,
-        input: Admitted,
-        opts: &WriteOptions,
-    ) -> Result<Admitted, Status> {
-        pipeline::create_after_admission(input, self.schema(), opts)
-    }
-
-    fn update_mutating_input(
-        &self,
-        new: Value,
-        old: &Value,
-        opts: &WriteOptions,
-    ) -> Result<Admitted, Status> {
-        pipeline::update_mutating_input(new, old, self.schema(), opts)
-    }
-
-    fn update_after_admission(
-        &self,
-        input: Admitted,
-        old: &Value,
-        opts: &WriteOptions,
-    ) -> Result<Admitted, Status> {
-        pipeline::update_after_admission(input, old, self.schema(), opts)
-    }
-
-    fn merge_schema(&self) -> &crate::schema::structural::Structural {
-        &self.schema().structural
+    fn strategy(&self) -> &dyn Strategy {
+        self.schema()
     }
 
     fn to_storage<'a>(&'a self, obj: &'a mut Value) -> Conversion<'a> {
@@ -150,17 +102,5 @@ impl ResourceKind for CustomResourceKind {
             conversion::to_served(&self.crd, self.schema(), obj);
         }
         Conversion::done(Ok(()))
-    }
-
-    fn printer_columns(&self) -> Vec<crate::table::PrinterColumn> {
-        self.crd.versions[self.version].printer_columns.clone()
-    }
-
-    fn field_value(&self, obj: &Value, field: &str) -> Result<Option<String>, String> {
-        crate::selector::fields::cr_field_value(
-            obj,
-            field,
-            &self.crd.versions[self.version].selectable_fields,
-        )
     }
 }

@@ -21,6 +21,7 @@ pub mod webhook_configuration;
 use crate::status::Status;
 use serde_json::Value;
 
+pub use apimachinery::pipeline::strategy::Strategy;
 pub use apimachinery::write::{
     Admitted, DeleteOptions, Descriptor, FieldValidation, Operation, WriteOptions,
 };
@@ -56,72 +57,14 @@ impl std::future::Future for Conversion<'_> {
     }
 }
 
-/// How one kind of object is admitted on write and decorated on read.
+/// One kind of object as the store serves it: its [`Strategy`] (every rule of its
+/// writes, pure, run by `pipeline::order`) and the IO around it.
 pub trait ResourceKind: Send + Sync {
     /// Static facts.
     fn descriptor(&self) -> &Descriptor;
 
-    /// Admit a create: the decoded body in, the object to store out (pipeline for
-    /// custom resources; validation and defaulting for CRDs and namespaces).
-    fn admit_create(&self, obj: Value, opts: &WriteOptions) -> Result<Admitted, Status>;
-
-    /// Admit an update of `old` to `new` (PUT, patches; `opts.subresource` tells which).
-    fn admit_update(
-        &self,
-        new: Value,
-        old: &Value,
-        opts: &WriteOptions,
-    ) -> Result<Admitted, Status>;
-
-    /// The stages of a create before mutating admission (custom resources: decode →
-    /// prune → default); built-in kinds hand the body to admission as received.
-    fn create_mutating_input(&self, obj: Value, opts: &WriteOptions) -> Result<Admitted, Status> {
-        let _ = opts;
-        Ok(Admitted {
-            object: obj,
-            ..Default::default()
-        })
-    }
-
-    /// The stages of a create after mutating admission; `input` carries the object
-    /// and the warnings and trace so far.
-    fn create_after_admission(
-        &self,
-        input: Admitted,
-        opts: &WriteOptions,
-    ) -> Result<Admitted, Status> {
-        let mut out = self.admit_create(input.object, opts)?;
-        out.warnings.splice(0..0, input.warnings);
-        out.trace.splice(0..0, input.trace);
-        Ok(out)
-    }
-
-    /// The stages of an update before mutating admission.
-    fn update_mutating_input(
-        &self,
-        new: Value,
-        old: &Value,
-        opts: &WriteOptions,
-    ) -> Result<Admitted, Status> {
-        let _ = (old, opts);
-        Ok(Admitted {
-            object: new,
-            ..Default::default()
-        })
-    }
-
-    /// The stages of an update after mutating admission.
-    fn update_after_admission(
-        &self,
-        input: Admitted,
-        old: &Value,
-        opts: &WriteOptions,
-    ) -> Result<Admitted, Status> {
-        let mut out = self.admit_update(input.object, old, opts)?;
-        out.warnings.splice(0..0, input.warnings);
-        out.trace.splice(0..0, input.trace);
-        Ok(out)
-    }
+    /// How the kind's objects are written (and printed, and selected).
+    fn strategy(&self) -> &dyn Strategy;
 
     /// Checks of a create (`old`: `None`) or an update that need the requesting user
     /// and IO, run on the object after mutating admission (kube's RBAC escalation
@@ -159,44 +102,5 @@ pub trait ResourceKind: Send + Sync {
             }
             Ok(())
         }))
-    }
-
-    /// The schema server-side apply merges by. Built-in kinds here carry no typed
-    /// schema: their fields merge as kube merges unknown fields (maps granular, lists atomic).
-    fn merge_schema(&self) -> &crate::schema::structural::Structural {
-        static SCHEMALESS: std::sync::OnceLock<crate::schema::structural::Structural> =
-            std::sync::OnceLock::new();
-        SCHEMALESS.get_or_init(|| crate::schema::structural::Structural {
-            type_: "object".into(),
-            x_preserve_unknown_fields: true,
-            ..Default::default()
-        })
-    }
-
-    /// Whether a PUT without `metadata.resourceVersion` is allowed (not for custom
-    /// resources and CRDs).
-    fn allow_unconditional_update(&self) -> bool {
-        true
-    }
-
-    /// Whether finalizers still hold the object (namespaces also wait on `spec.finalizers`).
-    fn finalizers_pending(&self, obj: &Value) -> bool {
-        !object::finalizers(obj).is_empty()
-    }
-
-    /// Printer columns for Table output (empty = kube's NAME/AGE default).
-    fn printer_columns(&self) -> Vec<crate::table::PrinterColumn> {
-        Vec::new()
-    }
-
-    /// kube's own Table printer, for built-in kinds whose cells are computed in code
-    /// (when set, it replaces `printer_columns`).
-    fn builtin_printer(&self) -> Option<&crate::table::BuiltinPrinter> {
-        None
-    }
-
-    /// Extra field-selector labels this kind supports besides name/namespace.
-    fn field_value(&self, obj: &Value, field: &str) -> Result<Option<String>, String> {
-        crate::selector::fields::cr_field_value(obj, field, &[])
     }
 }

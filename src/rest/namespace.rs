@@ -1,9 +1,11 @@
 //! core/v1 Namespaces: name rules, `spec.finalizers`, `status.phase`.
 
-use super::crd::type_meta_errors;
 use super::typed::go_round_trip;
-use super::{object, Admitted, Descriptor, ResourceKind, WriteOptions};
+use super::{object, Descriptor, ResourceKind, Strategy, WriteOptions};
+use crate::field::ErrorList;
 use crate::field::{Error, Path};
+use crate::pipeline::decode::type_meta_errors;
+use crate::pipeline::trace::Trace;
 use crate::schema::objectmeta;
 use crate::status::Status;
 use serde_json::{json, Value};
@@ -27,10 +29,10 @@ impl NamespaceKind {
         }
     }
 
-    fn validate(obj: &Value, old: Option<&Value>) -> Vec<Error> {
+    fn validate_namespace(obj: &Value, old: Option<&Value>) -> Vec<Error> {
         let meta_path = Path::new("metadata");
         let meta = obj.get("metadata").cloned().unwrap_or(Value::Null);
-        let mut errs = type_meta_errors(obj, "v1", "Namespace");
+        let mut errs = type_meta_errors(obj, "v1", "Namespace", true);
         errs.extend(objectmeta::validate_namespace_meta(&meta, &meta_path));
         if let Some(old) = old {
             let old_meta = old.get("metadata").cloned().unwrap_or(Value::Null);
@@ -57,6 +59,94 @@ impl ResourceKind for NamespaceKind {
         &self.descriptor
     }
 
+    fn strategy(&self) -> &dyn Strategy {
+        self
+    }
+}
+
+/// kube labels every namespace with its own name.
+fn label_with_name(obj: &mut Value) {
+    let name = object::name(obj).to_string();
+    let meta = object::meta_mut(obj);
+    let labels = meta.entry("labels").or_insert_with(|| json!({}));
+    if let Some(l) = labels.as_object_mut() {
+        l.insert("kubernetes.io/metadata.name".into(), json!(name));
+    }
+}
+
+impl Strategy for NamespaceKind {
+    fn decode(
+        &self,
+        obj: &mut Value,
+        _old: Option<&Value>,
+        _opts: &WriteOptions,
+        _t: &mut Trace,
+    ) -> Result<Vec<String>, Status> {
+        go_round_trip(obj, DEFINITION);
+        Ok(Vec::new())
+    }
+
+    fn decode_admitted(&self, obj: &mut Value, _t: &mut Trace) {
+        go_round_trip(obj, DEFINITION);
+    }
+
+    fn has_generation(&self) -> bool {
+        false
+    }
+
+    fn prepare_for_create(&self, obj: &mut Value) {
+        if let Some(m) = obj.as_object_mut() {
+            m.insert("apiVersion".into(), json!("v1"));
+            m.insert("kind".into(), json!("Namespace"));
+            m.insert("spec".into(), json!({"finalizers": ["kubernetes"]}));
+            m.insert("status".into(), json!({"phase": "Active"}));
+        }
+        label_with_name(obj);
+    }
+
+    fn prepare_for_update(&self, new: &mut Value, old: &Value, opts: &WriteOptions) {
+        // kube's namespace status and finalize strategies keep the rest of what was
+        // sent, metadata included: only the other half comes from the stored object.
+        // The main resource changes neither: spec.finalizers change only through
+        // /finalize, status only through /status.
+        let (keep_spec, keep_status) = match opts.subresource.as_str() {
+            "status" => (true, false),
+            "finalize" => (false, true),
+            _ => (true, true),
+        };
+        if let Some(m) = new.as_object_mut() {
+            if keep_spec {
+                m.insert("spec".into(), old.get("spec").cloned().unwrap_or(json!({})));
+            }
+            if keep_status {
+                m.insert(
+                    "status".into(),
+                    old.get("status").cloned().unwrap_or(json!({})),
+                );
+            }
+        }
+        label_with_name(new);
+    }
+
+    fn validate(&self, obj: &Value, _warnings: &mut Vec<String>, _t: &mut Trace) -> ErrorList {
+        Self::validate_namespace(obj, None)
+    }
+
+    fn validate_update(
+        &self,
+        new: &Value,
+        old: &Value,
+        _opts: &WriteOptions,
+        _warnings: &mut Vec<String>,
+        _t: &mut Trace,
+    ) -> Result<ErrorList, Status> {
+        Ok(Self::validate_namespace(new, Some(old)))
+    }
+
+    fn invalid(&self, obj: &Value, errs: &[Error]) -> Status {
+        Status::invalid("Namespace", "", object::name(obj), errs)
+    }
+
     fn printer_columns(&self) -> Vec<crate::table::PrinterColumn> {
         vec![
             crate::table::PrinterColumn {
@@ -77,82 +167,5 @@ impl ResourceKind for NamespaceKind {
                 .pointer("/spec/finalizers")
                 .and_then(Value::as_array)
                 .is_some_and(|a| !a.is_empty())
-    }
-
-    fn admit_create(&self, mut obj: Value, _opts: &WriteOptions) -> Result<Admitted, Status> {
-        go_round_trip(&mut obj, DEFINITION);
-        object::prepare_for_create(&mut obj, false);
-        if let Some(m) = obj.as_object_mut() {
-            m.insert("apiVersion".into(), json!("v1"));
-            m.insert("kind".into(), json!("Namespace"));
-            m.insert("spec".into(), json!({"finalizers": ["kubernetes"]}));
-            m.insert("status".into(), json!({"phase": "Active"}));
-        }
-        // kube labels every namespace with its own name.
-        let name = object::name(&obj).to_string();
-        let meta = object::meta_mut(&mut obj);
-        let labels = meta.entry("labels").or_insert_with(|| json!({}));
-        if let Some(l) = labels.as_object_mut() {
-            l.insert("kubernetes.io/metadata.name".into(), json!(name));
-        }
-        let errs = Self::validate(&obj, None);
-        if !errs.is_empty() {
-            return Err(Status::invalid("Namespace", "", object::name(&obj), &errs));
-        }
-        Ok(Admitted {
-            object: obj,
-            ..Default::default()
-        })
-    }
-
-    fn admit_update(
-        &self,
-        mut new: Value,
-        old: &Value,
-        opts: &WriteOptions,
-    ) -> Result<Admitted, Status> {
-        go_round_trip(&mut new, DEFINITION);
-        // kube's namespace status and finalize strategies keep the rest of what was
-        // sent, metadata included: only the other half comes from the stored object.
-        match opts.subresource.as_str() {
-            "status" => {
-                if let Some(m) = new.as_object_mut() {
-                    m.insert("spec".into(), old.get("spec").cloned().unwrap_or(json!({})));
-                }
-            }
-            "finalize" => {
-                if let Some(m) = new.as_object_mut() {
-                    m.insert(
-                        "status".into(),
-                        old.get("status").cloned().unwrap_or(json!({})),
-                    );
-                }
-            }
-            _ => {
-                // spec.finalizers change only through /finalize; status only through /status.
-                if let Some(m) = new.as_object_mut() {
-                    m.insert("spec".into(), old.get("spec").cloned().unwrap_or(json!({})));
-                    m.insert(
-                        "status".into(),
-                        old.get("status").cloned().unwrap_or(json!({})),
-                    );
-                }
-            }
-        }
-        object::prepare_for_update(&mut new, old);
-        let name = object::name(&new).to_string();
-        let meta = object::meta_mut(&mut new);
-        let labels = meta.entry("labels").or_insert_with(|| json!({}));
-        if let Some(l) = labels.as_object_mut() {
-            l.insert("kubernetes.io/metadata.name".into(), json!(name));
-        }
-        let errs = Self::validate(&new, Some(old));
-        if !errs.is_empty() {
-            return Err(Status::invalid("Namespace", "", object::name(&new), &errs));
-        }
-        Ok(Admitted {
-            object: new,
-            ..Default::default()
-        })
     }
 }

@@ -11,8 +11,8 @@
 //! Not done: `PUT` creating a missing object (`AllowCreateOnUpdate`).
 
 use super::builtin::{age_cell, at};
-use super::typed::{str_at, Strategy, TypedKind};
-use super::{Admitted, Conversion, Descriptor, ResourceKind, WriteOptions};
+use super::typed::{str_at, TypedKind, TypedStrategy};
+use super::{Conversion, Descriptor, ResourceKind, Strategy, WriteOptions};
 use crate::auth::authz::{Attributes, Authorizer, Decision};
 use crate::auth::rbac::{PolicyRule, RbacRules};
 use crate::auth::UserInfo;
@@ -37,20 +37,20 @@ pub fn kind_for(
     if descriptor.gr.group != GROUP {
         return None;
     }
-    let (strategy, object): (Box<dyn Strategy>, RbacObject) = match descriptor.gr.resource.as_str()
-    {
-        "roles" => (Box::new(RoleStrategy { cluster: false }), RbacObject::Role),
-        "clusterroles" => (Box::new(RoleStrategy { cluster: true }), RbacObject::Role),
-        "rolebindings" => (
-            Box::new(BindingStrategy { cluster: false }),
-            RbacObject::Binding,
-        ),
-        "clusterrolebindings" => (
-            Box::new(BindingStrategy { cluster: true }),
-            RbacObject::Binding,
-        ),
-        _ => return None,
-    };
+    let (strategy, object): (Box<dyn TypedStrategy>, RbacObject) =
+        match descriptor.gr.resource.as_str() {
+            "roles" => (Box::new(RoleStrategy { cluster: false }), RbacObject::Role),
+            "clusterroles" => (Box::new(RoleStrategy { cluster: true }), RbacObject::Role),
+            "rolebindings" => (
+                Box::new(BindingStrategy { cluster: false }),
+                RbacObject::Binding,
+            ),
+            "clusterrolebindings" => (
+                Box::new(BindingStrategy { cluster: true }),
+                RbacObject::Binding,
+            ),
+            _ => return None,
+        };
     Some(RbacKind {
         typed: TypedKind::new(descriptor, definition, strategy),
         object,
@@ -260,47 +260,8 @@ impl ResourceKind for RbacKind {
         self.typed.descriptor()
     }
 
-    fn admit_create(&self, obj: Value, opts: &WriteOptions) -> Result<Admitted, Status> {
-        self.typed.admit_create(obj, opts)
-    }
-
-    fn admit_update(
-        &self,
-        new: Value,
-        old: &Value,
-        opts: &WriteOptions,
-    ) -> Result<Admitted, Status> {
-        self.typed.admit_update(new, old, opts)
-    }
-
-    fn create_mutating_input(&self, obj: Value, opts: &WriteOptions) -> Result<Admitted, Status> {
-        self.typed.create_mutating_input(obj, opts)
-    }
-
-    fn create_after_admission(
-        &self,
-        input: Admitted,
-        opts: &WriteOptions,
-    ) -> Result<Admitted, Status> {
-        self.typed.create_after_admission(input, opts)
-    }
-
-    fn update_mutating_input(
-        &self,
-        new: Value,
-        old: &Value,
-        opts: &WriteOptions,
-    ) -> Result<Admitted, Status> {
-        self.typed.update_mutating_input(new, old, opts)
-    }
-
-    fn update_after_admission(
-        &self,
-        input: Admitted,
-        old: &Value,
-        opts: &WriteOptions,
-    ) -> Result<Admitted, Status> {
-        self.typed.update_after_admission(input, old, opts)
+    fn strategy(&self) -> &dyn Strategy {
+        &self.typed
     }
 
     fn write_check<'a>(
@@ -333,30 +294,6 @@ impl ResourceKind for RbacKind {
 
     fn on_read_all<'a>(&'a self, objs: &'a mut [Value]) -> Conversion<'a> {
         self.typed.on_read_all(objs)
-    }
-
-    fn merge_schema(&self) -> &crate::schema::structural::Structural {
-        self.typed.merge_schema()
-    }
-
-    fn allow_unconditional_update(&self) -> bool {
-        self.typed.allow_unconditional_update()
-    }
-
-    fn finalizers_pending(&self, obj: &Value) -> bool {
-        self.typed.finalizers_pending(obj)
-    }
-
-    fn printer_columns(&self) -> Vec<crate::table::PrinterColumn> {
-        self.typed.printer_columns()
-    }
-
-    fn builtin_printer(&self) -> Option<&BuiltinPrinter> {
-        self.typed.builtin_printer()
-    }
-
-    fn field_value(&self, obj: &Value, field: &str) -> Result<Option<String>, String> {
-        self.typed.field_value(obj, field)
     }
 }
 
@@ -558,7 +495,7 @@ fn aggregation_rule_errors(rule: &Value) -> ErrorList {
     errs
 }
 
-impl Strategy for RoleStrategy {
+impl TypedStrategy for RoleStrategy {
     fn default(&self, obj: &mut Value) {
         set_missing(obj, "rules", Value::Null);
         if let Some(rules) = obj.get_mut("rules").and_then(Value::as_array_mut) {
@@ -645,7 +582,7 @@ impl BindingStrategy {
     }
 }
 
-impl Strategy for BindingStrategy {
+impl TypedStrategy for BindingStrategy {
     fn default(&self, obj: &mut Value) {
         set_missing(obj, "roleRef", json!({}));
         if let Some(role_ref) = obj.get_mut("roleRef") {

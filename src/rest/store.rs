@@ -4,6 +4,7 @@
 use super::{object, Admitted, DeleteOptions, Descriptor, Operation, ResourceKind, WriteOptions};
 use crate::admission::{Admission, Attributes};
 use crate::codec;
+use crate::pipeline::order::{self, IoFuture};
 use crate::selector::{fields::FieldSelector, labels::LabelSelector};
 use crate::status::{self, Details, GroupResource, Status};
 use crate::storage::{
@@ -139,6 +140,45 @@ const CONTINUE_EXPIRED: &str = "The provided continue parameter is too old to di
 /// kube's 410 when no token could be offered.
 const CONTINUE_EXPIRED_NO_TOKEN: &str = "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter.";
 
+/// The IO of one write between its pure stages: the store's admission for the
+/// request, and the kind's own checks.
+struct KindAdmission<'a> {
+    admission: &'a Admission,
+    attrs: Attributes<'a>,
+    kind: &'a dyn ResourceKind,
+}
+
+impl order::Admit for KindAdmission<'_> {
+    fn mutate<'a>(
+        &'a self,
+        obj: Value,
+        old: Option<&'a Value>,
+        warnings: &'a mut Vec<String>,
+    ) -> IoFuture<'a, Result<Value, Status>> {
+        Box::pin(self.admission.mutate(&self.attrs, obj, old, warnings))
+    }
+
+    fn check<'a>(
+        &'a self,
+        obj: &'a Value,
+        old: Option<&'a Value>,
+    ) -> IoFuture<'a, Result<(), Status>> {
+        match self.kind.write_check(obj, old, self.attrs.opts) {
+            Some(check) => check,
+            None => Box::pin(std::future::ready(Ok(()))),
+        }
+    }
+
+    fn validate<'a>(
+        &'a self,
+        obj: &'a Value,
+        old: Option<&'a Value>,
+        warnings: &'a mut Vec<String>,
+    ) -> IoFuture<'a, Result<(), Status>> {
+        Box::pin(self.admission.validate(&self.attrs, obj, old, warnings))
+    }
+}
+
 /// The generic store.
 #[derive(Clone)]
 pub struct Store {
@@ -157,40 +197,22 @@ impl Store {
         }
     }
 
-    /// A create's stages with admission: mutating hooks between the two halves of
-    /// the pipeline, validating hooks after it (order: `pipeline/mod.rs`).
+    /// A create's stages, with this store's admission (order: `pipeline::order`).
     async fn admit_create(
         &self,
         kind: &dyn ResourceKind,
         body: Value,
         opts: &WriteOptions,
     ) -> Result<Admitted, Status> {
-        let mut input = kind.create_mutating_input(body, opts)?;
-        let attrs = Attributes::new(kind.descriptor(), Operation::Create, opts);
-        let obj = std::mem::take(&mut input.object);
-        // Warnings recorded before a failure go out with the error, as kube's.
-        input.object = self
-            .admission
-            .mutate(&attrs, obj, None, &mut input.warnings)
-            .await
-            .map_err(|e| e.with_warnings_before(&input.warnings))?;
-        if let Some(check) = kind.write_check(&input.object, None, opts) {
-            check
-                .await
-                .map_err(|e| e.with_warnings_before(&input.warnings))?;
-        }
-        let so_far = input.warnings.clone();
-        let mut out = kind
-            .create_after_admission(input, opts)
-            .map_err(|e| e.with_warnings_before(&so_far))?;
-        self.admission
-            .validate(&attrs, &out.object, None, &mut out.warnings)
-            .await
-            .map_err(|e| e.with_warnings_before(&out.warnings))?;
-        Ok(out)
+        let io = KindAdmission {
+            admission: &self.admission,
+            attrs: Attributes::new(kind.descriptor(), Operation::Create, opts),
+            kind,
+        };
+        order::create(kind.strategy(), &io, body, opts).await
     }
 
-    /// An update's stages with admission (as `admit_create`).
+    /// An update's stages, with this store's admission (as `admit_create`).
     async fn admit_update(
         &self,
         kind: &dyn ResourceKind,
@@ -198,28 +220,12 @@ impl Store {
         old: &Value,
         opts: &WriteOptions,
     ) -> Result<Admitted, Status> {
-        let mut input = kind.update_mutating_input(desired, old, opts)?;
-        let attrs = Attributes::new(kind.descriptor(), Operation::Update, opts);
-        let obj = std::mem::take(&mut input.object);
-        input.object = self
-            .admission
-            .mutate(&attrs, obj, Some(old), &mut input.warnings)
-            .await
-            .map_err(|e| e.with_warnings_before(&input.warnings))?;
-        if let Some(check) = kind.write_check(&input.object, Some(old), opts) {
-            check
-                .await
-                .map_err(|e| e.with_warnings_before(&input.warnings))?;
-        }
-        let so_far = input.warnings.clone();
-        let mut out = kind
-            .update_after_admission(input, old, opts)
-            .map_err(|e| e.with_warnings_before(&so_far))?;
-        self.admission
-            .validate(&attrs, &out.object, Some(old), &mut out.warnings)
-            .await
-            .map_err(|e| e.with_warnings_before(&out.warnings))?;
-        Ok(out)
+        let io = KindAdmission {
+            admission: &self.admission,
+            attrs: Attributes::new(kind.descriptor(), Operation::Update, opts),
+            kind,
+        };
+        order::update(kind.strategy(), &io, desired, old, opts).await
     }
 
     /// Admission of a delete (kube's `deleteValidation`): mutating then validating
@@ -420,7 +426,7 @@ impl Store {
         }
         if let Some(f) = &opts.fields {
             let err = std::cell::RefCell::new(None);
-            let ok = f.matches(|field| match kind.field_value(obj, field) {
+            let ok = f.matches(|field| match kind.strategy().field_value(obj, field) {
                 Ok(v) => v,
                 Err(e) => {
                     *err.borrow_mut() = Some(e);
@@ -555,7 +561,7 @@ impl Store {
                 trace,
             } = self.admit_update(kind, desired, &old, opts).await?;
             object::set_resource_version(&mut obj, kv.mod_revision);
-            let remove = object::is_terminating(&obj) && !kind.finalizers_pending(&obj);
+            let remove = object::is_terminating(&obj) && !kind.strategy().finalizers_pending(&obj);
             if obj == old && !remove {
                 // kube skips writes that change nothing: no new resourceVersion.
                 return Ok(Written {

@@ -1,17 +1,19 @@
 //! Built-in kinds with a typed schema (ConfigMaps, Secrets, ServiceAccounts, Events,
-//! Leases): one generic `ResourceKind` parameterised by a [`Strategy`] (kube's registry
-//! strategy, defaults and validation of the kind) and a structural schema derived once
-//! from the kind's OpenAPI definition in `registry/openapi_builtin.json`.
+//! Leases, RBAC): one generic [`TypedKind`], the [`Strategy`] of them all, over a
+//! per-kind [`TypedStrategy`] (kube's registry strategy, defaults and validation of the
+//! kind) and a structural schema derived once from the kind's OpenAPI definition in
+//! `registry/openapi_builtin.json`.
 //!
-//! Writes: prune unknown fields (warnings or a 400 per `fieldValidation`, as kube's
-//! strict decoder) → the kind's decoding and defaults → managedFields → mutating
-//! admission → prepare (system metadata, the strategy's `PrepareFor*`) → validation.
+//! Their decoding: Go type errors (400) → kube's typed round trip → prune unknown
+//! fields (warnings or a 400 per `fieldValidation`, as kube's strict decoder) → the
+//! kind's own decoding checks; the rest of a write is `pipeline::order`'s.
 
 use super::{
-    object, Admitted, Conversion, Descriptor, FieldValidation, ResourceKind, WriteOptions,
+    object, Conversion, Descriptor, FieldValidation, ResourceKind, Strategy, WriteOptions,
 };
 use crate::apply;
 use crate::field::{self, ErrorList, Path};
+use crate::pipeline::trace::Trace;
 use crate::schema::prune;
 use crate::schema::structural::Structural;
 use crate::status::Status;
@@ -23,8 +25,9 @@ pub use apimachinery::typed::{
     structural_from_definition,
 };
 
-/// What differs between typed built-in kinds: kube's strategy, defaults and validation.
-pub trait Strategy: Send + Sync {
+/// What differs between typed built-in kinds: kube's strategy, defaults and validation
+/// (the rest of their [`Strategy`] is [`TypedKind`]'s, shared).
+pub trait TypedStrategy: Send + Sync {
     /// What kube's decoder rejects beyond the schema's types (a 400 `... cannot be
     /// handled as a X: <message>`), e.g. Secret data that is not base64.
     fn check_decodable(&self, obj: &Value) -> Result<(), String> {
@@ -79,14 +82,14 @@ pub struct TypedKind {
     descriptor: Descriptor,
     definition: String,
     schema: Structural,
-    strategy: Box<dyn Strategy>,
+    strategy: Box<dyn TypedStrategy>,
     printer: BuiltinPrinter,
 }
 
 impl TypedKind {
     /// The kind served at `descriptor`, its schema derived from the OpenAPI definition
     /// `definition` (e.g. `io.k8s.api.core.v1.ConfigMap`).
-    pub fn new(descriptor: Descriptor, definition: &str, strategy: Box<dyn Strategy>) -> Self {
+    pub fn new(descriptor: Descriptor, definition: &str, strategy: Box<dyn TypedStrategy>) -> Self {
         let defs = crate::registry::openapi::builtin_definitions();
         let schema = defs
             .get(definition)
@@ -170,12 +173,7 @@ impl TypedKind {
 
     fn type_meta_errors(&self, obj: &Value) -> ErrorList {
         let d = &self.descriptor;
-        super::crd::type_meta_errors(obj, &d.api_version(), &d.kind)
-    }
-
-    fn reject(&self, obj: &Value, errs: &[field::Error]) -> Status {
-        let d = &self.descriptor;
-        Status::invalid(&d.kind, &d.gr.group, object::name(obj), errs)
+        crate::pipeline::decode::type_meta_errors(obj, &d.api_version(), &d.kind, true)
     }
 }
 
@@ -184,144 +182,8 @@ impl ResourceKind for TypedKind {
         &self.descriptor
     }
 
-    fn admit_create(&self, obj: Value, opts: &WriteOptions) -> Result<Admitted, Status> {
-        let input = self.create_mutating_input(obj, opts)?;
-        self.create_after_admission(input, opts)
-    }
-
-    fn admit_update(
-        &self,
-        new: Value,
-        old: &Value,
-        opts: &WriteOptions,
-    ) -> Result<Admitted, Status> {
-        let input = self.update_mutating_input(new, old, opts)?;
-        self.update_after_admission(input, old, opts)
-    }
-
-    fn create_mutating_input(
-        &self,
-        mut obj: Value,
-        opts: &WriteOptions,
-    ) -> Result<Admitted, Status> {
-        let warnings = self.decode_stage(&mut obj, opts, None)?;
-        self.set_type_meta(&mut obj);
-        self.strategy.default(&mut obj);
-        self.managed_fields_stage(None, &mut obj, opts);
-        Ok(Admitted {
-            object: obj,
-            warnings,
-            trace: Vec::new(),
-        })
-    }
-
-    fn create_after_admission(
-        &self,
-        input: Admitted,
-        _opts: &WriteOptions,
-    ) -> Result<Admitted, Status> {
-        let Admitted {
-            object: mut obj,
-            warnings,
-            trace,
-        } = input;
-        // Mutating webhooks may add unknown fields: kube's decoder drops them silently.
-        prune::prune(
-            &mut obj,
-            &self.schema,
-            true,
-            &prune::PruneOptions::default(),
-        );
-        go_round_trip(&mut obj, &self.definition);
-        self.strategy.default(&mut obj);
-        object::prepare_for_create(&mut obj, self.descriptor.has_generation);
-        self.strategy.prepare_for_create(&mut obj);
-        let mut errs = self.type_meta_errors(&obj);
-        errs.extend(self.strategy.validate(&obj));
-        if !errs.is_empty() {
-            return Err(self.reject(&obj, &errs));
-        }
-        Ok(Admitted {
-            object: obj,
-            warnings,
-            trace,
-        })
-    }
-
-    fn update_mutating_input(
-        &self,
-        mut new: Value,
-        old: &Value,
-        opts: &WriteOptions,
-    ) -> Result<Admitted, Status> {
-        let patched = (opts.is_patch && opts.field_validation == FieldValidation::Strict)
-            .then(|| serde_json::to_string(&new).unwrap_or_default());
-        let warnings = self.decode_stage(&mut new, opts, patched.as_deref())?;
-        self.set_type_meta(&mut new);
-        // An unconditional update (kube allows them for these kinds) writes over the
-        // stored revision.
-        if object::meta_str(&new, "resourceVersion").is_empty() {
-            let rv = object::meta_str(old, "resourceVersion").to_string();
-            object::meta_mut(&mut new).insert("resourceVersion".into(), json!(rv));
-        }
-        self.strategy.default(&mut new);
-        self.managed_fields_stage(Some(old), &mut new, opts);
-        Ok(Admitted {
-            object: new,
-            warnings,
-            trace: Vec::new(),
-        })
-    }
-
-    fn update_after_admission(
-        &self,
-        input: Admitted,
-        old: &Value,
-        _opts: &WriteOptions,
-    ) -> Result<Admitted, Status> {
-        let Admitted {
-            object: mut new,
-            warnings,
-            trace,
-        } = input;
-        prune::prune(
-            &mut new,
-            &self.schema,
-            true,
-            &prune::PruneOptions::default(),
-        );
-        go_round_trip(&mut new, &self.definition);
-        self.strategy.default(&mut new);
-        object::prepare_for_update(&mut new, old);
-        if self.descriptor.has_generation {
-            object::bump_generation_if_changed(&mut new, old, false);
-        }
-        apply::revert_time_only_change(&mut new, old);
-        self.strategy.prepare_for_update(&mut new, old);
-        // kube's generic registry checks metadata before the strategy's own checks.
-        let meta_path = Path::new("metadata");
-        let meta = new.get("metadata").cloned().unwrap_or(Value::Null);
-        let old_meta = old.get("metadata").cloned().unwrap_or(Value::Null);
-        let mut errs = self.type_meta_errors(&new);
-        errs.extend(
-            crate::schema::objectmeta::validate_object_meta_path_segment(
-                &meta,
-                self.descriptor.namespaced,
-                &meta_path,
-            ),
-        );
-        errs.extend(crate::schema::objectmeta::validate_object_meta_update(
-            &meta, &old_meta, &meta_path,
-        ));
-        errs.extend(self.strategy.validate_update(&new, old));
-        if !errs.is_empty() {
-            return Err(self.reject(&new, &errs));
-        }
-        Ok(Admitted {
-            object: new,
-            warnings,
-            trace,
-        })
+    fn strategy(&self) -> &dyn Strategy {
+        self
     }
 
     fn to_storage<'a>(&'a self, obj: &'a mut Value) -> Conversion<'a> {
@@ -339,6 +201,87 @@ impl ResourceKind for TypedKind {
             self.strategy.on_read(obj);
         }
         Conversion::done(Ok(()))
+    }
+}
+
+impl Strategy for TypedKind {
+    fn decode(
+        &self,
+        obj: &mut Value,
+        old: Option<&Value>,
+        opts: &WriteOptions,
+        _t: &mut Trace,
+    ) -> Result<Vec<String>, Status> {
+        let patched =
+            (old.is_some() && opts.is_patch && opts.field_validation == FieldValidation::Strict)
+                .then(|| serde_json::to_string(obj).unwrap_or_default());
+        let warnings = self.decode_stage(obj, opts, patched.as_deref())?;
+        self.set_type_meta(obj);
+        Ok(warnings)
+    }
+
+    fn decode_admitted(&self, obj: &mut Value, _t: &mut Trace) {
+        // Mutating webhooks may add unknown fields: kube's decoder drops them silently.
+        prune::prune(obj, &self.schema, true, &prune::PruneOptions::default());
+        go_round_trip(obj, &self.definition);
+    }
+
+    fn default(&self, obj: &mut Value, _t: &mut Trace) {
+        self.strategy.default(obj);
+    }
+
+    fn record_managed_fields(&self, old: Option<&Value>, obj: &mut Value, opts: &WriteOptions) {
+        self.managed_fields_stage(old, obj, opts);
+    }
+
+    fn has_generation(&self) -> bool {
+        self.descriptor.has_generation
+    }
+
+    fn prepare_for_create(&self, obj: &mut Value) {
+        self.strategy.prepare_for_create(obj);
+    }
+
+    fn prepare_for_update(&self, new: &mut Value, old: &Value, _opts: &WriteOptions) {
+        self.strategy.prepare_for_update(new, old);
+    }
+
+    fn validate(&self, obj: &Value, _warnings: &mut Vec<String>, _t: &mut Trace) -> ErrorList {
+        let mut errs = self.type_meta_errors(obj);
+        errs.extend(self.strategy.validate(obj));
+        errs
+    }
+
+    fn validate_update(
+        &self,
+        new: &Value,
+        old: &Value,
+        _opts: &WriteOptions,
+        _warnings: &mut Vec<String>,
+        _t: &mut Trace,
+    ) -> Result<ErrorList, Status> {
+        // kube's generic registry checks metadata before the strategy's own checks.
+        let meta_path = Path::new("metadata");
+        let meta = new.get("metadata").cloned().unwrap_or(Value::Null);
+        let old_meta = old.get("metadata").cloned().unwrap_or(Value::Null);
+        let mut errs = self.type_meta_errors(new);
+        errs.extend(
+            crate::schema::objectmeta::validate_object_meta_path_segment(
+                &meta,
+                self.descriptor.namespaced,
+                &meta_path,
+            ),
+        );
+        errs.extend(crate::schema::objectmeta::validate_object_meta_update(
+            &meta, &old_meta, &meta_path,
+        ));
+        errs.extend(self.strategy.validate_update(new, old));
+        Ok(errs)
+    }
+
+    fn invalid(&self, obj: &Value, errs: &[field::Error]) -> Status {
+        let d = &self.descriptor;
+        Status::invalid(&d.kind, &d.gr.group, object::name(obj), errs)
     }
 
     fn merge_schema(&self) -> &Structural {

@@ -62,7 +62,9 @@ impl Filter {
             }
         }
         match &self.opts.fields {
-            Some(f) => f.matches(|field| self.kind.field_value(obj, field).ok().flatten()),
+            Some(f) => {
+                f.matches(|field| self.kind.strategy().field_value(obj, field).ok().flatten())
+            }
             None => true,
         }
     }

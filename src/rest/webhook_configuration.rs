@@ -2,10 +2,11 @@
 //! built-in kinds kept as written (no typed schema), with kube's defaults and the
 //! checks `admission::webhook` relies on.
 
-use super::crd::type_meta_errors;
 use super::typed::go_round_trip;
-use super::{object, Admitted, Descriptor, ResourceKind, WriteOptions};
+use super::{object, Descriptor, ResourceKind, Strategy, WriteOptions};
 use crate::field::{Error, ErrorList, Path};
+use crate::pipeline::decode::type_meta_errors;
+use crate::pipeline::trace::Trace;
 use crate::schema::objectmeta;
 use crate::status::Status;
 use serde_json::{json, Value};
@@ -90,10 +91,10 @@ impl WebhookConfigurationKind {
     }
 
     /// The subset of kube's webhook validation this server enforces.
-    fn validate(&self, obj: &Value, old: Option<&Value>) -> ErrorList {
+    fn validate_configuration(&self, obj: &Value, old: Option<&Value>) -> ErrorList {
         let meta_path = Path::new("metadata");
         let meta = obj.get("metadata").cloned().unwrap_or(Value::Null);
-        let mut errs = type_meta_errors(obj, &format!("{GROUP}/v1"), self.phase.kind());
+        let mut errs = type_meta_errors(obj, &format!("{GROUP}/v1"), self.phase.kind(), true);
         errs.extend(objectmeta::validate_object_meta(&meta, false, &meta_path));
         if let Some(old) = old {
             let old_meta = old.get("metadata").cloned().unwrap_or(Value::Null);
@@ -208,22 +209,6 @@ impl WebhookConfigurationKind {
         }
         errs
     }
-
-    fn admitted(&self, obj: Value, old: Option<&Value>) -> Result<Admitted, Status> {
-        let errs = self.validate(&obj, old);
-        if !errs.is_empty() {
-            return Err(Status::invalid(
-                self.phase.kind(),
-                GROUP,
-                object::name(&obj),
-                &errs,
-            ));
-        }
-        Ok(Admitted {
-            object: obj,
-            ..Default::default()
-        })
-    }
 }
 
 impl ResourceKind for WebhookConfigurationKind {
@@ -231,27 +216,57 @@ impl ResourceKind for WebhookConfigurationKind {
         &self.descriptor
     }
 
-    fn admit_create(&self, mut obj: Value, _opts: &WriteOptions) -> Result<Admitted, Status> {
-        go_round_trip(&mut obj, &self.phase.definition());
-        object::prepare_for_create(&mut obj, true);
-        if let Some(m) = obj.as_object_mut() {
-            m.insert("apiVersion".into(), json!(format!("{GROUP}/v1")));
-            m.insert("kind".into(), json!(self.phase.kind()));
+    fn strategy(&self) -> &dyn Strategy {
+        self
+    }
+}
+
+impl Strategy for WebhookConfigurationKind {
+    fn decode(
+        &self,
+        obj: &mut Value,
+        old: Option<&Value>,
+        _opts: &WriteOptions,
+        _t: &mut Trace,
+    ) -> Result<Vec<String>, Status> {
+        go_round_trip(obj, &self.phase.definition());
+        if old.is_none() {
+            if let Some(m) = obj.as_object_mut() {
+                m.insert("apiVersion".into(), json!(format!("{GROUP}/v1")));
+                m.insert("kind".into(), json!(self.phase.kind()));
+            }
         }
-        self.default_webhooks(&mut obj);
-        self.admitted(obj, None)
+        Ok(Vec::new())
     }
 
-    fn admit_update(
+    fn decode_admitted(&self, obj: &mut Value, _t: &mut Trace) {
+        go_round_trip(obj, &self.phase.definition());
+    }
+
+    fn default(&self, obj: &mut Value, _t: &mut Trace) {
+        self.default_webhooks(obj);
+    }
+
+    fn has_generation(&self) -> bool {
+        true
+    }
+
+    fn validate(&self, obj: &Value, _warnings: &mut Vec<String>, _t: &mut Trace) -> ErrorList {
+        self.validate_configuration(obj, None)
+    }
+
+    fn validate_update(
         &self,
-        mut new: Value,
+        new: &Value,
         old: &Value,
         _opts: &WriteOptions,
-    ) -> Result<Admitted, Status> {
-        go_round_trip(&mut new, &self.phase.definition());
-        self.default_webhooks(&mut new);
-        object::prepare_for_update(&mut new, old);
-        object::bump_generation_if_changed(&mut new, old, false);
-        self.admitted(new, Some(old))
+        _warnings: &mut Vec<String>,
+        _t: &mut Trace,
+    ) -> Result<ErrorList, Status> {
+        Ok(self.validate_configuration(new, Some(old)))
+    }
+
+    fn invalid(&self, obj: &Value, errs: &[Error]) -> Status {
+        Status::invalid(self.phase.kind(), GROUP, object::name(obj), errs)
     }
 }

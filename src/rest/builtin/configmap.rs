@@ -5,7 +5,7 @@ use super::{
     IMMUTABLE_WHEN_SET, MAX_DATA_SIZE,
 };
 use crate::field::{Error, ErrorList, Path};
-use crate::rest::typed::Strategy;
+use crate::rest::typed::TypedStrategy;
 use crate::table::{BuiltinColumn, BuiltinPrinter};
 use base64::Engine;
 use serde_json::{json, Value};
@@ -76,7 +76,7 @@ pub fn immutable_errors(new: &Value, old: &Value, fields: &[&str]) -> ErrorList 
     errs
 }
 
-impl Strategy for ConfigMapStrategy {
+impl TypedStrategy for ConfigMapStrategy {
     fn check_decodable(&self, obj: &Value) -> Result<(), String> {
         let binary = obj.get("binaryData").and_then(Value::as_object);
         for value in binary.into_iter().flat_map(|m| m.values()) {

@@ -6,7 +6,7 @@
 
 use super::{at, field_doc, immutable_field, object_meta_update_errors};
 use crate::field::{Error, ErrorList, Path};
-use crate::rest::typed::{str_at, Strategy};
+use crate::rest::typed::{str_at, TypedStrategy};
 use crate::schema::objectmeta;
 use crate::table::{BuiltinColumn, BuiltinPrinter};
 use chrono::{DateTime, Utc};
@@ -304,7 +304,7 @@ impl EventStrategy {
     }
 }
 
-impl Strategy for EventStrategy {
+impl TypedStrategy for EventStrategy {
     fn default(&self, obj: &mut Value) {
         let micro = ["/eventTime", "/series/lastObservedTime"];
         let seconds: &[&str] = match self.api {

@@ -3,7 +3,7 @@
 
 use super::{age_cell, at, field_doc, object_meta_errors, object_meta_update_errors};
 use crate::field::{Error, ErrorList, Path};
-use crate::rest::typed::{str_at, Strategy};
+use crate::rest::typed::{str_at, TypedStrategy};
 use crate::table::{BuiltinColumn, BuiltinPrinter};
 use serde_json::{json, Value};
 
@@ -51,7 +51,7 @@ fn drop_disabled_fields(obj: &mut Value, old: Option<&Value>) {
     }
 }
 
-impl Strategy for LeaseStrategy {
+impl TypedStrategy for LeaseStrategy {
     fn default(&self, obj: &mut Value) {
         // MicroTime fields are written back with microseconds, as Go encodes them.
         for p in ["/spec/acquireTime", "/spec/renewTime"] {

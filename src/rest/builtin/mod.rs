@@ -1,4 +1,4 @@
-//! The typed built-in kinds controllers touch: one [`Strategy`](super::typed::Strategy)
+//! The typed built-in kinds controllers touch: one [`TypedStrategy`](super::typed::TypedStrategy)
 //! per kind (kube's defaults, registry strategy, validation and printer), served by
 //! [`TypedKind`](super::typed::TypedKind).
 
@@ -27,7 +27,7 @@ pub const IMMUTABLE_WHEN_SET: &str = "field is immutable when `immutable` is set
 /// The typed kind for the built-in resource at `group/version/resource`, if it is one
 /// of these (its `Descriptor` comes from `registry::builtin`).
 pub fn kind_for(descriptor: Descriptor, definition: &str) -> Option<TypedKind> {
-    let strategy: Box<dyn super::typed::Strategy> = match (
+    let strategy: Box<dyn super::typed::TypedStrategy> = match (
         descriptor.gr.group.as_str(),
         descriptor.gr.resource.as_str(),
     ) {

@@ -7,7 +7,7 @@ use super::{
     object_meta_update_errors, MAX_DATA_SIZE,
 };
 use crate::field::{Error, ErrorList, Path};
-use crate::rest::typed::{meta_field_value, str_at, Strategy};
+use crate::rest::typed::{meta_field_value, str_at, TypedStrategy};
 use crate::table::{BuiltinColumn, BuiltinPrinter};
 use base64::Engine;
 use serde_json::{json, Value};
@@ -89,7 +89,7 @@ fn type_errors(obj: &Value) -> ErrorList {
     errs
 }
 
-impl Strategy for SecretStrategy {
+impl TypedStrategy for SecretStrategy {
     fn check_decodable(&self, obj: &Value) -> Result<(), String> {
         for value in obj
             .get("data")

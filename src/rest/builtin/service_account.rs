@@ -2,14 +2,14 @@
 
 use super::{age_cell, object_meta_errors, object_meta_update_errors};
 use crate::field::ErrorList;
-use crate::rest::typed::Strategy;
+use crate::rest::typed::TypedStrategy;
 use crate::table::{BuiltinColumn, BuiltinPrinter};
 use serde_json::{json, Value};
 
 /// The `serviceaccounts` strategy.
 pub struct ServiceAccountStrategy;
 
-impl Strategy for ServiceAccountStrategy {
+impl TypedStrategy for ServiceAccountStrategy {
     fn validate(&self, obj: &Value) -> ErrorList {
         object_meta_errors(obj)
     }

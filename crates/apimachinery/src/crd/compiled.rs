@@ -8,7 +8,6 @@ use crate::schema::immutable::ImmutabilityPlan;
 use crate::schema::props::JSONSchemaProps;
 use crate::schema::structural::Structural;
 use crate::schema::validate::Validator;
-use crate::table::PrinterColumn;
 use serde_json::Value;
 
 /// One version of a compiled CRD.
@@ -23,10 +22,6 @@ pub struct CompiledVersion {
     pub deprecated: bool,
     /// `deprecationWarning` (or kube's default text when deprecated).
     pub deprecation_warning: Option<String>,
-    /// `additionalPrinterColumns`.
-    pub printer_columns: Vec<PrinterColumn>,
-    /// `selectableFields` JSONPaths.
-    pub selectable_fields: Vec<String>,
 }
 
 /// A CRD ready to serve.
@@ -80,6 +75,8 @@ impl CompiledCrd {
                 structural,
                 status_subresource: v.status_subresource,
                 scale: v.scale.clone(),
+                printer_columns: v.printer_columns.clone(),
+                selectable_fields: v.selectable_fields.clone(),
             };
             let deprecation_warning = if v.deprecated {
                 Some(v.deprecation_warning.clone().unwrap_or_else(|| {
@@ -99,8 +96,6 @@ impl CompiledCrd {
                 storage: v.storage,
                 deprecated: v.deprecated,
                 deprecation_warning,
-                printer_columns: v.printer_columns.clone(),
-                selectable_fields: v.selectable_fields.clone(),
             });
         }
         let name = object

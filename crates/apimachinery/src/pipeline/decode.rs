@@ -38,24 +38,31 @@ pub fn metadata_type_check(
     ))
 }
 
-/// `apiVersion`/`kind` must be the endpoint's (kube's `ValidateTypeMeta`).
-pub fn type_meta_errors(obj: &Value, s: &VersionSchema) -> field::ErrorList {
+/// kube's checks of an object's `apiVersion` and `kind` against the endpoint's: each
+/// must be `api_version`/`kind`. `absent_ok`: built-in kinds (typed, their decoder
+/// fills what is absent) accept an empty one; custom resources (unstructured) do not.
+pub fn type_meta_errors(
+    obj: &Value,
+    api_version: &str,
+    kind: &str,
+    absent_ok: bool,
+) -> field::ErrorList {
     let mut errs = Vec::new();
-    let kind = obj.get("kind").and_then(Value::as_str).unwrap_or("");
-    let api_version = obj.get("apiVersion").and_then(Value::as_str).unwrap_or("");
-    if kind != s.kind {
+    let got_kind = obj.get("kind").and_then(Value::as_str).unwrap_or("");
+    let got_version = obj.get("apiVersion").and_then(Value::as_str).unwrap_or("");
+    let wrong = |got: &str, want: &str| got != want && !(absent_ok && got.is_empty());
+    if wrong(got_kind, kind) {
         errs.push(field::Error::invalid(
             &Path::new("kind"),
-            json!(kind),
-            format!("must be {}", s.kind),
+            json!(got_kind),
+            format!("must be {kind}"),
         ));
     }
-    let expected = s.api_version();
-    if api_version != expected {
+    if wrong(got_version, api_version) {
         errs.push(field::Error::invalid(
             &Path::new("apiVersion"),
-            json!(api_version),
-            format!("must be {expected}"),
+            json!(got_version),
+            format!("must be {api_version}"),
         ));
     }
     errs

@@ -1,27 +1,26 @@
-//! The request pipeline for custom resources: the order of stages in one place.
+//! The write pipeline: its order for every kind (`order.rs`), what a kind decides in
+//! it (`strategy.rs`), and the strategy of custom resources (here), whose stages are
+//! pure functions over `serde_json::Value` and the compiled schema of one CRD version
+//! ([`VersionSchema`]).
 //!
-//! Writes (create, update, patch, apply):
+//! Writes (create, update, patch, apply), as [`order`] runs them:
 //!
 //! ```text
-//! decode → prune → default → managedFields                 (`*_mutating_input`)
-//!        → mutating admission (webhooks, in-process hooks)   (async: `rest::store`)
+//! decode → prune → default → managedFields
+//!        → mutating admission (webhooks, in-process hooks)   (IO: `order::Admit`)
 //!        → prune + default again
 //!        → prepare (system metadata, status/spec separation, generation)
 //!        → immutability check (updates) → schema validation → CEL rules
-//!                                                            (`*_after_admission`)
-//!        → validating admission, all hooks in parallel      (async: `rest::store`)
+//!        → validating admission, all hooks in parallel      (IO: `order::Admit`)
 //!        → storage (via `crate::crd::conversion::to_storage`: storage version, pruned)
 //! ```
 //! All of it runs in the version the request addresses. Reads from storage
 //! (`crate::crd::conversion::to_served`): prune → default by the stored version's schema,
 //! convert to the addressed version, prune by its schema.
-//!
-//! Admission is IO (webhooks, in-process hooks: the server's `admission`), so the write
-//! stages are split where it runs: `create`/`update` are the two halves back to back.
-//! Every stage is a pure function over `serde_json::Value` and the compiled schema
-//! of one CRD version (`VersionSchema`); nothing here does IO.
 
 pub mod decode;
+pub mod order;
+pub mod strategy;
 pub mod trace;
 
 use crate::apply;
@@ -30,8 +29,10 @@ use crate::object;
 use crate::schema::{default, prune, structural::Structural, validate::Validator};
 use crate::schema::{immutable, objectmeta};
 use crate::status::Status;
+use crate::table::PrinterColumn;
 use crate::write::{Admitted, FieldValidation, WriteOptions};
 use serde_json::Value;
+use strategy::Strategy;
 use trace::Trace;
 
 /// Everything the stages need about one served version of a CRD, compiled once when
@@ -59,6 +60,10 @@ pub struct VersionSchema {
     pub immutability: Option<immutable::ImmutabilityPlan>,
     /// Compiled `x-kubernetes-validations`; `None` when the schema has no rules.
     pub cel: Option<std::sync::Arc<crate::cel::CompiledRules>>,
+    /// `additionalPrinterColumns`.
+    pub printer_columns: Vec<PrinterColumn>,
+    /// `selectableFields` JSONPaths.
+    pub selectable_fields: Vec<String>,
 }
 
 impl VersionSchema {
@@ -68,147 +73,123 @@ impl VersionSchema {
     }
 }
 
-/// Create: the decoded request body in, the object to store out (both stages, with no
-/// admission hooks in between).
+/// Create without admission: the decoded request body in, the object to store out.
 pub fn create(obj: Value, s: &VersionSchema, opts: &WriteOptions) -> Result<Admitted, Status> {
-    let input = create_mutating_input(obj, s, opts)?;
-    create_after_admission(input, s, opts)
+    order::create_without_admission(s, obj, opts)
 }
 
-/// Create, up to mutating admission: decode → prune → default → managedFields.
-pub fn create_mutating_input(
-    mut obj: Value,
-    s: &VersionSchema,
-    opts: &WriteOptions,
-) -> Result<Admitted, Status> {
-    let mut t = Trace::new(opts.trace);
-    let unknown = prune_stage(&mut obj, s, &mut t);
-    let warnings = decode::unknown_field_policy(&obj, (&s.kind, &s.version), opts, &unknown, None)?;
-    default_stage(&mut obj, s, &mut t);
-    managed_fields_stage(None, &mut obj, s, opts);
-    Ok(Admitted {
-        object: obj,
-        warnings,
-        trace: t.into_lines(),
-    })
-}
-
-/// Create, after mutating admission: prune + default again → prepare → validation →
-/// CEL. `input` carries the warnings and trace of the earlier stages.
-pub fn create_after_admission(
-    input: Admitted,
-    s: &VersionSchema,
-    opts: &WriteOptions,
-) -> Result<Admitted, Status> {
-    let Admitted {
-        object: mut obj,
-        mut warnings,
-        trace,
-    } = input;
-    let mut t = Trace::resume(opts.trace, trace);
-    prune_stage(&mut obj, s, &mut t);
-    default_stage(&mut obj, s, &mut t);
-    // prepare
-    object::prepare_for_create(&mut obj, true);
-    if s.status_subresource {
-        object::keep_status(&mut obj, None);
-    }
-    t.note("prepare", "system metadata set");
-    // validate
-    let errs = validate_stage(&obj, None, s, &mut t);
-    let errs = cel_stage(&obj, None, s, errs, &mut warnings, &mut t);
-    reject_invalid(&obj, errs)?;
-    Ok(Admitted {
-        object: obj,
-        warnings,
-        trace: t.into_lines(),
-    })
-}
-
-/// Update of the main resource or a subresource (`opts.subresource`): `new` is the
-/// desired object (PUT body or patched object), `old` the stored one (already read
-/// through `read`). Both stages, with no admission hooks in between.
+/// Update of the main resource or a subresource (`opts.subresource`) without
+/// admission: `new` is the desired object (PUT body or patched object), `old` the
+/// stored one (already read through `read`).
 pub fn update(
     new: Value,
     old: &Value,
     s: &VersionSchema,
     opts: &WriteOptions,
 ) -> Result<Admitted, Status> {
-    let input = update_mutating_input(new, old, s, opts)?;
-    update_after_admission(input, old, s, opts)
+    order::update_without_admission(s, new, old, opts)
 }
 
-/// Update, up to mutating admission: decode → prune → default → managedFields.
-pub fn update_mutating_input(
-    mut new: Value,
-    old: &Value,
-    s: &VersionSchema,
-    opts: &WriteOptions,
-) -> Result<Admitted, Status> {
-    let mut t = Trace::new(opts.trace);
-    // kube quotes the whole patched object when a patch fails strict decoding.
-    let patched =
-        (opts.is_patch && is_strict(opts)).then(|| serde_json::to_string(&new).unwrap_or_default());
-    // A create or update body was checked as it was decoded; a patch's result here.
-    if opts.is_patch {
-        decode::metadata_type_check(&new, (&s.kind, &s.version), true)?;
+/// Custom resources: the stages of one CRD version.
+impl Strategy for VersionSchema {
+    fn decode(
+        &self,
+        obj: &mut Value,
+        old: Option<&Value>,
+        opts: &WriteOptions,
+        t: &mut Trace,
+    ) -> Result<Vec<String>, Status> {
+        let patch = old.is_some() && opts.is_patch;
+        // kube quotes the whole patched object when a patch fails strict decoding.
+        let patched =
+            (patch && is_strict(opts)).then(|| serde_json::to_string(obj).unwrap_or_default());
+        // A create or update body was checked as it was decoded; a patch's result here.
+        if patch {
+            decode::metadata_type_check(obj, (&self.kind, &self.version), true)?;
+        }
+        let unknown = prune_stage(obj, self, t);
+        decode::unknown_field_policy(
+            obj,
+            (&self.kind, &self.version),
+            opts,
+            &unknown,
+            patched.as_deref(),
+        )
     }
-    let unknown = prune_stage(&mut new, s, &mut t);
-    let warnings = decode::unknown_field_policy(
-        &new,
-        (&s.kind, &s.version),
-        opts,
-        &unknown,
-        patched.as_deref(),
-    )?;
-    default_stage(&mut new, s, &mut t);
-    managed_fields_stage(Some(old), &mut new, s, opts);
-    Ok(Admitted {
-        object: new,
-        warnings,
-        trace: t.into_lines(),
-    })
-}
 
-/// Update, after mutating admission: prune + default again → prepare → immutability →
-/// validation → CEL.
-pub fn update_after_admission(
-    input: Admitted,
-    old: &Value,
-    s: &VersionSchema,
-    opts: &WriteOptions,
-) -> Result<Admitted, Status> {
-    let Admitted {
-        object: mut new,
-        mut warnings,
-        trace,
-    } = input;
-    let mut t = Trace::resume(opts.trace, trace);
-    prune_stage(&mut new, s, &mut t);
-    default_stage(&mut new, s, &mut t);
-    // prepare
-    let status_write = opts.subresource == "status";
-    if status_write {
-        new = object::status_only(&new, old);
-    } else if s.status_subresource {
-        object::keep_status(&mut new, Some(old));
+    fn decode_admitted(&self, obj: &mut Value, t: &mut Trace) {
+        prune_stage(obj, self, t);
     }
-    object::prepare_for_update(&mut new, old);
-    if !status_write {
-        object::bump_generation_if_changed(&mut new, old, s.status_subresource);
+
+    fn default(&self, obj: &mut Value, t: &mut Trace) {
+        default_stage(obj, self, t);
     }
-    // A write that changes nothing must not move managedFields timestamps either.
-    apply::revert_time_only_change(&mut new, old);
-    t.note("prepare", "system metadata carried over");
-    immutability_stage(&new, old, s, &mut t)?;
-    let errs = validate_stage(&new, Some(old), s, &mut t);
-    let errs = cel_stage(&new, Some(old), s, errs, &mut warnings, &mut t);
-    reject_invalid(&new, errs)?;
-    Ok(Admitted {
-        object: new,
-        warnings,
-        trace: t.into_lines(),
-    })
+
+    fn record_managed_fields(&self, old: Option<&Value>, obj: &mut Value, opts: &WriteOptions) {
+        managed_fields_stage(old, obj, self, opts);
+    }
+
+    fn has_generation(&self) -> bool {
+        true
+    }
+
+    fn status_subresource(&self) -> bool {
+        self.status_subresource
+    }
+
+    fn prepare_for_create(&self, obj: &mut Value) {
+        if self.status_subresource {
+            object::keep_status(obj, None);
+        }
+    }
+
+    fn prepare_for_update(&self, new: &mut Value, old: &Value, opts: &WriteOptions) {
+        if opts.subresource == "status" {
+            *new = object::status_only(new, old);
+        } else if self.status_subresource {
+            object::keep_status(new, Some(old));
+        }
+    }
+
+    fn validate(&self, obj: &Value, warnings: &mut Vec<String>, t: &mut Trace) -> field::ErrorList {
+        let errs = validate_stage(obj, None, self, t);
+        cel_stage(obj, None, self, errs, warnings, t)
+    }
+
+    fn validate_update(
+        &self,
+        new: &Value,
+        old: &Value,
+        _opts: &WriteOptions,
+        warnings: &mut Vec<String>,
+        t: &mut Trace,
+    ) -> Result<field::ErrorList, Status> {
+        immutability_stage(new, old, self, t)?;
+        let errs = validate_stage(new, Some(old), self, t);
+        Ok(cel_stage(new, Some(old), self, errs, warnings, t))
+    }
+
+    fn invalid(&self, obj: &Value, errs: &[field::Error]) -> Status {
+        // The kind and group the body names, as kube reports them.
+        let (kind, group) = decode::body_group_kind(obj);
+        Status::invalid(&kind, &group, object::name(obj), errs)
+    }
+
+    fn allow_unconditional_update(&self) -> bool {
+        false
+    }
+
+    fn merge_schema(&self) -> &Structural {
+        &self.structural
+    }
+
+    fn printer_columns(&self) -> Vec<PrinterColumn> {
+        self.printer_columns.clone()
+    }
+
+    fn field_value(&self, obj: &Value, field: &str) -> Result<Option<String>, String> {
+        crate::selector::fields::cr_field_value(obj, field, &self.selectable_fields)
+    }
 }
 
 /// What the managedFields of a write describe (server-side apply needs the same).
@@ -308,7 +289,7 @@ fn validate_stage(
     s: &VersionSchema,
     t: &mut Trace,
 ) -> field::ErrorList {
-    let type_errs = decode::type_meta_errors(obj, s);
+    let type_errs = decode::type_meta_errors(obj, &s.api_version(), &s.kind, false);
     let meta_path = field::Path::new("metadata");
     let meta = obj.get("metadata").cloned().unwrap_or(Value::Null);
     let mut errs = match old {
@@ -362,14 +343,6 @@ fn cel_stage(
     errs.extend(report.errors);
     warnings.extend(report.warnings);
     errs
-}
-
-fn reject_invalid(obj: &Value, errs: field::ErrorList) -> Result<(), Status> {
-    if errs.is_empty() {
-        return Ok(());
-    }
-    let (kind, group) = decode::body_group_kind(obj);
-    Err(Status::invalid(&kind, &group, object::name(obj), &errs))
 }
 
 /// Whether strict field validation applies.
