@@ -89,39 +89,6 @@ pub struct Written {
     pub deleted: bool,
 }
 
-/// `DeleteOptions.preconditions` against the stored object (kube's 409 texts).
-fn check_preconditions(
-    d: &Descriptor,
-    name: &str,
-    obj: &Value,
-    revision: Revision,
-    opts: &DeleteOptions,
-) -> Result<(), Status> {
-    if let Some(uid) = &opts.uid {
-        let actual = object::meta_str(obj, "uid");
-        if uid != actual {
-            return Err(Status::conflict(
-                &d.gr,
-                name,
-                &format!(
-                    "Precondition failed: UID in precondition: {uid}, UID in object meta: {actual}"
-                ),
-            ));
-        }
-    }
-    if let Some(rv) = &opts.resource_version {
-        let actual = revision.to_string();
-        if rv != &actual {
-            return Err(Status::conflict(
-                &d.gr,
-                name,
-                &format!("Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {actual}"),
-            ));
-        }
-    }
-    Ok(())
-}
-
 /// `metav1.Status` with `status: Success` for a delete.
 pub fn delete_success(gr: &GroupResource, obj: &Value) -> Value {
     status::success(Details {
@@ -177,6 +144,23 @@ impl order::Admit for KindAdmission<'_> {
     ) -> IoFuture<'a, Result<(), Status>> {
         Box::pin(self.admission.validate(&self.attrs, obj, old, warnings))
     }
+
+    fn delete<'a>(
+        &'a self,
+        old: &'a Value,
+        warnings: &'a mut Vec<String>,
+    ) -> IoFuture<'a, Result<(), Status>> {
+        Box::pin(self.admission.admit_delete(&self.attrs, old, warnings))
+    }
+}
+
+/// The write options admission sees on a delete.
+fn delete_write_options(opts: &DeleteOptions) -> WriteOptions {
+    WriteOptions {
+        dry_run: opts.dry_run,
+        user: opts.user.clone(),
+        ..Default::default()
+    }
 }
 
 /// The generic store.
@@ -226,27 +210,6 @@ impl Store {
             kind,
         };
         order::update(kind.strategy(), &io, desired, old, opts).await
-    }
-
-    /// Admission of a delete (kube's `deleteValidation`): mutating then validating
-    /// hooks with the stored object as `oldObject`; called after the preconditions.
-    async fn admit_delete(
-        &self,
-        kind: &dyn ResourceKind,
-        old: &Value,
-        opts: &DeleteOptions,
-        warnings: &mut Vec<String>,
-    ) -> Result<(), Status> {
-        let write_opts = WriteOptions {
-            dry_run: opts.dry_run,
-            user: opts.user.clone(),
-            ..Default::default()
-        };
-        let attrs = Attributes::for_delete(kind.descriptor(), &write_opts, opts);
-        self.admission
-            .admit_delete(&attrs, old, warnings)
-            .await
-            .map_err(|e| e.with_warnings_before(warnings))
     }
 
     /// Read one object, decorated for reading.
@@ -662,11 +625,16 @@ impl Store {
     ) -> Result<Value, Status> {
         let d = kind.descriptor().clone();
         let key = d.key(namespace, name);
+        let write_opts = delete_write_options(opts);
         for _ in 0..MAX_RETRIES {
             let (kv, mut obj) = self.read(kind, &key, name).await?;
-            check_preconditions(&d, name, &obj, kv.mod_revision, opts)?;
             warnings.clear();
-            self.admit_delete(kind, &obj, opts, warnings).await?;
+            let io = KindAdmission {
+                admission: &self.admission,
+                attrs: Attributes::for_delete(&d, &write_opts, opts),
+                kind,
+            };
+            order::admit_delete(&io, &d, &obj, kv.mod_revision, opts, warnings).await?;
             if object::is_terminating(&obj) {
                 return Ok(obj);
             }
@@ -700,43 +668,49 @@ impl Store {
     ) -> Result<Deleted, Status> {
         let d = kind.descriptor().clone();
         let key = d.key(namespace, name);
+        let write_opts = delete_write_options(opts);
         for _ in 0..MAX_RETRIES {
-            let (kv, mut obj) = self.read(kind, &key, name).await?;
-            check_preconditions(&d, name, &obj, kv.mod_revision, opts)?;
+            let (kv, obj) = self.read(kind, &key, name).await?;
             // Warnings of an attempt lost to a concurrent writer are not repeated.
             warnings.clear();
-            self.admit_delete(kind, &obj, opts, warnings).await?;
-            let mut finalizers = object::finalizers(&obj);
-            for f in finalizers_on_delete {
-                if !finalizers.iter().any(|x| x == f) && !object::is_terminating(&obj) {
-                    finalizers.push((*f).to_string());
+            let io = KindAdmission {
+                admission: &self.admission,
+                attrs: Attributes::for_delete(&d, &write_opts, opts),
+                kind,
+            };
+            let deletion = order::delete(
+                &io,
+                &d,
+                obj,
+                kv.mod_revision,
+                opts,
+                finalizers_on_delete,
+                warnings,
+            );
+            let written = match deletion.await? {
+                order::Deletion::Terminating(obj) => return Ok(Deleted::Terminating(obj)),
+                order::Deletion::Finalize(obj) if opts.dry_run => {
+                    return Ok(Deleted::Terminating(obj))
                 }
-            }
-            if !finalizers.is_empty() {
-                if object::is_terminating(&obj) {
-                    return Ok(Deleted::Terminating(obj));
-                }
-                let m = object::meta_mut(&mut obj);
-                m.insert("finalizers".into(), json!(finalizers));
-                m.insert("deletionTimestamp".into(), json!(object::now()));
-                m.insert("deletionGracePeriodSeconds".into(), json!(0));
-                if opts.dry_run {
-                    return Ok(Deleted::Terminating(obj));
-                }
-                match self.replace(kind, &key, &obj, kv.mod_revision).await? {
-                    Ok(new_kv) => {
-                        object::set_resource_version(&mut obj, new_kv.mod_revision);
-                        return Ok(Deleted::Terminating(obj));
+                order::Deletion::Remove(obj) if opts.dry_run => return Ok(Deleted::Gone(obj)),
+                order::Deletion::Finalize(mut obj) => {
+                    match self.replace(kind, &key, &obj, kv.mod_revision).await? {
+                        Ok(new_kv) => {
+                            object::set_resource_version(&mut obj, new_kv.mod_revision);
+                            Ok(Deleted::Terminating(obj))
+                        }
+                        Err(e) => Err(e),
                     }
-                    Err(StorageError::Conflict { .. }) => continue,
-                    Err(e) => return Err(storage_status(e, &d.gr, name)),
                 }
-            }
-            if opts.dry_run {
-                return Ok(Deleted::Gone(obj));
-            }
-            match self.storage.delete(&key, Some(kv.mod_revision)).await {
-                Ok(_) => return Ok(Deleted::Gone(obj)),
+                order::Deletion::Remove(obj) => {
+                    match self.storage.delete(&key, Some(kv.mod_revision)).await {
+                        Ok(_) => Ok(Deleted::Gone(obj)),
+                        Err(e) => Err(e),
+                    }
+                }
+            };
+            match written {
+                Ok(deleted) => return Ok(deleted),
                 Err(StorageError::Conflict { .. }) => continue,
                 Err(e) => return Err(storage_status(e, &d.gr, name)),
             }

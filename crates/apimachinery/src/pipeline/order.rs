@@ -14,16 +14,19 @@
 //!   then [`update`] runs on the result (`opts.is_patch`)
 //! - apply: the applied configuration is merged into the stored object with its
 //!   managedFields (`apply`), then [`update`] (or [`create`]) runs (`opts.is_apply`)
-//! - delete, deletecollection: preconditions, then mutating and validating admission
-//!   on the stored object ([`Admit::delete`]), then finalizers decide between marking
-//!   the object terminating and removing it (per item for a deletecollection)
+//! - delete, deletecollection: [`delete`] on the stored object (per item for a
+//!   deletecollection); a namespace is marked terminating after [`admit_delete`]
+//!
+//! Patches and applies build their desired object from the stored one inside the
+//! store's retry loop (kube's `GuaranteedUpdate` calls its `tryUpdate` the same way),
+//! so a conflict re-applies the patch to the newer object.
 
 use super::strategy::Strategy;
 use super::trace::Trace;
 use crate::apply;
 use crate::object;
 use crate::status::Status;
-use crate::write::{Admitted, WriteOptions};
+use crate::write::{Admitted, DeleteOptions, Descriptor, WriteOptions};
 use serde_json::{json, Value};
 use std::future::Future;
 use std::pin::Pin;
@@ -56,6 +59,14 @@ pub trait Admit: Send + Sync {
         old: Option<&'a Value>,
         warnings: &'a mut Vec<String>,
     ) -> IoFuture<'a, Result<(), Status>>;
+
+    /// Admission of a delete: mutating (which may change nothing) then validating
+    /// hooks, with the stored object as `oldObject`.
+    fn delete<'a>(
+        &'a self,
+        old: &'a Value,
+        warnings: &'a mut Vec<String>,
+    ) -> IoFuture<'a, Result<(), Status>>;
 }
 
 /// No admission at all: the pure path (benchmarks, unit tests).
@@ -79,6 +90,14 @@ impl Admit for NoAdmission {
         &'a self,
         _: &'a Value,
         _: Option<&'a Value>,
+        _: &'a mut Vec<String>,
+    ) -> IoFuture<'a, Result<(), Status>> {
+        Box::pin(std::future::ready(Ok(())))
+    }
+
+    fn delete<'a>(
+        &'a self,
+        _: &'a Value,
         _: &'a mut Vec<String>,
     ) -> IoFuture<'a, Result<(), Status>> {
         Box::pin(std::future::ready(Ok(())))
@@ -198,6 +217,101 @@ pub async fn update(
     })
 }
 
+/// What a delete does to the stored object.
+#[derive(Debug)]
+pub enum Deletion {
+    /// Already terminating: nothing changes, the object is answered as it is.
+    Terminating(Value),
+    /// Finalizers hold it: write it back marked terminating (`deletionTimestamp`).
+    Finalize(Value),
+    /// Nothing holds it: remove it from storage.
+    Remove(Value),
+}
+
+/// The first stages of a delete: `DeleteOptions.preconditions`, then admission.
+/// `revision` is the stored object's.
+pub async fn admit_delete(
+    io: &dyn Admit,
+    d: &Descriptor,
+    old: &Value,
+    revision: i64,
+    opts: &DeleteOptions,
+    warnings: &mut Vec<String>,
+) -> Result<(), Status> {
+    // 1. preconditions (uid, resourceVersion): kube's 409s
+    check_preconditions(d, old, revision, opts)?;
+    // 2. mutating, then validating admission on the stored object
+    io.delete(old, warnings)
+        .await
+        .map_err(|e| e.with_warnings_before(warnings))
+}
+
+/// Delete of one object: [`admit_delete`], then finalizers (the object's, and those
+/// the kind adds on delete: `finalizers_on_delete`) decide.
+pub async fn delete(
+    io: &dyn Admit,
+    d: &Descriptor,
+    mut obj: Value,
+    revision: i64,
+    opts: &DeleteOptions,
+    finalizers_on_delete: &[&str],
+    warnings: &mut Vec<String>,
+) -> Result<Deletion, Status> {
+    admit_delete(io, d, &obj, revision, opts, warnings).await?;
+    // 3. finalizers
+    let terminating = object::is_terminating(&obj);
+    let mut finalizers = object::finalizers(&obj);
+    for f in finalizers_on_delete {
+        if !finalizers.iter().any(|x| x == f) && !terminating {
+            finalizers.push((*f).to_string());
+        }
+    }
+    if finalizers.is_empty() {
+        return Ok(Deletion::Remove(obj));
+    }
+    if terminating {
+        return Ok(Deletion::Terminating(obj));
+    }
+    let m = object::meta_mut(&mut obj);
+    m.insert("finalizers".into(), json!(finalizers));
+    m.insert("deletionTimestamp".into(), json!(object::now()));
+    m.insert("deletionGracePeriodSeconds".into(), json!(0));
+    Ok(Deletion::Finalize(obj))
+}
+
+/// `DeleteOptions.preconditions` against the stored object (kube's 409 texts).
+fn check_preconditions(
+    d: &Descriptor,
+    obj: &Value,
+    revision: i64,
+    opts: &DeleteOptions,
+) -> Result<(), Status> {
+    let name = object::name(obj);
+    if let Some(uid) = &opts.uid {
+        let actual = object::meta_str(obj, "uid");
+        if uid != actual {
+            return Err(Status::conflict(
+                &d.gr,
+                name,
+                &format!(
+                    "Precondition failed: UID in precondition: {uid}, UID in object meta: {actual}"
+                ),
+            ));
+        }
+    }
+    if let Some(rv) = &opts.resource_version {
+        let actual = revision.to_string();
+        if rv != &actual {
+            return Err(Status::conflict(
+                &d.gr,
+                name,
+                &format!("Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {actual}"),
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// [`create`] without admission, synchronously (the pure path: benchmarks, tests).
 pub fn create_without_admission(
     kind: &dyn Strategy,
@@ -225,5 +339,248 @@ fn now(write: impl Future<Output = Result<Admitted, Status>>) -> Result<Admitted
     match write.as_mut().poll(&mut cx) {
         std::task::Poll::Ready(out) => out,
         std::task::Poll::Pending => Err(Status::internal("a write without admission waited")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::field::{self, ErrorList};
+    use std::sync::Mutex;
+
+    /// A kind and an admission that write down each stage as it runs.
+    struct Recorder {
+        log: Mutex<Vec<&'static str>>,
+        reject: bool,
+    }
+
+    impl Recorder {
+        fn new(reject: bool) -> Self {
+            Recorder {
+                log: Mutex::new(Vec::new()),
+                reject,
+            }
+        }
+
+        fn note(&self, stage: &'static str) {
+            self.log.lock().unwrap().push(stage);
+        }
+
+        fn stages(&self) -> Vec<&'static str> {
+            self.log.lock().unwrap().clone()
+        }
+    }
+
+    impl Strategy for Recorder {
+        fn decode(
+            &self,
+            _: &mut Value,
+            _: Option<&Value>,
+            _: &WriteOptions,
+            _: &mut Trace,
+        ) -> Result<Vec<String>, Status> {
+            self.note("decode");
+            Ok(vec!["decoded".into()])
+        }
+        fn decode_admitted(&self, _: &mut Value, _: &mut Trace) {
+            self.note("decode admitted");
+        }
+        fn default(&self, _: &mut Value, _: &mut Trace) {
+            self.note("default");
+        }
+        fn record_managed_fields(&self, _: Option<&Value>, _: &mut Value, _: &WriteOptions) {
+            self.note("managedFields");
+        }
+        fn has_generation(&self) -> bool {
+            true
+        }
+        fn prepare_for_create(&self, _: &mut Value) {
+            self.note("prepare");
+        }
+        fn prepare_for_update(&self, _: &mut Value, _: &Value, _: &WriteOptions) {
+            self.note("prepare");
+        }
+        fn validate(&self, _: &Value, w: &mut Vec<String>, _: &mut Trace) -> ErrorList {
+            self.note("validate");
+            w.push("rule warning".into());
+            if self.reject {
+                vec![field::Error::required(&field::Path::new("spec"), "")]
+            } else {
+                Vec::new()
+            }
+        }
+        fn validate_update(
+            &self,
+            obj: &Value,
+            _: &Value,
+            _: &WriteOptions,
+            w: &mut Vec<String>,
+            t: &mut Trace,
+        ) -> Result<ErrorList, Status> {
+            Ok(Strategy::validate(self, obj, w, t))
+        }
+        fn invalid(&self, obj: &Value, errs: &[field::Error]) -> Status {
+            Status::invalid("Thing", "example.com", object::name(obj), errs)
+        }
+        fn canonicalize(&self, _: &mut Value, _: Option<&Value>, _: &WriteOptions) {
+            self.note("canonicalize");
+        }
+    }
+
+    impl Admit for Recorder {
+        fn mutate<'a>(
+            &'a self,
+            obj: Value,
+            _: Option<&'a Value>,
+            w: &'a mut Vec<String>,
+        ) -> IoFuture<'a, Result<Value, Status>> {
+            self.note("mutating admission");
+            w.push("mutated".into());
+            Box::pin(std::future::ready(Ok(obj)))
+        }
+        fn check<'a>(
+            &'a self,
+            _: &'a Value,
+            _: Option<&'a Value>,
+        ) -> IoFuture<'a, Result<(), Status>> {
+            self.note("check");
+            Box::pin(std::future::ready(Ok(())))
+        }
+        fn validate<'a>(
+            &'a self,
+            _: &'a Value,
+            _: Option<&'a Value>,
+            _: &'a mut Vec<String>,
+        ) -> IoFuture<'a, Result<(), Status>> {
+            self.note("validating admission");
+            Box::pin(std::future::ready(Ok(())))
+        }
+        fn delete<'a>(
+            &'a self,
+            _: &'a Value,
+            _: &'a mut Vec<String>,
+        ) -> IoFuture<'a, Result<(), Status>> {
+            self.note("delete admission");
+            Box::pin(std::future::ready(Ok(())))
+        }
+    }
+
+    fn run<T>(f: impl Future<Output = T>) -> T {
+        let mut f = std::pin::pin!(f);
+        let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+        match f.as_mut().poll(&mut cx) {
+            std::task::Poll::Ready(out) => out,
+            std::task::Poll::Pending => panic!("the test's IO is ready at once"),
+        }
+    }
+
+    fn thing() -> Value {
+        json!({"apiVersion": "example.com/v1", "kind": "Thing", "metadata": {"name": "a"}})
+    }
+
+    #[test]
+    fn a_create_runs_every_stage_in_kubes_order() {
+        let r = Recorder::new(false);
+        let out = run(create(&r, &r, thing(), &WriteOptions::default())).unwrap();
+        assert_eq!(
+            r.stages(),
+            [
+                "decode",
+                "default",
+                "managedFields",
+                "mutating admission",
+                "check",
+                "decode admitted",
+                "default",
+                "prepare",
+                "validate",
+                "canonicalize",
+                "validating admission",
+            ]
+        );
+        assert_eq!(out.warnings, ["decoded", "mutated", "rule warning"]);
+        assert_eq!(out.object["metadata"]["generation"], json!(1));
+    }
+
+    #[test]
+    fn an_update_runs_every_stage_in_kubes_order() {
+        let r = Recorder::new(false);
+        let mut old = thing();
+        old["metadata"]["resourceVersion"] = json!("7");
+        old["metadata"]["generation"] = json!(3);
+        let mut new = thing();
+        new["spec"] = json!({"x": 1});
+        let out = run(update(&r, &r, new, &old, &WriteOptions::default())).unwrap();
+        assert_eq!(
+            r.stages(),
+            [
+                "decode",
+                "default",
+                "managedFields",
+                "mutating admission",
+                "check",
+                "decode admitted",
+                "default",
+                "prepare",
+                "validate",
+                "canonicalize",
+                "validating admission",
+            ]
+        );
+        // An unconditional update carries the stored revision; the spec change moves
+        // the generation.
+        assert_eq!(out.object["metadata"]["resourceVersion"], json!("7"));
+        assert_eq!(out.object["metadata"]["generation"], json!(4));
+    }
+
+    #[test]
+    fn an_invalid_object_stops_before_validating_admission_with_earlier_warnings() {
+        let r = Recorder::new(true);
+        let err = run(create(&r, &r, thing(), &WriteOptions::default())).unwrap_err();
+        assert_eq!(err.code, 422);
+        // Warnings of the stages before validation go out with the error; the rules'
+        // own warnings do not (their object was rejected).
+        assert_eq!(err.warnings, ["decoded", "mutated"]);
+        assert_eq!(r.stages().last(), Some(&"validate"));
+    }
+
+    #[test]
+    fn a_delete_checks_preconditions_before_admission_then_finalizers_decide() {
+        let d = Descriptor {
+            gr: crate::status::GroupResource::new("example.com", "things"),
+            version: "v1".into(),
+            kind: "Thing".into(),
+            list_kind: "ThingList".into(),
+            singular: "thing".into(),
+            namespaced: false,
+            key_root: "/registry/example.com/things".into(),
+            status_subresource: false,
+            has_generation: true,
+        };
+        let r = Recorder::new(false);
+        let mut obj = thing();
+        obj["metadata"]["uid"] = json!("u1");
+        let stale = DeleteOptions {
+            uid: Some("u2".into()),
+            ..Default::default()
+        };
+        let err = run(delete(&r, &d, obj.clone(), 5, &stale, &[], &mut Vec::new())).unwrap_err();
+        assert_eq!(err.code, 409);
+        assert!(
+            r.stages().is_empty(),
+            "admission ran before the preconditions"
+        );
+
+        let opts = DeleteOptions::default();
+        let gone = run(delete(&r, &d, obj.clone(), 5, &opts, &[], &mut Vec::new())).unwrap();
+        assert!(matches!(gone, Deletion::Remove(_)));
+        assert_eq!(r.stages(), ["delete admission"]);
+
+        let held = run(delete(&r, &d, obj, 5, &opts, &["f/x"], &mut Vec::new())).unwrap();
+        let Deletion::Finalize(held) = held else {
+            panic!("a finalizer holds the object: {held:?}")
+        };
+        assert_eq!(held["metadata"]["finalizers"], json!(["f/x"]));
+        assert!(object::is_terminating(&held));
     }
 }
