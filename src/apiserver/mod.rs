@@ -1,6 +1,7 @@
-//! The server's shared state: storage, the CRD catalog, the built-in kinds, and the
-//! work that keeps them in step (the CRD watch). Deletions that need cleanup (a
-//! terminating namespace or CRD) are queued here for `controllers::cleanup`.
+//! The server's shared state: storage, the CRD catalog, the built-in kinds, and
+//! start-up (retried while storage is down). The loops that keep the state in step run
+//! in `controllers/`: they wait on [`ApiServer::bootstrap_progress`], and deletions
+//! that need cleanup (a terminating namespace or CRD) are queued here for them.
 
 mod params;
 
@@ -14,8 +15,7 @@ use crate::rest::store::{decode_stored, Store};
 use crate::rest::webhook_configuration::{WebhookConfigurationKind, WebhookPhase};
 use crate::rest::{object, ResourceKind, WriteOptions};
 use crate::status::{GroupResource, Status};
-use crate::storage::{EventKind, ListOptions, Storage, WatchItem};
-use futures::StreamExt;
+use crate::storage::{ListOptions, Storage};
 use params::StoreParams;
 use serde_json::{json, Value};
 use std::sync::Arc;
@@ -59,8 +59,9 @@ pub struct ApiServer {
     pub authorizer: Arc<dyn crate::auth::authz::Authorizer>,
     /// Every built-in kind by `(group, version, resource)` (`registry::builtin::RESOURCES`).
     builtins: std::sync::RwLock<std::collections::HashMap<BuiltinKey, Arc<dyn ResourceKind>>>,
-    /// CRDs loaded and system namespaces ensured (storage may be down at start-up).
-    bootstrapped: std::sync::atomic::AtomicBool,
+    /// The storage revision at which CRDs were loaded and system namespaces ensured
+    /// (`None` until then: storage may be down at start-up). Controllers wait on it.
+    bootstrapped: tokio::sync::watch::Sender<Option<i64>>,
     /// Stored CRDs that could not be decoded at start-up, by key, with the error:
     /// skipped (start-up goes on) and reported by `/readyz?verbose`.
     undecodable: std::sync::Mutex<std::collections::BTreeMap<String, String>>,
@@ -137,7 +138,7 @@ impl ApiServer {
             rbac,
             authorizer,
             builtins: Default::default(),
-            bootstrapped: std::sync::atomic::AtomicBool::new(false),
+            bootstrapped: tokio::sync::watch::Sender::new(None),
             undecodable: Default::default(),
             cleanups,
             cleanup_queue: std::sync::Mutex::new(Some(cleanup_queue)),
@@ -275,12 +276,14 @@ impl ApiServer {
         Ok(())
     }
 
-    fn bootstrapped(self: &Arc<Self>, revision: i64) {
-        tokio::spawn(follow_crds(Arc::downgrade(self), revision));
-        let api = self.clone();
-        tokio::spawn(async move { api.resume_cleanups().await });
-        self.bootstrapped
-            .store(true, std::sync::atomic::Ordering::SeqCst);
+    fn bootstrapped(&self, revision: i64) {
+        self.bootstrapped.send_replace(Some(revision));
+    }
+
+    /// Start-up's progress: `Some(revision)` once CRDs are loaded (see
+    /// [`wait_bootstrapped`]). The receiver does not keep the server alive.
+    pub fn bootstrap_progress(&self) -> tokio::sync::watch::Receiver<Option<i64>> {
+        self.bootstrapped.subscribe()
     }
 
     /// Stored objects start-up skipped because they could not be decoded (key, error).
@@ -293,14 +296,15 @@ impl ApiServer {
 
     /// Whether start-up work against storage has completed (part of `/readyz`).
     pub fn is_bootstrapped(&self) -> bool {
-        self.bootstrapped.load(std::sync::atomic::Ordering::SeqCst)
+        self.bootstrapped.borrow().is_some()
     }
 
-    fn crd_prefix(&self) -> String {
+    pub fn crd_prefix(&self) -> String {
         self.crds.descriptor().list_prefix("")
     }
 
-    async fn load_crds(&self) -> Result<i64, Status> {
+    /// Load every stored CRD into the catalog; the revision they were read at.
+    pub async fn load_crds(&self) -> Result<i64, Status> {
         let res = self
             .store
             .storage
@@ -494,29 +498,18 @@ impl ApiServer {
     pub fn take_cleanup_queue(&self) -> Option<tokio::sync::mpsc::UnboundedReceiver<Cleanup>> {
         self.cleanup_queue.lock().ok()?.take()
     }
+}
 
-    /// After a restart, finish deletions that were under way.
-    async fn resume_cleanups(self: &Arc<Self>) {
-        for crd in self.catalog.all() {
-            if crd.terminating {
-                self.cleanup(Cleanup::Crd(crd.name.clone()));
-            }
+/// Wait until start-up is done: the storage revision CRDs were loaded at, or `None`
+/// when the server went away first.
+pub async fn wait_bootstrapped(
+    mut progress: tokio::sync::watch::Receiver<Option<i64>>,
+) -> Option<i64> {
+    loop {
+        if let Some(revision) = *progress.borrow_and_update() {
+            return Some(revision);
         }
-        let prefix = self.namespaces.descriptor().list_prefix("");
-        if let Ok(res) = self
-            .store
-            .storage
-            .list(&prefix, &ListOptions::default())
-            .await
-        {
-            for kv in res.items {
-                if let Ok(ns) = decode_stored(&kv) {
-                    if object::is_terminating(&ns) {
-                        self.namespace_terminating(object::name(&ns));
-                    }
-                }
-            }
-        }
+        progress.changed().await.ok()?;
     }
 }
 
@@ -530,66 +523,5 @@ async fn bootstrap_until_done(api: std::sync::Weak<ApiServer>) {
             api.bootstrapped(revision);
             return;
         }
-    }
-}
-
-/// Follow CRD writes in storage (made here or by another server on the same etcd).
-async fn follow_crds(api: std::sync::Weak<ApiServer>, mut revision: i64) {
-    loop {
-        let Some(strong) = api.upgrade() else { return };
-        let prefix = strong.crd_prefix();
-        let watch = strong.store.storage.watch(&prefix, revision).await;
-        drop(strong);
-        let mut stream = match watch {
-            Ok(s) => s,
-            Err(crate::storage::StorageError::Compacted { .. }) => {
-                // Missed history: reload everything from the current state.
-                match api.upgrade() {
-                    Some(a) => {
-                        if let Ok(r) = a.load_crds().await {
-                            revision = r;
-                        }
-                    }
-                    None => return,
-                }
-                continue;
-            }
-            Err(_) => {
-                tokio::time::sleep(std::time::Duration::from_secs(1)).await;
-                continue;
-            }
-        };
-        while let Some(item) = stream.next().await {
-            let Some(api) = api.upgrade() else { return };
-            match item {
-                Ok(WatchItem::Event(ev)) => {
-                    revision = ev.kv.mod_revision;
-                    match ev.kind {
-                        EventKind::Delete => {
-                            let name = ev.kv.key.rsplit('/').next().unwrap_or("").to_string();
-                            api.catalog.remove(&name, ev.kv.mod_revision);
-                        }
-                        _ => {
-                            if let Ok(obj) = decode_stored(&ev.kv) {
-                                let _ = api.catalog.upsert(obj, ev.kv.mod_revision);
-                            }
-                        }
-                    }
-                }
-                Ok(WatchItem::Progress(r)) => revision = revision.max(r),
-                // etcd reports compacted history on the stream, not when the watch opens.
-                Err(crate::storage::StorageError::Compacted { .. }) => {
-                    if let Ok(r) = api.load_crds().await {
-                        revision = r;
-                    }
-                    break;
-                }
-                Err(_) => break,
-            }
-        }
-        if api.strong_count() == 0 {
-            return;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     }
 }

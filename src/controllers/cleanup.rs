@@ -9,7 +9,7 @@
 //! policies) runs and may deny; the namespace then stays `Terminating` with kube's
 //! `NamespaceDeletionContentFailure` condition and the deletion is retried.
 
-use crate::apiserver::{ApiServer, Cleanup};
+use crate::apiserver::{wait_bootstrapped, ApiServer, Cleanup};
 use crate::rest::crd::CLEANUP_FINALIZER;
 use crate::rest::store::{decode_stored, encode_for_storage, Deleted};
 use crate::rest::{object, ResourceKind, WriteOptions};
@@ -22,6 +22,37 @@ use std::time::Duration;
 use tokio::sync::mpsc::UnboundedReceiver;
 
 const RETRY: Duration = Duration::from_millis(200);
+
+/// After a restart, once start-up is done: queue the deletions that were under way.
+pub async fn resume(api: Weak<ApiServer>) {
+    let Some(progress) = api.upgrade().map(|a| a.bootstrap_progress()) else {
+        return;
+    };
+    if wait_bootstrapped(progress).await.is_none() {
+        return;
+    }
+    let Some(api) = api.upgrade() else { return };
+    for crd in api.catalog.all() {
+        if crd.terminating {
+            api.cleanup(Cleanup::Crd(crd.name.clone()));
+        }
+    }
+    let prefix = api.namespaces.descriptor().list_prefix("");
+    if let Ok(res) = api
+        .store
+        .storage
+        .list(&prefix, &ListOptions::default())
+        .await
+    {
+        for kv in res.items {
+            if let Ok(ns) = decode_stored(&kv) {
+                if object::is_terminating(&ns) {
+                    api.namespace_terminating(object::name(&ns));
+                }
+            }
+        }
+    }
+}
 
 /// Work the cleanup queue until the server is gone: one task per deletion, a deletion
 /// already under way is not started twice.
