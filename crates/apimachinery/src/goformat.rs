@@ -151,3 +151,18 @@ pub fn go_json_kind(v: &Value) -> &'static str {
         Value::Object(_) => "object",
     }
 }
+
+/// Go's `%T` of a JSON value kube decoded into `interface{}` (unstructured JSON): `<nil>`,
+/// `bool`, `string`, `[]interface {}`, `map[string]interface {}`, and numbers as kube's
+/// decoder types them: `int64` when an integer fits, `float64` otherwise.
+pub fn go_type_name(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "<nil>",
+        Value::Bool(_) => "bool",
+        Value::Number(n) if n.is_i64() => "int64",
+        Value::Number(_) => "float64",
+        Value::String(_) => "string",
+        Value::Array(_) => "[]interface {}",
+        Value::Object(_) => "map[string]interface {}",
+    }
+}

@@ -9,7 +9,7 @@
 
 use super::fieldpath::{values_equal, FieldSet, PathElement};
 use super::schema::{ListKind, ListType, ScalarKind, Shape, TypeRef};
-use crate::goformat::go_float_v;
+use crate::goformat::{go_float_v, go_type_name};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
@@ -471,18 +471,6 @@ fn scalar_error(kind: ScalarKind, v: &Value) -> Option<String> {
             Some(format!("expected any scalar, got {}", go_value_ptr(other)))
         }
         _ => None,
-    }
-}
-
-fn go_type_name(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "<nil>",
-        Value::Bool(_) => "bool",
-        Value::Number(n) if n.is_f64() => "float64",
-        Value::Number(_) => "int64",
-        Value::String(_) => "string",
-        Value::Array(_) => "[]interface {}",
-        Value::Object(_) => "map[string]interface {}",
     }
 }
 

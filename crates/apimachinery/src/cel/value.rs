@@ -8,6 +8,7 @@
 //! `int` or `string` at run time.
 
 use super::library::Ext;
+use crate::goformat::go_type_name;
 use crate::schema::structural::Structural;
 use chrono::{DateTime, Utc};
 use serde_json::{Map as JsonMap, Value};
@@ -413,19 +414,6 @@ pub fn to_val<'a>(v: &'a Value, shape: &'a Shape) -> EvalResult<'a> {
         ShapeKind::Invalid(t) => Err(EvalError::new(format!(
             "invalid type, expected object, array, number, integer, boolean or string, or no type with x-kubernetes-int-or-string or x-kubernetes-preserve-unknown-fields is true, got {t}"
         ))),
-    }
-}
-
-/// Go's `%T` of a decoded JSON value.
-fn go_type_name(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "<nil>",
-        Value::Bool(_) => "bool",
-        Value::Number(n) if n.is_i64() => "int64",
-        Value::Number(_) => "float64",
-        Value::String(_) => "string",
-        Value::Array(_) => "[]interface {}",
-        Value::Object(_) => "map[string]interface {}",
     }
 }
 

@@ -24,6 +24,7 @@
 
 use super::compiled::CompiledCrd;
 use super::{compare_kube_aware_versions, VersionInfo};
+use crate::goformat::go_type_name;
 use crate::pipeline::decode::is_foreign_kind;
 use crate::pipeline::VersionSchema;
 use crate::schema::{default, prune};
@@ -320,7 +321,7 @@ fn restore_metadata(
     let Value::Object(mut response_meta) = response_meta else {
         return Err(format!(
             "invalid metadata of type {} in converted object",
-            go_type(&response_meta)
+            go_type_name(&response_meta)
         ));
     };
     let mut meta = original
@@ -339,7 +340,7 @@ fn restore_metadata(
                     let Some(v) = v.as_str() else {
                         return Err(format!(
                             "metadata.{fld}[{k}] must be a string, but is {} in converted object",
-                            go_type(v)
+                            go_type_name(v)
                         ));
                     };
                     strings.insert(k.clone(), v.to_string());
@@ -365,7 +366,7 @@ fn restore_metadata(
             Some(other) => {
                 return Err(format!(
                     "invalid metadata.{fld} of type {} in converted object",
-                    go_type(&other)
+                    go_type_name(&other)
                 ))
             }
         }
@@ -382,19 +383,6 @@ fn json_type(v: &Value) -> &'static str {
         Value::String(_) => "string",
         Value::Array(_) => "array",
         Value::Object(_) => "object",
-    }
-}
-
-/// The Go type a JSON value decodes to, as `%T` prints it.
-fn go_type(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "<nil>",
-        Value::Bool(_) => "bool",
-        Value::Number(n) if n.is_f64() => "float64",
-        Value::Number(_) => "int64",
-        Value::String(_) => "string",
-        Value::Array(_) => "[]interface {}",
-        Value::Object(_) => "map[string]interface {}",
     }
 }
 
@@ -615,6 +603,12 @@ mod tests {
             refuse(json!({"apiVersion": "example.com/v1", "kind": "Widget",
                 "metadata": {"name": "w", "labels": {"a": 1}}})),
             Err("conversion webhook for example.com/v1beta1, Kind=Widget returned invalid metadata: metadata.labels[a] must be a string, but is int64 in converted object".into())
+        );
+        // Kube decodes the response as unstructured JSON: an integer past int64 is a float64.
+        assert_eq!(
+            refuse(json!({"apiVersion": "example.com/v1", "kind": "Widget",
+                "metadata": {"name": "w", "labels": {"a": 9223372036854775808u64}}})),
+            Err("conversion webhook for example.com/v1beta1, Kind=Widget returned invalid metadata: metadata.labels[a] must be a string, but is float64 in converted object".into())
         );
     }
 
