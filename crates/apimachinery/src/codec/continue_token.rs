@@ -2,7 +2,7 @@
 //! of their errors.
 
 use super::decode_json;
-use crate::goformat::go_json_string;
+use crate::goformat::{go_json_kind, go_json_string};
 use base64::Engine;
 use serde_json::Value;
 
@@ -90,13 +90,7 @@ pub fn decode_continue(token: &str, key_prefix: &str) -> Result<(String, i64), S
     })?;
     let v = decode_json(&data).map_err(|e| format!("{INVALID}: {e}"))?;
     let Value::Object(obj) = v else {
-        let kind = match v {
-            Value::Array(_) => "array",
-            Value::String(_) => "string",
-            Value::Number(_) => "number",
-            Value::Bool(_) => "bool",
-            _ => "null",
-        };
+        let kind = go_json_kind(&v);
         if kind == "null" {
             return Err(format!(
                 "{INVALID}: server does not recognize this encoded version "

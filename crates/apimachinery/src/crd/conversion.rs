@@ -24,7 +24,7 @@
 
 use super::compiled::CompiledCrd;
 use super::{compare_kube_aware_versions, VersionInfo};
-use crate::goformat::go_type_name;
+use crate::goformat::{go_json_kind, go_type_name};
 use crate::pipeline::decode::is_foreign_kind;
 use crate::pipeline::VersionSchema;
 use crate::schema::{default, prune};
@@ -263,7 +263,7 @@ pub fn webhook_accept_converted(
     if !converted.is_object() && !converted.is_null() {
         return Err(Refusal::Undecodable(format!(
             "json: cannot unmarshal {} into Go value of type map[string]interface {{}}",
-            json_type(&converted)
+            go_json_kind(&converted)
         )));
     }
     if kind.is_empty() {
@@ -372,18 +372,6 @@ fn restore_metadata(
         }
     }
     Ok(meta)
-}
-
-/// The JSON type name Go's `encoding/json` uses in unmarshal errors.
-fn json_type(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "bool",
-        Value::Number(_) => "number",
-        Value::String(_) => "string",
-        Value::Array(_) => "array",
-        Value::Object(_) => "object",
-    }
 }
 
 #[cfg(test)]
