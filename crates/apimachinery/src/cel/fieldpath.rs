@@ -59,10 +59,12 @@ pub fn valid_field_path(json_path: &str, schema: &Structural) -> Result<String, 
     Ok(path.map(|p| p.to_string()).unwrap_or_default())
 }
 
-/// Split into `.`, `[`, `]`, single-quoted strings and the names between them.
-fn tokenize(s: &str) -> Vec<String> {
-    let chars: Vec<char> = s.chars().collect();
+/// Split a JSON path as kube's `ValidFieldPath` scanner does: `.`, `[` and `]` are
+/// tokens, a single-quoted string (to its first unescaped `'`) is one token, and
+/// everything else between delimiters is one token (a `'` inside a name included).
+pub(crate) fn tokenize(s: &str) -> Vec<String> {
     let mut out = Vec::new();
+    let chars: Vec<char> = s.chars().collect();
     let mut i = 0;
     while i < chars.len() {
         let c = chars[i];
@@ -74,19 +76,17 @@ fn tokenize(s: &str) -> Vec<String> {
             let end = (j + 1).min(chars.len());
             out.push(chars[i..end].iter().collect());
             i = end;
-            continue;
-        }
-        if matches!(c, '.' | '[' | ']') {
+        } else if matches!(c, '.' | '[' | ']') {
             out.push(c.to_string());
             i += 1;
-            continue;
+        } else {
+            let mut j = i;
+            while j < chars.len() && !matches!(chars[j], '.' | '[' | ']') {
+                j += 1;
+            }
+            out.push(chars[i..j].iter().collect());
+            i = j;
         }
-        let mut j = i;
-        while j < chars.len() && !matches!(chars[j], '.' | '[' | ']' | '\'') {
-            j += 1;
-        }
-        out.push(chars[i..j].iter().collect());
-        i = j;
     }
     out
 }
@@ -146,5 +146,15 @@ mod tests {
         );
         assert!(valid_field_path(".spec.nope", &s).is_err());
         assert!(valid_field_path("spec", &s).is_err());
+    }
+
+    #[test]
+    fn tokens_keep_quoted_names_and_quotes_inside_names() {
+        assert_eq!(
+            tokenize(".spec['a.b'].c"),
+            vec![".", "spec", "[", "'a.b'", "]", ".", "c"]
+        );
+        // Kube's scanner only starts a quoted string at the start of a token.
+        assert_eq!(tokenize(".a'b.c"), vec![".", "a'b", ".", "c"]);
     }
 }

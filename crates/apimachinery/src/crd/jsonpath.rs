@@ -1,7 +1,9 @@
-//! `selectableFields`: kube's `ValidFieldPath` over the written schema (the JSON path
-//! tokenizer and walk) and the checks of each selectable field.
+//! `selectableFields`: kube's `ValidFieldPath` walked over the written schema (split by
+//! the one JSON path tokenizer, `cel::fieldpath::tokenize`) and the checks of each
+//! selectable field.
 
 use super::{str_of, MAX_SELECTABLE_FIELDS};
+use crate::cel::fieldpath::tokenize;
 use crate::field::{Error, ErrorList, Path};
 use crate::schema::props::JSONSchemaProps;
 use serde_json::{json, Value};
@@ -87,7 +89,7 @@ fn valid_field_path<'a>(
     json_path: &str,
     schema: &'a JSONSchemaProps,
 ) -> Result<(String, String, Option<&'a JSONSchemaProps>), String> {
-    let tokens = field_path_tokens(json_path);
+    let tokens = tokenize(json_path);
     let mut current = Some(schema);
     let mut path: Option<Path> = None;
     let mut root = String::new();
@@ -157,37 +159,6 @@ fn step<'a>(
     Ok(())
 }
 
-/// Split like kube's scanner: `.`, `[` and `]` are tokens, single-quoted strings are
-/// kept whole, everything else between delimiters is one token.
-fn field_path_tokens(s: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let chars: Vec<char> = s.chars().collect();
-    let mut i = 0;
-    while i < chars.len() {
-        let c = chars[i];
-        if c == '\'' {
-            let mut j = i + 1;
-            while j < chars.len() && !(chars[j] == '\'' && chars[j - 1] != '\\') {
-                j += 1;
-            }
-            let end = (j + 1).min(chars.len());
-            out.push(chars[i..end].iter().collect());
-            i = end;
-        } else if matches!(c, '.' | '[' | ']') {
-            out.push(c.to_string());
-            i += 1;
-        } else {
-            let mut j = i;
-            while j < chars.len() && !matches!(chars[j], '.' | '[' | ']') {
-                j += 1;
-            }
-            out.push(chars[i..j].iter().collect());
-            i = j;
-        }
-    }
-    out
-}
-
 fn unescape_single_quote(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     let mut chars = s.chars();
@@ -241,14 +212,6 @@ mod tests {
         assert_eq!(
             messages(&validate_crd(&created(crd))),
             vec!["spec.selectableFields: Too many: 9: must have at most 8 items"]
-        );
-    }
-
-    #[test]
-    fn field_path_tokens_keep_quoted_names() {
-        assert_eq!(
-            field_path_tokens(".spec['a.b'].c"),
-            vec![".", "spec", "[", "'a.b'", "]", ".", "c"]
         );
     }
 }
