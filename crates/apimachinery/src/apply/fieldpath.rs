@@ -4,6 +4,7 @@
 
 use crate::field::go_quote;
 use crate::goformat::{go_float_v, go_json, go_json_string};
+use crate::number::{compare_numbers, MixedNumbers};
 use serde_json::{Map, Value};
 use std::cmp::Ordering;
 use std::collections::{BTreeMap, BTreeSet};
@@ -190,7 +191,7 @@ pub fn compare_values(a: &Value, b: &Value) -> Ordering {
         }
     }
     match (a, b) {
-        (Value::Number(x), Value::Number(y)) => compare_numbers(x, y),
+        (Value::Number(x), Value::Number(y)) => compare_numbers(x, y, MixedNumbers::ByValue),
         (Value::String(x), Value::String(y)) => x.cmp(y),
         (Value::Bool(x), Value::Bool(y)) => x.cmp(y),
         (Value::Array(x), Value::Array(y)) => {
@@ -205,21 +206,6 @@ pub fn compare_values(a: &Value, b: &Value) -> Ordering {
         (Value::Object(x), Value::Object(y)) => compare_maps(x, y),
         (Value::Null, Value::Null) => Ordering::Equal,
         _ => rank(a).cmp(&rank(b)),
-    }
-}
-
-fn compare_numbers(x: &serde_json::Number, y: &serde_json::Number) -> Ordering {
-    let int = |n: &serde_json::Number| {
-        n.as_i64()
-            .map(i128::from)
-            .or_else(|| n.as_u64().map(i128::from))
-    };
-    match (int(x), int(y)) {
-        (Some(a), Some(b)) => a.cmp(&b),
-        _ => {
-            let (a, b) = (x.as_f64().unwrap_or(0.0), y.as_f64().unwrap_or(0.0));
-            a.partial_cmp(&b).unwrap_or(Ordering::Equal)
-        }
     }
 }
 
@@ -260,7 +246,9 @@ fn compare_key_fields(a: &[(String, Value)], b: &[(String, Value)]) -> Ordering 
 /// kube's value equality: integers and floats compare numerically.
 pub fn values_equal(a: &Value, b: &Value) -> bool {
     match (a, b) {
-        (Value::Number(x), Value::Number(y)) => compare_numbers(x, y) == Ordering::Equal,
+        (Value::Number(x), Value::Number(y)) => {
+            compare_numbers(x, y, MixedNumbers::ByValue) == Ordering::Equal
+        }
         (Value::Array(x), Value::Array(y)) => {
             x.len() == y.len() && x.iter().zip(y.iter()).all(|(l, r)| values_equal(l, r))
         }

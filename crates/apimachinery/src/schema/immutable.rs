@@ -27,6 +27,7 @@
 //! immutable`, and [`rejection`] turns them into the KEP's 400 `BadRequest` `Status`.
 
 use crate::field::{Error, ErrorList, Path};
+use crate::number::{compare_numbers, MixedNumbers};
 use crate::schema::props::{JSONSchemaProps, SchemaOrBool};
 use crate::schema::structural::{AdditionalProperties, Structural};
 use crate::status::Status;
@@ -645,7 +646,7 @@ fn rank(v: &Value) -> u8 {
 fn compare_values(a: &Value, b: &Value) -> Ordering {
     match (a, b) {
         (Value::Bool(x), Value::Bool(y)) => x.cmp(y),
-        (Value::Number(x), Value::Number(y)) => compare_numbers(x, y),
+        (Value::Number(x), Value::Number(y)) => compare_numbers(x, y, MixedNumbers::IntegerFirst),
         (Value::String(x), Value::String(y)) => x.cmp(y),
         (Value::Array(x), Value::Array(y)) => {
             for (p, q) in x.iter().zip(y) {
@@ -671,34 +672,6 @@ fn compare_values(a: &Value, b: &Value) -> Ordering {
             xs.len().cmp(&ys.len())
         }
         _ => rank(a).cmp(&rank(b)),
-    }
-}
-
-/// Integers and floats are different values (as `==` says): order by magnitude, then
-/// integers before floats of the same magnitude.
-fn compare_numbers(x: &serde_json::Number, y: &serde_json::Number) -> Ordering {
-    let int = |n: &serde_json::Number| {
-        n.as_i64()
-            .map(i128::from)
-            .or_else(|| n.as_u64().map(i128::from))
-    };
-    match (int(x), int(y)) {
-        (Some(p), Some(q)) => p.cmp(&q),
-        (Some(p), None) => (p as f64)
-            .partial_cmp(&y.as_f64().unwrap_or(0.0))
-            .unwrap_or(Ordering::Equal)
-            .then(Ordering::Less),
-        (None, Some(q)) => x
-            .as_f64()
-            .unwrap_or(0.0)
-            .partial_cmp(&(q as f64))
-            .unwrap_or(Ordering::Equal)
-            .then(Ordering::Greater),
-        (None, None) => x
-            .as_f64()
-            .unwrap_or(0.0)
-            .partial_cmp(&y.as_f64().unwrap_or(0.0))
-            .unwrap_or(Ordering::Equal),
     }
 }
 
