@@ -345,11 +345,7 @@ fn limit_detail(prefix: &str, n: i64, unit: &str, unbounded: &str) -> String {
 pub fn format_value(v: &Value) -> String {
     match v {
         Value::String(s) => go_quote(s),
-        Value::Number(n) => match (n.as_i64(), n.as_u64()) {
-            (Some(i), _) => i.to_string(),
-            (None, Some(u)) => u.to_string(),
-            _ => crate::goformat::go_float_v(n.as_f64().unwrap_or(0.0)),
-        },
+        Value::Number(n) => crate::goformat::go_number_v(n),
         other => crate::goformat::go_json(other),
     }
 }

@@ -36,6 +36,16 @@ pub fn go_v_float64(v: &Value) -> String {
     go_v_with(v, &|n| go_float_v(n.as_f64().unwrap_or(0.0)))
 }
 
+/// Go's `%v` of a JSON number as kube's values hold it: integers exactly (int64, or
+/// uint64 past int64's range), anything else as a float64 ([`go_float_v`]).
+pub fn go_number_v(n: &serde_json::Number) -> String {
+    match (n.as_i64(), n.as_u64()) {
+        (Some(i), _) => i.to_string(),
+        (None, Some(u)) => u.to_string(),
+        _ => go_float_v(n.as_f64().unwrap_or(0.0)),
+    }
+}
+
 /// Go's `%v` for a float64: shortest digits, exponent form when exp < -4 or exp >= 6.
 pub fn go_float_v(f: f64) -> String {
     go_float_shortest(f, -4, 6)

@@ -3,7 +3,7 @@
 //! trie of members and children, and the `FieldsV1` JSON encoding of `managedFields`.
 
 use crate::field::go_quote;
-use crate::goformat::{go_float_v, go_json, go_json_string};
+use crate::goformat::{go_json, go_json_string, go_number_v};
 use crate::number::{compare_numbers, MixedNumbers};
 use serde_json::{Map, Value};
 use std::cmp::Ordering;
@@ -155,11 +155,7 @@ fn value_to_string(v: &Value) -> String {
     match v {
         Value::Null => "null".to_string(),
         Value::Bool(b) => b.to_string(),
-        Value::Number(n) => match (n.as_i64(), n.as_u64()) {
-            (Some(i), _) => i.to_string(),
-            (None, Some(u)) => u.to_string(),
-            _ => go_float_v(n.as_f64().unwrap_or(0.0)),
-        },
+        Value::Number(n) => go_number_v(n),
         Value::String(s) => go_quote(s),
         Value::Array(items) => format!(
             "[{}]",

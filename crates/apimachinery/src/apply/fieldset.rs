@@ -9,7 +9,7 @@
 
 use super::fieldpath::{values_equal, FieldSet, PathElement};
 use super::schema::{ListKind, ListType, ScalarKind, Shape, TypeRef};
-use crate::goformat::{go_float_v, go_type_name};
+use crate::goformat::{go_number_v, go_type_name};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
@@ -474,14 +474,6 @@ fn scalar_error(kind: ScalarKind, v: &Value) -> Option<String> {
     }
 }
 
-fn go_number(n: &serde_json::Number) -> String {
-    match (n.as_i64(), n.as_u64()) {
-        (Some(i), _) => i.to_string(),
-        (None, Some(u)) => u.to_string(),
-        _ => go_float_v(n.as_f64().unwrap_or(0.0)),
-    }
-}
-
 /// Go's `%v` of a kube `value.Value` (a pointer to a struct holding the value): `&{...}`.
 fn go_value_ptr(v: &Value) -> String {
     format!("&{{{}}}", go_v(v))
@@ -489,7 +481,7 @@ fn go_value_ptr(v: &Value) -> String {
 
 /// Go's `%v` of a decoded JSON value.
 fn go_v(v: &Value) -> String {
-    crate::goformat::go_v_with(v, &go_number)
+    crate::goformat::go_v_with(v, &go_number_v)
 }
 
 /// Go's `%#v` of a decoded JSON value inside an `interface{}`.
@@ -497,7 +489,7 @@ fn go_sharp_v(v: &Value) -> String {
     match v {
         Value::Null => "interface {}(nil)".into(),
         Value::Bool(b) => b.to_string(),
-        Value::Number(n) => go_number(n),
+        Value::Number(n) => go_number_v(n),
         Value::String(s) => crate::field::go_quote(s),
         Value::Array(a) => format!(
             "[]interface {{}}{{{}}}",
