@@ -91,17 +91,12 @@ pub fn compile(source: &str, env: &RuleEnv, want: Want) -> Result<Checked, Strin
 
 fn compile_within_limits(source: &str, env: &RuleEnv, want: Want) -> Result<Checked, String> {
     let program = macros::parse(source).map_err(|e| {
-        let mut errs: Vec<(i64, i64, String)> = e
+        let errs = e
             .errors
             .iter()
             .map(|pe| (pe.pos.0 as i64, pe.pos.1 as i64 - 1, pe.msg.clone()))
             .collect();
-        errs.sort_by_key(|(l, c, _)| (*l, *c));
-        let text: Vec<String> = errs
-            .into_iter()
-            .map(|(l, c, m)| display_error(source, l, c, &m))
-            .collect();
-        format!("compilation failed: {}", text.join("\n"))
+        compilation_failed(source, errs)
     })?;
     let mut c = Checker {
         env,
@@ -118,24 +113,12 @@ fn compile_within_limits(source: &str, env: &RuleEnv, want: Want) -> Result<Chec
     };
     c.check(program.expression());
     if !c.errors.is_empty() {
-        let mut errs = std::mem::take(&mut c.errors);
-        errs.sort_by_key(|(l, col, _)| (*l, *col));
-        let text: Vec<String> = errs
-            .into_iter()
-            .map(|(l, col, m)| display_error(source, l, col, &m))
-            .collect();
-        return Err(format!("compilation failed: {}", text.join("\n")));
+        return Err(compilation_failed(source, std::mem::take(&mut c.errors)));
     }
     // kube's AST validators: literal regexes, durations and timestamps must parse.
     validate_literals(program.expression(), &mut c);
     if !c.errors.is_empty() {
-        let mut errs = std::mem::take(&mut c.errors);
-        errs.sort_by_key(|(l, col, _)| (*l, *col));
-        let text: Vec<String> = errs
-            .into_iter()
-            .map(|(l, col, m)| display_error(source, l, col, &m))
-            .collect();
-        return Err(format!("compilation failed: {}", text.join("\n")));
+        return Err(compilation_failed(source, std::mem::take(&mut c.errors)));
     }
     let mut types = HashMap::with_capacity(c.types.len());
     for (id, t) in &c.types {
@@ -162,6 +145,16 @@ fn compile_within_limits(source: &str, env: &RuleEnv, want: Want) -> Result<Chec
         overloads,
         uses_old_self,
     })
+}
+
+/// cel-go's `compilation failed: ` text of errors at (line, column), in source order.
+fn compilation_failed(source: &str, mut errs: Vec<(i64, i64, String)>) -> String {
+    errs.sort_by_key(|(l, c, _)| (*l, *c));
+    let text: Vec<String> = errs
+        .into_iter()
+        .map(|(l, c, m)| display_error(source, l, c, &m))
+        .collect();
+    format!("compilation failed: {}", text.join("\n"))
 }
 
 /// cel-go's `Error.ToDisplayString`: position (1-based line and column) and a caret
