@@ -459,46 +459,20 @@ fn is_mac(s: &str) -> bool {
     }
 }
 
-/// Decimal prefix of `s` as k8s.io/utils' forked `dtoi` reads it (stops at 0xFFFFFF).
-fn dtoi(s: &[u8]) -> Option<(u32, usize)> {
+/// The number in `base` (10: the forked `dtoi`, 16: `xtoi`) that `s` starts with, and
+/// its length, as k8s.io/utils' forked net package reads it: none without a digit, none
+/// once the value reaches 0xFFFFFF.
+fn number_prefix(s: &[u8], base: u32) -> Option<(u32, usize)> {
     let mut n: u32 = 0;
     let mut i = 0;
-    while i < s.len() && s[i].is_ascii_digit() {
-        n = n * 10 + u32::from(s[i] - b'0');
+    while let Some(d) = s.get(i).and_then(|&c| char::from(c).to_digit(base)) {
+        n = n * base + d;
         if n >= 0xFF_FFFF {
             return None;
         }
         i += 1;
     }
-    if i == 0 {
-        None
-    } else {
-        Some((n, i))
-    }
-}
-
-/// Hexadecimal prefix of `s` as the forked `xtoi` reads it.
-fn xtoi(s: &[u8]) -> Option<(u32, usize)> {
-    let mut n: u32 = 0;
-    let mut i = 0;
-    while i < s.len() {
-        let d = match s[i] {
-            c @ b'0'..=b'9' => c - b'0',
-            c @ b'a'..=b'f' => c - b'a' + 10,
-            c @ b'A'..=b'F' => c - b'A' + 10,
-            _ => break,
-        };
-        n = n * 16 + u32::from(d);
-        if n >= 0xFF_FFFF {
-            return None;
-        }
-        i += 1;
-    }
-    if i == 0 {
-        None
-    } else {
-        Some((n, i))
-    }
+    (i > 0).then_some((n, i))
 }
 
 /// IPv4 as k8s.io/utils' `ParseIPSloppy` reads it: leading zeros allowed.
@@ -514,7 +488,7 @@ fn parse_ipv4_sloppy(mut s: &[u8]) -> Option<[u8; 4]> {
             }
             s = &s[1..];
         }
-        let (n, c) = dtoi(s)?;
+        let (n, c) = number_prefix(s, 10)?;
         if n > 0xFF {
             return None;
         }
@@ -541,7 +515,7 @@ fn parse_ipv6_sloppy(mut s: &[u8]) -> Option<[u8; 16]> {
     }
     let mut i = 0;
     while i < 16 {
-        let (n, c) = xtoi(s)?;
+        let (n, c) = number_prefix(s, 16)?;
         if n > 0xFFFF {
             return None;
         }
@@ -623,7 +597,7 @@ fn is_cidr_sloppy(s: &str) -> bool {
     } else {
         return false;
     };
-    match dtoi(mask.as_bytes()) {
+    match number_prefix(mask.as_bytes(), 10) {
         Some((n, used)) => used == mask.len() && n <= bits,
         None => false,
     }
