@@ -758,44 +758,39 @@ fn validate_subresources(sub: Option<&Value>, fld: &Path, errs: &mut ErrorList) 
     let Some(scale) = sub.and_then(|s| non_null(s.get("scale"))) else {
         return;
     };
-    let spec_path = fld.child("scale.specReplicasPath");
-    let spec_replicas = str_of(scale.get("specReplicasPath"));
-    if spec_replicas.is_empty() {
-        errs.push(Error::required(&spec_path, ""));
-    } else if !validate_simple_json_path(spec_replicas, &spec_path, errs)
-        && !spec_replicas.starts_with(".spec.")
-    {
-        errs.push(Error::invalid(
-            &spec_path,
-            json!(spec_replicas),
+    // (field, required, the prefixes it must start with, kube's message otherwise)
+    let paths: [(&str, bool, &[&str], &str); 3] = [
+        (
+            "specReplicasPath",
+            true,
+            &[".spec."],
             "should be a json path under .spec",
-        ));
-    }
-    let status_path = fld.child("scale.statusReplicasPath");
-    let status_replicas = str_of(scale.get("statusReplicasPath"));
-    if status_replicas.is_empty() {
-        errs.push(Error::required(&status_path, ""));
-    } else if !validate_simple_json_path(status_replicas, &status_path, errs)
-        && !status_replicas.starts_with(".status.")
-    {
-        errs.push(Error::invalid(
-            &status_path,
-            json!(status_replicas),
+        ),
+        (
+            "statusReplicasPath",
+            true,
+            &[".status."],
             "should be a json path under .status",
-        ));
-    }
-    let selector_path = fld.child("scale.labelSelectorPath");
-    let selector = str_of(scale.get("labelSelectorPath"));
-    if !selector.is_empty()
-        && !validate_simple_json_path(selector, &selector_path, errs)
-        && !selector.starts_with(".spec.")
-        && !selector.starts_with(".status.")
-    {
-        errs.push(Error::invalid(
-            &selector_path,
-            json!(selector),
+        ),
+        (
+            "labelSelectorPath",
+            false,
+            &[".spec.", ".status."],
             "should be a json path under either .spec or .status",
-        ));
+        ),
+    ];
+    for (key, required, under, msg) in paths {
+        let path = fld.child(&format!("scale.{key}"));
+        let value = str_of(scale.get(key));
+        if value.is_empty() {
+            if required {
+                errs.push(Error::required(&path, ""));
+            }
+        } else if !validate_simple_json_path(value, &path, errs)
+            && !under.iter().any(|p| value.starts_with(p))
+        {
+            errs.push(Error::invalid(&path, json!(value), msg));
+        }
     }
 }
 
