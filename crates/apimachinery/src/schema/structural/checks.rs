@@ -80,6 +80,16 @@ pub(super) const OPENAPI_V3_TYPES: [&str; 6] =
 /// Fields of an object that are TypeMeta/ObjectMeta at a resource root.
 pub(super) const META_FIELDS: [&str; 3] = ["metadata", "kind", "apiVersion"];
 
+/// kube's error for a `type` that must be another: `Required` when it is empty,
+/// `Invalid` with the type otherwise.
+pub(super) fn wrong_type(fld: &Path, ty: &str, msg: &str) -> Error {
+    if ty.is_empty() {
+        Error::required(&fld.child("type"), msg)
+    } else {
+        Error::invalid(&fld.child("type"), Value::String(ty.to_string()), msg)
+    }
+}
+
 /// True if the schema is structural (kube's `NewStructural` succeeds and
 /// `ValidateStructural` reports nothing); used for ratcheting on update.
 pub fn is_structural(schema: &JSONSchemaProps) -> bool {
@@ -431,16 +441,11 @@ fn invariants(s: &JSONSchemaProps, lvl: Level, fld: &Path, errs: &mut ErrorList)
     let check_metadata = lvl == Level::Root || s.x_embedded_resource;
     let ty = type_of(s);
     if s.x_embedded_resource && ty != "object" {
-        let msg = "must be object if x-kubernetes-embedded-resource is true";
-        if ty.is_empty() {
-            errs.push(Error::required(&fld.child("type"), msg));
-        } else {
-            errs.push(Error::invalid(
-                &fld.child("type"),
-                Value::String(ty.to_string()),
-                msg,
-            ));
-        }
+        errs.push(wrong_type(
+            fld,
+            ty,
+            "must be object if x-kubernetes-embedded-resource is true",
+        ));
     } else if ty.is_empty() && !s.x_int_or_string && !preserve {
         let msg = match lvl {
             Level::Root => "must not be empty at the root",

@@ -2,7 +2,9 @@
 //! unsupported OpenAPI fields, where defaults may stand, and the `x-kubernetes-*`
 //! extension rules, node by node.
 
-use super::checks::{non_empty_props, type_of, SchemaCheckOptions, META_FIELDS, OPENAPI_V3_TYPES};
+use super::checks::{
+    non_empty_props, type_of, wrong_type, SchemaCheckOptions, META_FIELDS, OPENAPI_V3_TYPES,
+};
 use crate::field::{Error, ErrorList, Path};
 use crate::schema::props::{JSONSchemaProps, SchemaOrArray, SchemaOrBool};
 use serde_json::Value;
@@ -230,16 +232,11 @@ fn extension_errors(
 
     if let Some(map_type) = &s.x_map_type {
         if ty != "object" {
-            let msg = "must be object if x-kubernetes-map-type is specified";
-            if ty.is_empty() {
-                errs.push(Error::required(&fld.child("type"), msg));
-            } else {
-                errs.push(Error::invalid(
-                    &fld.child("type"),
-                    Value::String(ty.to_string()),
-                    msg,
-                ));
-            }
+            errs.push(wrong_type(
+                fld,
+                ty,
+                "must be object if x-kubernetes-map-type is specified",
+            ));
         }
         if map_type != "atomic" && map_type != "granular" {
             errs.push(Error::not_supported(
@@ -252,16 +249,11 @@ fn extension_errors(
 
     let list_type = s.x_list_type.as_deref();
     if list_type.is_some() && ty != "array" {
-        let msg = "must be array if x-kubernetes-list-type is specified";
-        if ty.is_empty() {
-            errs.push(Error::required(&fld.child("type"), msg));
-        } else {
-            errs.push(Error::invalid(
-                &fld.child("type"),
-                Value::String(ty.to_string()),
-                msg,
-            ));
-        }
+        errs.push(wrong_type(
+            fld,
+            ty,
+            "must be array if x-kubernetes-list-type is specified",
+        ));
     } else if opts.require_atomic_set_type && list_type == Some("set") {
         if let Some(is) = s.items_schema() {
             let msg = "must be atomic as item of a list with x-kubernetes-list-type=set";
