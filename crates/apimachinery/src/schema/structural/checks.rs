@@ -283,7 +283,8 @@ fn status_root_errors(s: &JSONSchemaProps, fld: &Path, errs: &mut ErrorList) {
 // NewStructural conversion errors
 // ---------------------------------------------------------------------------------------
 
-/// The first error kube's `NewStructural` would return for this schema, if any.
+/// The first error kube's `NewStructural` would return for this schema, if any (the
+/// same walk below `allOf`/`anyOf`/`oneOf`/`not`, kube's `newNestedValueValidation`).
 fn conversion_error(s: &JSONSchemaProps) -> Option<String> {
     unsupported_field_error(s)
         .or_else(|| value_validation_conversion_error(s))
@@ -335,31 +336,10 @@ fn preserve_false_error(s: &JSONSchemaProps) -> Option<String> {
 fn value_validation_conversion_error(s: &JSONSchemaProps) -> Option<String> {
     s.not
         .as_deref()
-        .and_then(nested_conversion_error)
-        .or_else(|| s.all_of.iter().flatten().find_map(nested_conversion_error))
-        .or_else(|| s.any_of.iter().flatten().find_map(nested_conversion_error))
-        .or_else(|| s.one_of.iter().flatten().find_map(nested_conversion_error))
-}
-
-fn nested_conversion_error(s: &JSONSchemaProps) -> Option<String> {
-    unsupported_field_error(s)
-        .or_else(|| value_validation_conversion_error(s))
-        .or_else(|| preserve_false_error(s))
-        .or_else(|| match &s.items {
-            Some(SchemaOrArray::Array(_)) => Some(ITEMS_ARRAY.to_string()),
-            Some(SchemaOrArray::Schema(i)) => nested_conversion_error(i),
-            None => None,
-        })
-        .or_else(|| {
-            s.properties
-                .iter()
-                .flatten()
-                .find_map(|(_, p)| nested_conversion_error(p))
-        })
-        .or_else(|| {
-            s.additional_properties_schema()
-                .and_then(nested_conversion_error)
-        })
+        .and_then(conversion_error)
+        .or_else(|| s.all_of.iter().flatten().find_map(conversion_error))
+        .or_else(|| s.any_of.iter().flatten().find_map(conversion_error))
+        .or_else(|| s.one_of.iter().flatten().find_map(conversion_error))
 }
 
 // ---------------------------------------------------------------------------------------
