@@ -513,48 +513,37 @@ pub fn human_duration(d: chrono::TimeDelta) -> String {
     }
     let minutes = d.num_minutes();
     if minutes < 10 {
-        let s = seconds % 60;
-        return if s == 0 {
-            format!("{minutes}m")
-        } else {
-            format!("{minutes}m{s}s")
-        };
+        return two_units(minutes, "m", seconds % 60, "s");
     }
     if minutes < 180 {
         return format!("{minutes}m");
     }
     let hours = d.num_hours();
     if hours < 8 {
-        let m = minutes % 60;
-        return if m == 0 {
-            format!("{hours}h")
-        } else {
-            format!("{hours}h{m}m")
-        };
+        return two_units(hours, "h", minutes % 60, "m");
     }
     if hours < 48 {
         return format!("{hours}h");
     }
     if hours < 24 * 8 {
-        let h = hours % 24;
-        return if h == 0 {
-            format!("{}d", hours / 24)
-        } else {
-            format!("{}d{h}h", hours / 24)
-        };
+        return two_units(hours / 24, "d", hours % 24, "h");
     }
     if hours < 24 * 365 * 2 {
         return format!("{}d", hours / 24);
     }
     if hours < 24 * 365 * 8 {
-        let dy = (hours / 24) % 365;
-        return if dy == 0 {
-            format!("{}y", hours / 24 / 365)
-        } else {
-            format!("{}y{dy}d", hours / 24 / 365)
-        };
+        return two_units(hours / 24 / 365, "y", (hours / 24) % 365, "d");
     }
     format!("{}y", hours / 24 / 365)
+}
+
+/// `<n><unit>`, then `<rest><rest_unit>` unless `rest` is 0: `5m`, `5m30s`.
+fn two_units(n: i64, unit: &str, rest: i64, rest_unit: &str) -> String {
+    if rest == 0 {
+        format!("{n}{unit}")
+    } else {
+        format!("{n}{unit}{rest}{rest_unit}")
+    }
 }
 
 /// kube's JSONPath dialect (`k8s.io/client-go/util/jsonpath`), enough for printer
