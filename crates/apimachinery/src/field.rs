@@ -216,21 +216,16 @@ impl Error {
 
     /// `Too long: may not be more than N bytes` (value omitted, as kube).
     pub fn too_long(field: &Path, max_length: i64) -> Self {
-        Self::make(
-            ErrorType::TooLong,
-            field,
-            BadValue::Omit,
-            limit_detail(
-                "may not be more than",
-                max_length,
-                "byte",
-                "value is too long",
-            ),
-        )
+        Self::too_long_in(field, max_length, "byte")
     }
 
     /// `Too long: may not be more than N characters` (value omitted, as kube).
     pub fn too_long_characters(field: &Path, max_length: i64) -> Self {
+        Self::too_long_in(field, max_length, "character")
+    }
+
+    /// `Too long: may not be more than N <unit>s`.
+    fn too_long_in(field: &Path, max_length: i64, unit: &str) -> Self {
         Self::make(
             ErrorType::TooLong,
             field,
@@ -238,7 +233,7 @@ impl Error {
             limit_detail(
                 "may not be more than",
                 max_length,
-                "character",
+                unit,
                 "value is too long",
             ),
         )
