@@ -21,6 +21,9 @@ pub const PER_CALL_LIMIT: u64 = 1_000_000;
 pub const RUNTIME_COST_BUDGET: i64 = 10_000_000;
 /// kube's `MaxEvaluatedMessageExpressionSizeBytes`.
 const MAX_MESSAGE_EXPRESSION_SIZE: usize = 5 * 1024;
+/// kube's error when the rules of a request have spent the runtime cost budget.
+const OUT_OF_BUDGET: &str =
+    "validation failed due to running out of cost budget, no further validation rules will be run";
 
 /// What running the rules found.
 #[derive(Debug, Default)]
@@ -218,6 +221,12 @@ impl Walk {
         Value::String(n.type_name.clone())
     }
 
+    /// An `Invalid` error of `n`'s rules at `here`, valued with the node's type.
+    fn push_invalid(&mut self, here: &Path, n: &Node, detail: impl Into<String>) {
+        self.errors
+            .push(Error::invalid(here, Self::type_value(n), detail));
+    }
+
     fn expressions<'v>(
         &mut self,
         n: &Node,
@@ -229,33 +238,21 @@ impl Walk {
     ) -> i64 {
         let here = printable(path);
         if let Some(e) = &n.init_error {
-            self.errors.push(Error::invalid(
-                &here,
-                Self::type_value(n),
-                format!("rule compiler initialization error: {e}"),
-            ));
+            self.push_invalid(&here, n, format!("rule compiler initialization error: {e}"));
             return budget;
         }
         if n.rules.is_empty() {
             return budget;
         }
         if budget <= 0 {
-            self.errors.push(Error::invalid(
-                &here,
-                Self::type_value(n),
-                "validation failed due to running out of cost budget, no further validation rules will be run",
-            ));
+            self.push_invalid(&here, n, OUT_OF_BUDGET);
             return -1;
         }
         let self_val: EvalResult<'_> = to_val(obj, &n.shape);
         let old_val: Option<EvalResult<'_>> = old.map(|o| to_val(o, &n.shape));
         for rule in &n.rules {
             if let Some(e) = &rule.error {
-                self.errors.push(Error::invalid(
-                    &here,
-                    Self::type_value(n),
-                    format!("rule compile error: {e}"),
-                ));
+                self.push_invalid(&here, n, format!("rule compile error: {e}"));
                 continue;
             }
             let Some(program) = &rule.program else {
@@ -270,53 +267,43 @@ impl Walk {
             let act = match act {
                 Ok(a) => a,
                 Err(e) => {
-                    self.errors.push(Error::invalid(
+                    self.push_invalid(
                         &here,
-                        Self::type_value(n),
+                        n,
                         format!("{e} evaluating rule: {}", rule_error_string(rule)),
-                    ));
+                    );
                     continue;
                 }
             };
             let outcome = interp::evaluate(program.program.expression(), &act, PER_CALL_LIMIT);
             if outcome.cost > i64::MAX as u64 || outcome.cost as i64 > budget {
-                self.errors.push(Error::invalid(
-                    &here,
-                    Self::type_value(n),
-                    "validation failed due to running out of cost budget, no further validation rules will be run",
-                ));
+                self.push_invalid(&here, n, OUT_OF_BUDGET);
                 return -1;
             }
             budget -= outcome.cost as i64;
             match outcome.result {
                 Err(e) if e.message.starts_with("no such overload") => {
-                    self.errors.push(Error::invalid(
-                        &here,
-                        Self::type_value(n),
-                        format!(
-                            "'{e}': call arguments did not match a supported operator, function or macro signature for rule: {}",
-                            rule_error_string(rule)
-                        ),
-                    ));
+                    let detail = format!(
+                        "'{e}': call arguments did not match a supported operator, function or macro signature for rule: {}",
+                        rule_error_string(rule)
+                    );
+                    self.push_invalid(&here, n, detail);
                     continue;
                 }
                 Err(e) if e.cost_exceeded => {
-                    self.errors.push(Error::invalid(
-                        &here,
-                        Self::type_value(n),
-                        format!(
-                            "'{e}': no further validation rules will be run due to call cost exceeds limit for rule: {}",
-                            rule_error_string(rule)
-                        ),
-                    ));
+                    let detail = format!(
+                        "'{e}': no further validation rules will be run due to call cost exceeds limit for rule: {}",
+                        rule_error_string(rule)
+                    );
+                    self.push_invalid(&here, n, detail);
                     return -1;
                 }
                 Err(e) => {
-                    self.errors.push(Error::invalid(
+                    self.push_invalid(
                         &here,
-                        Self::type_value(n),
+                        n,
                         format!("{e} evaluating rule: {}", rule_error_string(rule)),
-                    ));
+                    );
                     continue;
                 }
                 Ok(Val::Bool(true)) => continue,
