@@ -21,6 +21,10 @@ use serde_json::{Map, Value};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::LazyLock;
 
+/// Fields of an object that are TypeMeta/ObjectMeta at a resource root (or in an
+/// embedded resource).
+pub const META_FIELDS: [&str; 3] = ["apiVersion", "kind", "metadata"];
+
 /// The JSON fields of kube's `metav1.ObjectMeta` (what pruning keeps in `metadata` and
 /// what `PartialObjectMetadata` carries).
 pub const OBJECT_META_FIELDS: [&str; 15] = [

@@ -7,7 +7,7 @@
 //! decoding: unknown fields of `metadata` are dropped at the resource root and inside
 //! `x-kubernetes-embedded-resource` objects.
 
-use super::objectmeta::OBJECT_META_FIELDS;
+use super::objectmeta::{META_FIELDS, OBJECT_META_FIELDS};
 use crate::field::Path;
 use crate::schema::structural::{AdditionalProperties, Structural};
 use serde_json::{Map, Value};
@@ -56,9 +56,6 @@ impl PruneReport {
             .collect()
     }
 }
-
-/// Fields of an object that are TypeMeta/ObjectMeta at a resource root.
-const META_FIELDS: [&str; 3] = ["apiVersion", "kind", "metadata"];
 
 /// Prune `obj` by `s`. With `is_resource_root`, `obj` is a whole custom resource: its
 /// `apiVersion`, `kind` and `metadata` are implicitly specified.

@@ -77,9 +77,6 @@ impl SchemaCheckOptions {
 pub(super) const OPENAPI_V3_TYPES: [&str; 6] =
     ["array", "boolean", "integer", "number", "object", "string"];
 
-/// Fields of an object that are TypeMeta/ObjectMeta at a resource root.
-pub(super) const META_FIELDS: [&str; 3] = ["metadata", "kind", "apiVersion"];
-
 /// kube's error for a `type` that must be another: `Required` when it is empty,
 /// `Invalid` with the type otherwise.
 pub(super) fn wrong_type(fld: &Path, ty: &str, msg: &str) -> Error {
