@@ -214,7 +214,7 @@ fn nested_int(obj: &Value, path: &str) -> Result<i64, String> {
                 "{} accessor error: {} is of the type {}, expected map[string]interface{{}}",
                 part,
                 cur,
-                go_type_name(cur)
+                crate::goformat::go_type_name(cur)
             ));
         }
     }
@@ -223,20 +223,8 @@ fn nested_int(obj: &Value, path: &str) -> Result<i64, String> {
         Value::Null => Ok(0),
         other => Err(format!(
             ".{trimmed} accessor error: {other} is of the type {}, expected int64",
-            go_type_name(other)
+            crate::goformat::go_type_name(other)
         )),
-    }
-}
-
-fn go_type_name(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "<nil>",
-        Value::Bool(_) => "bool",
-        Value::Number(n) if n.is_i64() => "int64",
-        Value::Number(_) => "float64",
-        Value::String(_) => "string",
-        Value::Array(_) => "[]interface {}",
-        Value::Object(_) => "map[string]interface {}",
     }
 }
 
