@@ -13,7 +13,8 @@
 //! Beyond the blog: a kubebuilder-style set of rules (`has`, `size`, `matches`,
 //! `startsWith`, `all`/`exists`, map keys, `messageExpression`, `reason`, `fieldPath`),
 //! CRDs rejected for rules that don't compile or cost too much, and rules added to a
-//! CRD later: unchanged old values are ratcheted to warnings.
+//! CRD later: unchanged old values are ratcheted to warnings; OpenAPI constraints
+//! added later ratchet too (KEP-4008: kube drops the errors of unchanged values).
 
 mod common;
 
@@ -776,4 +777,74 @@ fn rules_added_later_ratchet_unchanged_values() {
     let fixed = merge_patch(&http, &old, &json!({"spec": {"name": "ok-now"}}));
     assert_eq!(assert_ok(&fixed, 200)["spec"]["name"], "ok-now");
     assert_eq!(fixed.header("warning"), None);
+}
+
+#[test]
+fn schema_constraints_added_later_ratchet_unchanged_values() {
+    let server = TestServer::start();
+    let http = server.http();
+    let schema = |max_length: Option<u64>| {
+        let mut name = json!({"type": "string"});
+        if let Some(max) = max_length {
+            name["maxLength"] = json!(max);
+        }
+        json!({"type": "object", "properties": {"spec": {"type": "object", "properties": {
+            "name": name, "size": {"type": "integer"}}}}})
+    };
+    install(&http, &crd(GROUP, "gadgets", "Gadget", schema(None)));
+    let gadgets = collection(GROUP, "gadgets");
+    let gadget = |name: &str| {
+        json!({"apiVersion": "cel.example.com/v1", "kind": "Gadget", "metadata": {"name": name},
+               "spec": {"name": "a-long-legacy-name", "size": 1}})
+    };
+    assert_ok(&http.send_json("POST", &gadgets, &gadget("old")), 201);
+
+    // Tighten the schema: names of at most 5 bytes.
+    let crd_path = format!("{CRDS}/gadgets.cel.example.com");
+    let mut current = json_of(&http.get(&crd_path));
+    current["spec"]["versions"][0]["schema"]["openAPIV3Schema"] = schema(Some(5));
+    let updated = http.send_json("PUT", &crd_path, &current);
+    assert_eq!(updated.status, 200, "{}", updated.text());
+
+    // New objects must follow it (the catalog may take a moment to see the CRD).
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let rejected = loop {
+        let r = http.send_json("POST", &gadgets, &gadget("new"));
+        if r.status != 201 {
+            break r;
+        }
+        assert!(Instant::now() < deadline, "the constraint never applied");
+        let _ = http.request(
+            "DELETE",
+            &format!("{gadgets}/new"),
+            &[],
+            &common::json_accept(),
+            None,
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert_eq!(rejected.status, 422, "{}", rejected.text());
+    let too_long = json_of(&rejected)["details"]["causes"][0].clone();
+    assert_eq!(too_long["reason"], "FieldValueTooLong", "{too_long}");
+    assert_eq!(too_long["field"], "spec.name", "{too_long}");
+
+    // The old object may change other fields: its unchanged name passes, silently
+    // (kube drops ratcheted schema errors; only CEL rules warn).
+    let old = format!("{gadgets}/old");
+    let patched = merge_patch(&http, &old, &json!({"spec": {"size": 2}}));
+    assert_eq!(assert_ok(&patched, 200)["spec"]["size"], 2);
+    assert_eq!(patched.header("warning"), None);
+    // Changing the name to another long value is the create's error.
+    let renamed = merge_patch(&http, &old, &json!({"spec": {"name": "another-long-name"}}));
+    assert_eq!(renamed.status, 422, "{}", renamed.text());
+    assert_eq!(
+        json_of(&renamed)["details"]["causes"][0]["message"],
+        too_long["message"]
+            .as_str()
+            .unwrap()
+            .replace("a-long-legacy-name", "another-long-name")
+    );
+    // A valid name passes.
+    let fixed = merge_patch(&http, &old, &json!({"spec": {"name": "ok"}}));
+    assert_eq!(assert_ok(&fixed, 200)["spec"]["name"], "ok");
 }

@@ -312,7 +312,13 @@ fn validate_stage(
             e
         }
     };
-    errs.extend(s.validator.validate(obj, &field::Path::root()));
+    // Updates ratchet (KEP-4008, on in kube since 1.30): schema errors inside values
+    // the update leaves unchanged are dropped, list-type errors count only when the
+    // stored object had none.
+    errs.extend(match old {
+        Some(old) => s.validator.validate_update(obj, old, &field::Path::root()),
+        None => s.validator.validate(obj, &field::Path::root()),
+    });
     if let Some(scale) = &s.scale {
         errs.extend(decode::validate_scale(obj, scale));
     }
