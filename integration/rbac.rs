@@ -957,3 +957,98 @@ fn impersonation_is_authorized_for_the_requester_then_runs_as_the_impersonated_u
         "requested [{Group  devs    }] without impersonating a user"
     );
 }
+
+/// kube's `AllowCreateOnUpdate`: a PUT of a missing Lease, Event or Role creates it
+/// (201; a resourceVersion sent along is ignored), but only for a user who may also
+/// `create` it; kinds without it (ConfigMaps) answer 404.
+#[test]
+fn put_creates_leases_events_and_roles_for_users_allowed_to_create() {
+    let c = Cluster::start();
+    let leases = "/apis/coordination.k8s.io/v1/namespaces/default/leases";
+    let lease = |name: &str| {
+        json!({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+            "metadata": {"name": name, "resourceVersion": "12345"},
+            "spec": {"holderIdentity": "me"}})
+    };
+    c.admin_create(
+        &format!("{RBAC}/namespaces/default/roles"),
+        role(
+            "lease-updater",
+            json!([{"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["get", "update"]}]),
+        ),
+    );
+    c.admin_create(
+        &format!("{RBAC}/namespaces/default/rolebindings"),
+        role_binding(
+            "default",
+            "alice-leases",
+            "Role",
+            "lease-updater",
+            json!([user("alice")]),
+        ),
+    );
+    // Allowed to update but not to create: kube's 403 names the create.
+    let r = c.send("alice", "PUT", &format!("{leases}/l1"), &lease("l1"));
+    assert_eq!(
+        r.json(),
+        Some(forbidden(
+            "leases.coordination.k8s.io \"l1\" is forbidden: User \"alice\" cannot create resource \"leases\" in API group \"coordination.k8s.io\" in the namespace \"default\"",
+            "l1",
+            "coordination.k8s.io",
+            "leases"
+        ))
+    );
+    assert_eq!(c.get("admin", &format!("{leases}/l1")).status, 404);
+    let r = c.send("admin", "PUT", &format!("{leases}/l1"), &lease("l1"));
+    assert_eq!(r.status, 201, "{}", r.text());
+    let created = r.json().expect("JSON");
+    assert_eq!(created["spec"]["holderIdentity"], "me");
+    assert_ne!(created["metadata"]["resourceVersion"], "12345");
+    assert!(created["metadata"]["uid"]
+        .as_str()
+        .is_some_and(|u| !u.is_empty()));
+    // Now it exists: alice may update it (200), with no resourceVersion at all.
+    let mut update = lease("l1");
+    update["metadata"]
+        .as_object_mut()
+        .map(|m| m.remove("resourceVersion"));
+    update["spec"]["holderIdentity"] = json!("alice");
+    let r = c.send("alice", "PUT", &format!("{leases}/l1"), &update);
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(r.json().expect("JSON")["spec"]["holderIdentity"], "alice");
+
+    let r = c.send(
+        "admin",
+        "PUT",
+        "/api/v1/namespaces/default/events/e1",
+        &json!({"apiVersion": "v1", "kind": "Event", "metadata": {"name": "e1"},
+            "involvedObject": {"kind": "Pod", "name": "p", "namespace": "default"},
+            "reason": "Tested", "message": "m"}),
+    );
+    assert_eq!(r.status, 201, "{}", r.text());
+    let r = c.send(
+        "admin",
+        "PUT",
+        &format!("{RBAC}/clusterroles/put-made"),
+        &json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+            "metadata": {"name": "put-made"}, "rules": []}),
+    );
+    assert_eq!(r.status, 201, "{}", r.text());
+    assert_eq!(
+        c.get("admin", &format!("{RBAC}/clusterroles/put-made"))
+            .status,
+        200
+    );
+
+    let r = c.send(
+        "admin",
+        "PUT",
+        "/api/v1/namespaces/default/configmaps/nope",
+        &json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "nope"}}),
+    );
+    assert_eq!(r.status, 404, "{}", r.text());
+    assert_eq!(
+        r.json().expect("JSON")["message"],
+        "configmaps \"nope\" not found"
+    );
+}

@@ -357,3 +357,16 @@ pub fn partial_metadata_form_mismatch(kind: &dyn ResourceKind, asked_list: bool)
 pub fn has_body(m: &Method) -> bool {
     matches!(*m, Method::POST | Method::PUT | Method::PATCH)
 }
+
+/// kube's extra check when an update or an apply creates the object: the user must
+/// also be allowed to `create` it.
+pub async fn authorize_create(api: &ApiServer, req: &ApiRequest) -> Result<(), Status> {
+    let mut attrs = crate::auth::authz::request_attributes(&req.user, &req.info, &req.path);
+    attrs.verb = "create".into();
+    let (decision, reason) = api.authorizer.authorize(&attrs).await;
+    if decision == crate::auth::authz::Decision::Allow {
+        Ok(())
+    } else {
+        Err(crate::auth::authz::forbidden(&attrs, &reason))
+    }
+}

@@ -246,6 +246,7 @@ async fn server_side_apply(
                 object::name(&obj)
             )));
         }
+        super::authorize_create(api, req).await?;
         if d.namespaced {
             api.check_namespace(ns, &d.gr, name).await?;
         }

@@ -515,6 +515,10 @@ impl TypedStrategy for RoleStrategy {
         errs
     }
 
+    fn allow_create_on_update(&self) -> bool {
+        true
+    }
+
     fn printer(&self) -> BuiltinPrinter {
         // kube has no printer for roles: its default convertor's Name and Created At.
         BuiltinPrinter {
@@ -620,6 +624,10 @@ impl TypedStrategy for BindingStrategy {
             ));
         }
         errs
+    }
+
+    fn allow_create_on_update(&self) -> bool {
+        true
     }
 
     fn printer(&self) -> BuiltinPrinter {

@@ -60,6 +60,11 @@ pub trait TypedStrategy: Send + Sync {
     /// kube's Table printer of the kind.
     fn printer(&self) -> BuiltinPrinter;
 
+    /// kube's `AllowCreateOnUpdate`: a PUT of a missing object creates it.
+    fn allow_create_on_update(&self) -> bool {
+        false
+    }
+
     /// The value of a field-selector label (`metadata.name`, `metadata.namespace` and
     /// the kind's own labels); `Err` is kube's `field label not supported: x`.
     fn field_value(&self, obj: &Value, field: &str) -> Result<Option<String>, String> {
@@ -282,6 +287,10 @@ impl Strategy for TypedKind {
     fn invalid(&self, obj: &Value, errs: &[field::Error]) -> Status {
         let d = &self.descriptor;
         Status::invalid(&d.kind, &d.gr.group, object::name(obj), errs)
+    }
+
+    fn allow_create_on_update(&self) -> bool {
+        self.strategy.allow_create_on_update()
     }
 
     fn merge_schema(&self) -> &Structural {

@@ -427,6 +427,10 @@ impl TypedStrategy for EventStrategy {
         fill_go_zero_values(obj, self.api);
     }
 
+    fn allow_create_on_update(&self) -> bool {
+        true
+    }
+
     fn printer(&self) -> BuiltinPrinter {
         let doc = |f: &str| field_doc(CORE_DEFINITION, f);
         let columns = vec![

@@ -81,6 +81,10 @@ impl TypedStrategy for LeaseStrategy {
         errs
     }
 
+    fn allow_create_on_update(&self) -> bool {
+        true
+    }
+
     fn printer(&self) -> BuiltinPrinter {
         BuiltinPrinter {
             columns: vec![

@@ -106,6 +106,13 @@ pub trait Strategy: Send + Sync {
         true
     }
 
+    /// Whether a PUT of an object that does not exist creates it (kube's
+    /// `AllowCreateOnUpdate`: leases, events, RBAC roles and bindings). The create is
+    /// authorized and admitted as a create.
+    fn allow_create_on_update(&self) -> bool {
+        false
+    }
+
     /// Whether finalizers still hold the object (namespaces also wait on
     /// `spec.finalizers`).
     fn finalizers_pending(&self, obj: &Value) -> bool {
