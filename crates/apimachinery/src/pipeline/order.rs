@@ -9,13 +9,18 @@
 //! `GuaranteedUpdate`).
 //!
 //! - create (POST; server-side apply of a missing object): [`create`]
-//! - update (PUT; `/status`, `/scale`, `/finalize`): [`update`] with the stored object
+//! - update (PUT; `/status`, `/scale`, `/finalize`): [`update`] with the stored object;
+//!   a PUT of a missing object is a [`create`] when the kind allows create on update
+//!   (`Strategy::allow_create_on_update`: leases, events, RBAC), authorized as a create
 //! - patch (JSON, merge, strategic merge): the patch is applied to the stored object,
 //!   then [`update`] runs on the result (`opts.is_patch`)
 //! - apply: the applied configuration is merged into the stored object with its
 //!   managedFields (`apply`), then [`update`] (or [`create`]) runs (`opts.is_apply`)
 //! - delete, deletecollection: [`delete`] on the stored object (per item for a
 //!   deletecollection); a namespace is marked terminating after [`admit_delete`]
+//!
+//! Before any of these, the handler checks the namespace lifecycle (a create in a
+//! missing or terminating namespace is refused) and the store reads the stored object.
 //!
 //! Patches and applies build their desired object from the stored one inside the
 //! store's retry loop (kube's `GuaranteedUpdate` calls its `tryUpdate` the same way),
