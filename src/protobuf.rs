@@ -8,6 +8,51 @@ use serde_json::{json, Map, Value};
 /// The envelope's magic prefix.
 const MAGIC: &[u8] = b"k8s\x00";
 
+/// Why a body does not decode, in the words of Go's protobuf runtime and kube's
+/// serializer; a client sees it as a 400 through `From<ProtobufError> for Status`.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ProtobufError {
+    /// The body lacks the `k8s\0` prefix.
+    #[error(
+        "provided data does not appear to be a protobuf message, expected prefix [107 56 115 0]"
+    )]
+    NotProtobuf,
+    /// The body ends inside a field.
+    #[error("unexpected EOF")]
+    UnexpectedEof,
+    /// A varint longer than 64 bits.
+    #[error("proto: integer overflow")]
+    IntegerOverflow,
+    /// A length that does not fit in memory.
+    #[error("proto: bad length")]
+    BadLength,
+    /// A wire type protobuf does not have (or a group).
+    #[error("proto: illegal wireType {0}")]
+    IllegalWireType(u64),
+    /// A string that is not UTF-8.
+    #[error("proto: invalid UTF-8")]
+    InvalidUtf8,
+    /// A string sent as a varint.
+    #[error("proto: wrong wireType for string")]
+    StringWireType,
+    /// A timestamp out of range.
+    #[error("proto: bad timestamp")]
+    BadTimestamp,
+    /// A field sent with the wrong wire type.
+    #[error("proto: wrong wireType for field {0}")]
+    FieldWireType(&'static str),
+    /// A kind this server does not decode from protobuf.
+    #[error("no kind \"{0}\" is registered for the protobuf encoding")]
+    UnregisteredKind(String),
+}
+
+impl From<ProtobufError> for crate::status::Status {
+    /// kube's 400 for a body that does not decode.
+    fn from(e: ProtobufError) -> Self {
+        crate::status::Status::bad_request(e.to_string())
+    }
+}
+
 #[derive(Clone, Copy)]
 enum Ty {
     Str,
@@ -236,32 +281,32 @@ struct Reader<'a> {
 }
 
 impl<'a> Reader<'a> {
-    fn varint(&mut self) -> Result<u64, String> {
+    fn varint(&mut self) -> Result<u64, ProtobufError> {
         let mut out = 0u64;
         for shift in (0..64).step_by(7) {
-            let b = *self.buf.get(self.pos).ok_or("unexpected EOF")?;
+            let b = *self.buf.get(self.pos).ok_or(ProtobufError::UnexpectedEof)?;
             self.pos += 1;
             out |= u64::from(b & 0x7f) << shift;
             if b & 0x80 == 0 {
                 return Ok(out);
             }
         }
-        Err("proto: integer overflow".into())
+        Err(ProtobufError::IntegerOverflow)
     }
 
-    fn bytes(&mut self, n: usize) -> Result<&'a [u8], String> {
+    fn bytes(&mut self, n: usize) -> Result<&'a [u8], ProtobufError> {
         let end = self
             .pos
             .checked_add(n)
             .filter(|e| *e <= self.buf.len())
-            .ok_or("unexpected EOF")?;
+            .ok_or(ProtobufError::UnexpectedEof)?;
         let s = &self.buf[self.pos..end];
         self.pos = end;
         Ok(s)
     }
 
     /// Next (field number, wire type, payload) where payload is the varint value or bytes.
-    fn next(&mut self) -> Result<Option<(u64, Payload<'a>)>, String> {
+    fn next(&mut self) -> Result<Option<(u64, Payload<'a>)>, ProtobufError> {
         if self.pos >= self.buf.len() {
             return Ok(None);
         }
@@ -270,11 +315,11 @@ impl<'a> Reader<'a> {
             0 => Payload::Varint(self.varint()?),
             1 => Payload::Bytes(self.bytes(8)?),
             2 => {
-                let n = usize::try_from(self.varint()?).map_err(|_| "proto: bad length")?;
+                let n = usize::try_from(self.varint()?).map_err(|_| ProtobufError::BadLength)?;
                 Payload::Bytes(self.bytes(n)?)
             }
             5 => Payload::Bytes(self.bytes(4)?),
-            w => return Err(format!("proto: illegal wireType {w}")),
+            w => return Err(ProtobufError::IllegalWireType(w)),
         };
         Ok(Some((key >> 3, payload)))
     }
@@ -285,16 +330,14 @@ enum Payload<'a> {
     Bytes(&'a [u8]),
 }
 
-fn string(p: &Payload) -> Result<String, String> {
+fn string(p: &Payload) -> Result<String, ProtobufError> {
     match p {
-        Payload::Bytes(b) => {
-            String::from_utf8(b.to_vec()).map_err(|_| "proto: invalid UTF-8".to_string())
-        }
-        Payload::Varint(_) => Err("proto: wrong wireType for string".into()),
+        Payload::Bytes(b) => String::from_utf8(b.to_vec()).map_err(|_| ProtobufError::InvalidUtf8),
+        Payload::Varint(_) => Err(ProtobufError::StringWireType),
     }
 }
 
-fn time(b: &[u8]) -> Result<Value, String> {
+fn time(b: &[u8]) -> Result<Value, ProtobufError> {
     // kube's `Time.Unmarshal`: no bytes is the zero time (JSON null, omitted).
     if b.is_empty() {
         return Ok(Value::Null);
@@ -306,11 +349,11 @@ fn time(b: &[u8]) -> Result<Value, String> {
             secs = v as i64;
         }
     }
-    let t = chrono::DateTime::from_timestamp(secs, 0).ok_or("proto: bad timestamp")?;
+    let t = chrono::DateTime::from_timestamp(secs, 0).ok_or(ProtobufError::BadTimestamp)?;
     Ok(json!(t.format("%Y-%m-%dT%H:%M:%SZ").to_string()))
 }
 
-fn message(b: &[u8], fields: &[Field]) -> Result<Map<String, Value>, String> {
+fn message(b: &[u8], fields: &[Field]) -> Result<Map<String, Value>, ProtobufError> {
     let mut out = Map::new();
     let mut rd = Reader { buf: b, pos: 0 };
     while let Some((num, p)) = rd.next()? {
@@ -343,7 +386,7 @@ fn message(b: &[u8], fields: &[Field]) -> Result<Map<String, Value>, String> {
                 }
                 continue;
             }
-            _ => return Err(format!("proto: wrong wireType for field {}", field.name)),
+            _ => return Err(ProtobufError::FieldWireType(field.name)),
         };
         if field.repeated {
             let list = out.entry(field.name).or_insert_with(|| json!([]));
@@ -363,10 +406,8 @@ fn message(b: &[u8], fields: &[Field]) -> Result<Map<String, Value>, String> {
 
 /// Decode a protobuf request body of a kind this server accepts that way
 /// (`Namespace`, `DeleteOptions`) into its JSON form.
-pub fn decode(body: &[u8]) -> Result<Value, String> {
-    let rest = body.strip_prefix(MAGIC).ok_or(
-        "provided data does not appear to be a protobuf message, expected prefix [107 56 115 0]",
-    )?;
+pub fn decode(body: &[u8]) -> Result<Value, ProtobufError> {
+    let rest = body.strip_prefix(MAGIC).ok_or(ProtobufError::NotProtobuf)?;
     let mut rd = Reader { buf: rest, pos: 0 };
     let (mut type_meta, mut raw) = (Map::new(), &[][..]);
     while let Some((num, p)) = rd.next()? {
@@ -396,11 +437,7 @@ pub fn decode(body: &[u8]) -> Result<Value, String> {
         "TokenRequest" => TOKEN_REQUEST,
         "TokenReview" => TOKEN_REVIEW,
         "SelfSubjectReview" => SELF_SUBJECT_REVIEW,
-        other => {
-            return Err(format!(
-                "no kind \"{other}\" is registered for the protobuf encoding"
-            ))
-        }
+        other => return Err(ProtobufError::UnregisteredKind(other.to_string())),
     };
     let mut obj = message(raw, fields)?;
     for (k, v) in type_meta {
@@ -426,7 +463,14 @@ mod tests {
 
     #[test]
     fn rejects_non_protobuf_and_truncated_bodies() {
-        assert!(decode(b"{}").is_err());
-        assert!(decode(b"k8s\x00\n\x0f\n\x02v1").is_err());
+        assert_eq!(decode(b"{}"), Err(ProtobufError::NotProtobuf));
+        assert_eq!(
+            decode(b"k8s\x00\n\x0f\n\x02v1").map_err(|e| e.to_string()),
+            Err("unexpected EOF".to_string())
+        );
+        assert_eq!(
+            decode(b"k8s\x00\n\x06\x12\x04Node").map_err(|e| e.to_string()),
+            Err("no kind \"Node\" is registered for the protobuf encoding".to_string())
+        );
     }
 }

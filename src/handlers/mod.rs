@@ -226,7 +226,7 @@ pub fn decode_object(
             return crate::protobuf::decode(&req.body).map_err(|e| {
                 Status::bad_request(codec::unrecognized_object_message(
                     &kind.descriptor().kind,
-                    &codec::DecodeError::Json(e),
+                    &codec::DecodeError::Json(e.to_string()),
                     &req.body,
                 ))
             });
