@@ -229,7 +229,7 @@ impl FaultRule {
     }
 
     /// Parse the `--fault` grammar (see the module doc).
-    pub fn parse(spec: &str) -> Result<FaultRule, String> {
+    pub fn parse(spec: &str) -> Result<FaultRule, FaultError> {
         let mut rule = FaultRule::empty();
         let mut rate: Option<f64> = None;
         let mut seed: Option<u64> = None;
@@ -237,7 +237,7 @@ impl FaultRule {
         for pair in spec.split(',').map(str::trim).filter(|p| !p.is_empty()) {
             let (key, value) = pair
                 .split_once('=')
-                .ok_or_else(|| format!("{pair:?}: expected key=value"))?;
+                .ok_or_else(|| FaultError::NotKeyValue(pair.to_string()))?;
             let (key, value) = (key.trim(), value.trim());
             let list = || -> Vec<String> {
                 value
@@ -247,10 +247,14 @@ impl FaultRule {
                     .map(String::from)
                     .collect()
             };
-            let number = |what: &str| -> Result<u64, String> {
+            let number = |what: &'static str| -> Result<u64, FaultError> {
                 value
                     .parse::<u64>()
-                    .map_err(|_| format!("{key}={value:?}: {what} must be a whole number"))
+                    .map_err(|_| FaultError::NotWholeNumber {
+                        key: key.to_string(),
+                        value: value.to_string(),
+                        what,
+                    })
             };
             match key {
                 "verb" | "verbs" => rule.verbs.extend(list()),
@@ -262,12 +266,12 @@ impl FaultRule {
                         .parse::<u16>()
                         .ok()
                         .filter(|c| (400..=599).contains(c))
-                        .ok_or_else(|| format!("error={value:?}: expected an HTTP code 400-599"))?;
+                        .ok_or_else(|| FaultError::ErrorCode(value.to_string()))?;
                     rule.error = Some(code);
                 }
                 "retry-after" => {
                     rule.retry_after = u32::try_from(number("retry-after")?)
-                        .map_err(|_| format!("retry-after={value:?}: too large"))?
+                        .map_err(|_| FaultError::RetryAfterTooLarge(value.to_string()))?
                 }
                 "message" => rule.message = Some(value.to_string()),
                 "latency" => rule.latency = Some(parse_duration(value)?),
@@ -279,22 +283,16 @@ impl FaultRule {
                         .parse::<f64>()
                         .ok()
                         .filter(|r| (0.0..=1.0).contains(r))
-                        .ok_or_else(|| format!("rate={value:?}: expected a number in 0..1"))?;
+                        .ok_or_else(|| FaultError::Rate(value.to_string()))?;
                     rate = Some(r);
                 }
                 "seed" => seed = Some(number("seed")?),
                 "times" => rule.times = Some(number("times")?),
-                other => {
-                    return Err(format!(
-                        "unknown key {other:?} (known: verb, resource, namespace, name, error, \
-                         retry-after, message, latency, watch-events, watch-after, every, rate, \
-                         seed, times)"
-                    ))
-                }
+                other => return Err(FaultError::UnknownKey(other.to_string())),
             }
         }
         rule.schedule = match (every, rate, seed) {
-            (Some(_), Some(_), _) => return Err("every and rate cannot be combined".into()),
+            (Some(_), Some(_), _) => return Err(FaultError::EveryAndRate),
             (Some(n), None, _) => Schedule::Every(n),
             (None, Some(rate), seed) => Schedule::Rate { rate, seed },
             (None, None, Some(seed)) => Schedule::Rate {
@@ -308,9 +306,7 @@ impl FaultRule {
             && rule.watch_events.is_none()
             && rule.watch_after.is_none()
         {
-            return Err(
-                "a fault needs one of error, latency, watch-events or watch-after".to_string(),
-            );
+            return Err(FaultError::NoEffect);
         }
         Ok(rule)
     }
@@ -341,7 +337,7 @@ impl FaultRule {
 }
 
 impl FromStr for FaultRule {
-    type Err = String;
+    type Err = FaultError;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         FaultRule::parse(s)
@@ -367,9 +363,48 @@ fn resource_matches(rule: &str, info: &RequestInfo) -> bool {
     sub_ok && res_ok
 }
 
+/// Why a `--fault` rule does not parse.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum FaultError {
+    /// A part without `=`.
+    #[error("{0:?}: expected key=value")]
+    NotKeyValue(String),
+    /// A count that is not a whole number.
+    #[error("{key}={value:?}: {what} must be a whole number")]
+    NotWholeNumber {
+        /// The key.
+        key: String,
+        /// Its value.
+        value: String,
+        /// What the value counts (the key's name).
+        what: &'static str,
+    },
+    /// `error` is no HTTP error code.
+    #[error("error={0:?}: expected an HTTP code 400-599")]
+    ErrorCode(String),
+    /// `retry-after` does not fit in 32 bits.
+    #[error("retry-after={0:?}: too large")]
+    RetryAfterTooLarge(String),
+    /// `rate` is no probability.
+    #[error("rate={0:?}: expected a number in 0..1")]
+    Rate(String),
+    /// A key the grammar does not have.
+    #[error("unknown key {0:?} (known: verb, resource, namespace, name, error, retry-after, message, latency, watch-events, watch-after, every, rate, seed, times)")]
+    UnknownKey(String),
+    /// Both `every` and `rate`.
+    #[error("every and rate cannot be combined")]
+    EveryAndRate,
+    /// A rule that would do nothing.
+    #[error("a fault needs one of error, latency, watch-events or watch-after")]
+    NoEffect,
+    /// A duration that does not parse.
+    #[error("{0:?}: expected a duration such as 250ms, 2s or 1m")]
+    Duration(String),
+}
+
 /// Durations as `250ms`, `2s`, `1m` (a bare number is seconds).
-pub fn parse_duration(text: &str) -> Result<Duration, String> {
-    let bad = || format!("{text:?}: expected a duration such as 250ms, 2s or 1m");
+pub fn parse_duration(text: &str) -> Result<Duration, FaultError> {
+    let bad = || FaultError::Duration(text.to_string());
     let split = text
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))
         .unwrap_or(text.len());
@@ -764,7 +799,7 @@ mod tests {
             ("latency=fast", "expected a duration"),
             ("error", "expected key=value"),
         ] {
-            let err = FaultRule::parse(spec).unwrap_err();
+            let err = FaultRule::parse(spec).unwrap_err().to_string();
             assert!(err.contains(want), "{spec}: {err}");
         }
     }
