@@ -13,6 +13,49 @@ use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+/// Why HTTPS cannot be served: the serving certificate or key cannot be read, made or
+/// used (start-up errors, never a request's).
+#[derive(Debug, thiserror::Error)]
+pub enum TlsError {
+    /// Only one of the pair's flags is given.
+    #[error("--tls-cert-file and --tls-private-key-file must be given together")]
+    UnpairedFlags,
+    /// A certificate or key file cannot be read as PEM.
+    #[error("reading {path}: {source}")]
+    Read {
+        /// The file.
+        path: String,
+        /// Why.
+        source: rustls::pki_types::pem::Error,
+    },
+    /// A certificate file holds no certificate.
+    #[error("{path}: no certificate found")]
+    NoCertificate {
+        /// The file.
+        path: String,
+    },
+    /// The self-signed pair cannot be generated.
+    #[error("generating a self-signed certificate: {0}")]
+    Generate(#[source] rcgen::Error),
+    /// `--cert-dir` or a file in it cannot be written.
+    #[error("{path}: {source}")]
+    Write {
+        /// The directory or file.
+        path: String,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The generated PEM does not read back.
+    #[error(transparent)]
+    Pem(#[from] rustls::pki_types::pem::Error),
+    /// rustls refuses the protocol versions of its provider.
+    #[error(transparent)]
+    Protocol(rustls::Error),
+    /// rustls refuses the certificate or key.
+    #[error("invalid serving certificate or key: {0}")]
+    Certificate(#[source] rustls::Error),
+}
+
 /// HTTPS serving flags.
 #[derive(Clone, Debug, Default)]
 pub struct SecureServing {
@@ -28,11 +71,11 @@ pub struct SecureServing {
 
 impl SecureServing {
     /// The given pair, or a self-signed one for `bind`.
-    pub fn serving_cert(&self, bind: IpAddr) -> Result<ServingCert, String> {
+    pub fn serving_cert(&self, bind: IpAddr) -> Result<ServingCert, TlsError> {
         match (&self.cert_file, &self.key_file) {
             (Some(cert), Some(key)) => ServingCert::load(cert, key),
             (None, None) => ServingCert::self_signed(bind, self.cert_dir.as_deref()),
-            _ => Err("--tls-cert-file and --tls-private-key-file must be given together".into()),
+            _ => Err(TlsError::UnpairedFlags),
         }
     }
 }
@@ -54,15 +97,20 @@ pub struct ServingCert {
 
 impl ServingCert {
     /// Load a PEM certificate chain and key (`--tls-cert-file`, `--tls-private-key-file`).
-    pub fn load(cert_file: &Path, key_file: &Path) -> Result<ServingCert, String> {
+    pub fn load(cert_file: &Path, key_file: &Path) -> Result<ServingCert, TlsError> {
+        let read = |path: &Path| {
+            let path = path.display().to_string();
+            move |source: rustls::pki_types::pem::Error| TlsError::Read { path, source }
+        };
         let chain = CertificateDer::pem_file_iter(cert_file)
             .and_then(|it| it.collect::<Result<Vec<_>, _>>())
-            .map_err(|e| format!("reading {}: {e}", cert_file.display()))?;
+            .map_err(read(cert_file))?;
         if chain.is_empty() {
-            return Err(format!("{}: no certificate found", cert_file.display()));
+            return Err(TlsError::NoCertificate {
+                path: cert_file.display().to_string(),
+            });
         }
-        let key = PrivateKeyDer::from_pem_file(key_file)
-            .map_err(|e| format!("reading {}: {e}", key_file.display()))?;
+        let key = PrivateKeyDer::from_pem_file(key_file).map_err(read(key_file))?;
         // kube writes generated pairs as leaf + CA: the last of a longer chain is the CA.
         let ca_pem = (chain.len() > 1).then(|| pem("CERTIFICATE", &chain[chain.len() - 1]));
         Ok(ServingCert { chain, key, ca_pem })
@@ -71,27 +119,29 @@ impl ServingCert {
     /// A new CA and a serving certificate it signs for `localhost`, `127.0.0.1`, `::1`
     /// and `bind` (unless unspecified), as kube's self-signed fallback; reused from
     /// `cert_dir` when a pair is there, written there when not.
-    pub fn self_signed(bind: IpAddr, cert_dir: Option<&Path>) -> Result<ServingCert, String> {
+    pub fn self_signed(bind: IpAddr, cert_dir: Option<&Path>) -> Result<ServingCert, TlsError> {
         if let Some(dir) = cert_dir {
             let (cert, key) = (dir.join(CERT_DIR_CERT), dir.join(CERT_DIR_KEY));
             if cert.exists() && key.exists() {
                 return Self::load(&cert, &key);
             }
         }
-        let (chain_pem, key_pem) =
-            generate(bind).map_err(|e| format!("generating a self-signed certificate: {e}"))?;
+        let (chain_pem, key_pem) = generate(bind).map_err(TlsError::Generate)?;
         if let Some(dir) = cert_dir {
-            std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+            let write = |path: &Path| {
+                let path = path.display().to_string();
+                move |source: std::io::Error| TlsError::Write { path, source }
+            };
+            std::fs::create_dir_all(dir).map_err(write(dir))?;
             let cert = dir.join(CERT_DIR_CERT);
             let key = dir.join(CERT_DIR_KEY);
-            std::fs::write(&cert, &chain_pem).map_err(|e| format!("{}: {e}", cert.display()))?;
-            write_private(&key, &key_pem).map_err(|e| format!("{}: {e}", key.display()))?;
+            std::fs::write(&cert, &chain_pem).map_err(write(&cert))?;
+            write_private(&key, &key_pem).map_err(write(&key))?;
             tracing::info!(cert = %cert.display(), key = %key.display(), "generated self-signed cert");
         }
-        let chain = CertificateDer::pem_slice_iter(chain_pem.as_bytes())
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(|e| e.to_string())?;
-        let key = PrivateKeyDer::from_pem_slice(key_pem.as_bytes()).map_err(|e| e.to_string())?;
+        let chain =
+            CertificateDer::pem_slice_iter(chain_pem.as_bytes()).collect::<Result<Vec<_>, _>>()?;
+        let key = PrivateKeyDer::from_pem_slice(key_pem.as_bytes())?;
         let ca_pem = chain.last().map(|c| pem("CERTIFICATE", c));
         Ok(ServingCert { chain, key, ca_pem })
     }
@@ -205,11 +255,11 @@ pub fn pem(label: &str, der: &[u8]) -> String {
 pub fn server_config(
     cert: &ServingCert,
     client_ca_subjects: Vec<DistinguishedName>,
-) -> Result<Arc<rustls::ServerConfig>, String> {
+) -> Result<Arc<rustls::ServerConfig>, TlsError> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let builder = rustls::ServerConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()
-        .map_err(|e| e.to_string())?;
+        .map_err(TlsError::Protocol)?;
     let builder = if client_ca_subjects.is_empty() {
         builder.with_no_client_auth()
     } else {
@@ -220,7 +270,7 @@ pub fn server_config(
     };
     let mut config = builder
         .with_single_cert(cert.chain.clone(), cert.key.clone_key())
-        .map_err(|e| format!("invalid serving certificate or key: {e}"))?;
+        .map_err(TlsError::Certificate)?;
     config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
     Ok(Arc::new(config))
 }

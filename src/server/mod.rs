@@ -120,9 +120,13 @@ pub enum StartError {
         /// What went wrong.
         message: String,
     },
-    /// TLS, authentication or authorization flags are unusable.
+    /// Authentication or authorization flags are unusable, or what is served and
+    /// where refuses to be served that way.
     #[error("{0}")]
     Security(String),
+    /// The serving certificate flags are unusable.
+    #[error(transparent)]
+    Tls(#[from] crate::tls::TlsError),
     /// The runtime servers run on could not be built.
     #[error("runtime: {0}")]
     Runtime(String),
@@ -248,12 +252,9 @@ impl Server {
         );
         let secure = match (&config.secure, &listeners.https) {
             (Some(serving), Some(_)) => {
-                let cert = serving
-                    .serving_cert(config.bind_address)
-                    .map_err(StartError::Security)?;
+                let cert = serving.serving_cert(config.bind_address)?;
                 let tls_config =
-                    crate::tls::server_config(&cert, authenticator.client_ca_subjects())
-                        .map_err(StartError::Security)?;
+                    crate::tls::server_config(&cert, authenticator.client_ca_subjects())?;
                 Some((tokio_rustls::TlsAcceptor::from(tls_config), cert.ca_pem))
             }
             _ => None,
