@@ -6,7 +6,7 @@
 //! flag name in [`Mode::parse`], and build it in [`build`].
 
 use super::rbac::PolicyRule;
-use super::UserInfo;
+use super::{AuthConfigError, UserInfo};
 use crate::field::go_quote;
 use crate::http::request_info::RequestInfo;
 use crate::status::{Details, Status};
@@ -194,10 +194,10 @@ pub enum Mode {
 
 impl Mode {
     /// Parse `--authorization-mode` (comma-separated), with kube's errors.
-    pub fn parse(flag: &str) -> Result<Vec<Mode>, String> {
+    pub fn parse(flag: &str) -> Result<Vec<Mode>, AuthConfigError> {
         let names: Vec<&str> = flag.split(',').filter(|m| !m.is_empty()).collect();
         if names.is_empty() {
-            return Err("at least one authorization-mode must be passed".into());
+            return Err(AuthConfigError::NoMode);
         }
         let mut modes = Vec::new();
         for name in &names {
@@ -206,23 +206,13 @@ impl Mode {
                 "AlwaysDeny" => Mode::AlwaysDeny,
                 "RBAC" => Mode::Rbac,
                 "ABAC" | "Webhook" | "Node" => {
-                    return Err(format!(
-                        "authorization-mode {} is not supported by crd-apiserver",
-                        go_quote(name)
-                    ))
+                    return Err(AuthConfigError::UnsupportedMode(name.to_string()))
                 }
-                _ => {
-                    return Err(format!(
-                        "authorization-mode {} is not a valid mode",
-                        go_quote(name)
-                    ))
-                }
+                _ => return Err(AuthConfigError::InvalidMode(name.to_string())),
             };
             if modes.contains(&mode) {
-                let quoted: Vec<String> = names.iter().map(|n| go_quote(n)).collect();
-                return Err(format!(
-                    "authorization-mode [{}] has mode specified more than once",
-                    quoted.join(" ")
+                return Err(AuthConfigError::RepeatedMode(
+                    names.iter().map(|n| n.to_string()).collect(),
                 ));
             }
             modes.push(mode);
@@ -362,18 +352,23 @@ mod tests {
 
     #[test]
     fn mode_flag_errors_as_kube() {
-        assert_eq!(Mode::parse("AlwaysAllow"), Ok(vec![Mode::AlwaysAllow]));
         assert_eq!(
-            Mode::parse("Bogus").unwrap_err(),
+            Mode::parse("AlwaysAllow").ok(),
+            Some(vec![Mode::AlwaysAllow])
+        );
+        let err = |flag: &str| Mode::parse(flag).unwrap_err().to_string();
+        assert_eq!(
+            err("Bogus"),
             "authorization-mode \"Bogus\" is not a valid mode"
         );
         assert_eq!(
-            Mode::parse("AlwaysDeny,AlwaysDeny").unwrap_err(),
+            err("AlwaysDeny,AlwaysDeny"),
             "authorization-mode [\"AlwaysDeny\" \"AlwaysDeny\"] has mode specified more than once"
         );
+        assert_eq!(err(""), "at least one authorization-mode must be passed");
         assert_eq!(
-            Mode::parse("").unwrap_err(),
-            "at least one authorization-mode must be passed"
+            err("AlwaysAllow,Node"),
+            "authorization-mode \"Node\" is not supported by crd-apiserver"
         );
     }
 

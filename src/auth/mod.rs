@@ -4,6 +4,7 @@
 //! `authz` decides with an [`authz::Authorizer`].
 
 pub mod authz;
+mod error;
 pub mod impersonation;
 pub mod rbac;
 pub mod service_account;
@@ -15,6 +16,8 @@ use http::HeaderMap;
 use rustls::pki_types::CertificateDer;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
+
+pub use error::{AuthConfigError, AuthError};
 
 pub use apimachinery::user::{
     UserInfo, ADMIN_USER, ANONYMOUS_USER, AUTHENTICATED_GROUP, MASTERS_GROUP,
@@ -72,23 +75,25 @@ impl Default for AuthConfig {
 
 impl AuthConfig {
     /// The service account token issuer of the `--service-account-*` flags.
-    pub fn service_account_tokens(&self) -> Result<service_account::ServiceAccountTokens, String> {
+    pub fn service_account_tokens(
+        &self,
+    ) -> Result<service_account::ServiceAccountTokens, AuthConfigError> {
         let (issuer, audiences) = (&self.service_account_issuer, &self.api_audiences);
         match &self.service_account_signing_key_file {
             Some(path) => {
                 service_account::ServiceAccountTokens::from_key_file(issuer, audiences, path)
-                    .map_err(|e| format!("--service-account-signing-key-file: {e}"))
+                    .map_err(|e| e.in_flag("--service-account-signing-key-file"))
             }
             None => service_account::ServiceAccountTokens::generate(issuer, audiences),
         }
     }
 
     /// Read the files the flags name and build the authenticators.
-    pub fn authenticator(&self) -> Result<Authenticator, String> {
+    pub fn authenticator(&self) -> Result<Authenticator, AuthConfigError> {
         let request_header = match &self.requestheader_client_ca_file {
             Some(path) => Some(RequestHeader {
                 ca: x509::CaVerifier::from_pem_file(path)
-                    .map_err(|e| format!("--requestheader-client-ca-file: {e}"))?,
+                    .map_err(|e| e.in_flag("--requestheader-client-ca-file"))?,
                 allowed_names: self.requestheader_allowed_names.clone(),
                 username_headers: self.requestheader_username_headers.clone(),
                 group_headers: self.requestheader_group_headers.clone(),
@@ -98,8 +103,7 @@ impl AuthConfig {
         };
         let client_ca = match &self.client_ca_file {
             Some(path) => Some(
-                x509::CaVerifier::from_pem_file(path)
-                    .map_err(|e| format!("--client-ca-file: {e}"))?,
+                x509::CaVerifier::from_pem_file(path).map_err(|e| e.in_flag("--client-ca-file"))?,
             ),
             None => None,
         };
@@ -188,7 +192,7 @@ impl Authenticator {
         headers: &HeaderMap,
         conn: &Connection,
     ) -> Result<UserInfo, Status> {
-        let mut errors: Vec<String> = Vec::new();
+        let mut errors: Vec<AuthError> = Vec::new();
         let mut found = None;
         if let Some(rh) = &self.request_header {
             match rh.authenticate(headers, conn) {
@@ -222,7 +226,7 @@ impl Authenticator {
                         found = Some(user);
                         errors.clear();
                     }
-                    Ok(None) => errors.push("invalid bearer token".into()),
+                    Ok(None) => errors.push(AuthError::InvalidBearerToken),
                     Err(e) => errors.push(e),
                 }
             }
@@ -230,8 +234,9 @@ impl Authenticator {
         match found {
             Some(user) => Ok(user.with_authenticated_group()),
             None if !errors.is_empty() => {
-                tracing::debug!(errors = %errors.join("; "), "unable to authenticate the request");
-                Err(Status::unauthorized())
+                let reasons: Vec<String> = errors.iter().map(AuthError::to_string).collect();
+                tracing::debug!(errors = %reasons.join("; "), "unable to authenticate the request");
+                Err(errors.swap_remove(0).into())
             }
             // Plain HTTP listens on loopback only: whoever reaches it is local.
             None if !conn.tls => Ok(UserInfo::unsecured()),
@@ -267,7 +272,7 @@ impl RequestHeader {
         &self,
         headers: &HeaderMap,
         conn: &Connection,
-    ) -> Result<Option<UserInfo>, String> {
+    ) -> Result<Option<UserInfo>, AuthError> {
         let Some(leaf) = conn.peer_certificates.first() else {
             return Ok(None);
         };
@@ -275,9 +280,7 @@ impl RequestHeader {
         if !self.allowed_names.is_empty() {
             let (cn, _) = x509::subject(leaf)?;
             if !self.allowed_names.contains(&cn) {
-                return Err(format!(
-                    "x509: subject with cn={cn} is not in the allowed list"
-                ));
+                return Err(AuthError::ProxyNotAllowed(cn));
             }
         }
         let header_values = |name: &str| -> Vec<String> {

@@ -9,7 +9,7 @@
 //! PKCS#8 P-256 key (kube also takes RSA keys and `--service-account-key-file`
 //! verification keys; we do not).
 
-use super::UserInfo;
+use super::{AuthConfigError, AuthError, UserInfo};
 use crate::storage::Storage;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
@@ -91,10 +91,10 @@ pub struct Claims {
 impl ServiceAccountTokens {
     /// Tokens signed with a key generated now. Empty `api_audiences` means the issuer
     /// (kube's default of `--api-audiences`).
-    pub fn generate(issuer: &str, api_audiences: &[String]) -> Result<Self, String> {
+    pub fn generate(issuer: &str, api_audiences: &[String]) -> Result<Self, AuthConfigError> {
         let rng = SystemRandom::new();
         let pkcs8 = EcdsaKeyPair::generate_pkcs8(&signature::ECDSA_P256_SHA256_FIXED_SIGNING, &rng)
-            .map_err(|_| "cannot generate a service account signing key".to_string())?;
+            .map_err(|_| AuthConfigError::KeyGeneration)?;
         Self::from_pkcs8(issuer, api_audiences, pkcs8.as_ref(), rng)
     }
 
@@ -104,16 +104,13 @@ impl ServiceAccountTokens {
         issuer: &str,
         api_audiences: &[String],
         path: &Path,
-    ) -> Result<Self, String> {
+    ) -> Result<Self, AuthConfigError> {
         use rustls::pki_types::pem::PemObject;
         use rustls::pki_types::PrivateKeyDer;
-        let key =
-            PrivateKeyDer::from_pem_file(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let key = PrivateKeyDer::from_pem_file(path)
+            .map_err(|e| AuthConfigError::KeyPem(e).in_file(path))?;
         let PrivateKeyDer::Pkcs8(der) = key else {
-            return Err(format!(
-                "{}: only PKCS#8 (\"PRIVATE KEY\") ECDSA P-256 keys are supported",
-                path.display()
-            ));
+            return Err(AuthConfigError::KeyFormat.in_file(path));
         };
         Self::from_pkcs8(
             issuer,
@@ -121,7 +118,7 @@ impl ServiceAccountTokens {
             der.secret_pkcs8_der(),
             SystemRandom::new(),
         )
-        .map_err(|e| format!("{}: {e}", path.display()))
+        .map_err(|e| e.in_file(path))
     }
 
     fn from_pkcs8(
@@ -129,10 +126,10 @@ impl ServiceAccountTokens {
         api_audiences: &[String],
         pkcs8: &[u8],
         rng: SystemRandom,
-    ) -> Result<Self, String> {
+    ) -> Result<Self, AuthConfigError> {
         let key =
             EcdsaKeyPair::from_pkcs8(&signature::ECDSA_P256_SHA256_FIXED_SIGNING, pkcs8, &rng)
-                .map_err(|e| format!("not an ECDSA P-256 key: {e}"))?;
+                .map_err(AuthConfigError::KeyType)?;
         let mut spki = P256_SPKI_PREFIX.to_vec();
         spki.extend_from_slice(key.public_key().as_ref());
         let kid = URL_SAFE_NO_PAD.encode(<sha2::Sha256 as sha2::Digest>::digest(&spki));
@@ -212,7 +209,7 @@ impl ServiceAccountTokens {
     }
 
     /// A signed compact JWS of `claims`.
-    pub fn sign(&self, claims: &Value) -> Result<String, String> {
+    pub fn sign(&self, claims: &Value) -> Result<String, AuthError> {
         let header = json!({"alg": "ES256", "kid": self.kid});
         let signing_input = format!(
             "{}.{}",
@@ -222,7 +219,7 @@ impl ServiceAccountTokens {
         let sig = self
             .key
             .sign(&self.rng, signing_input.as_bytes())
-            .map_err(|_| "failed to generate token: signing failed".to_string())?;
+            .map_err(|_| AuthError::Signing)?;
         Ok(format!(
             "{signing_input}.{}",
             URL_SAFE_NO_PAD.encode(sig.as_ref())
@@ -232,7 +229,7 @@ impl ServiceAccountTokens {
     /// Check a bearer token at `now` (Unix seconds): `Ok(None)` when it is not a JWT
     /// of this issuer (other authenticators may know it), `Err` with kube's reason when
     /// it is ours but not valid (bad signature, expired, wrong audience).
-    pub fn verify(&self, token: &str, now: i64) -> Result<Option<Claims>, String> {
+    pub fn verify(&self, token: &str, now: i64) -> Result<Option<Claims>, AuthError> {
         self.verify_for(token, now, &self.api_audiences)
     }
 
@@ -243,7 +240,7 @@ impl ServiceAccountTokens {
         token: &str,
         now: i64,
         wanted: &[String],
-    ) -> Result<Option<Claims>, String> {
+    ) -> Result<Option<Claims>, AuthError> {
         let mut parts = token.split('.');
         let (Some(h), Some(p), Some(s), None) =
             (parts.next(), parts.next(), parts.next(), parts.next())
@@ -264,18 +261,18 @@ impl ServiceAccountTokens {
             return Ok(None);
         }
         if header.get("alg").and_then(Value::as_str) != Some("ES256") {
-            return Err("invalid signature, no keys found".into());
+            return Err(AuthError::NoKeys);
         }
         let sig = URL_SAFE_NO_PAD
             .decode(s)
-            .map_err(|_| "invalid signature".to_string())?;
+            .map_err(|_| AuthError::InvalidSignature)?;
         let public = signature::UnparsedPublicKey::new(
             &signature::ECDSA_P256_SHA256_FIXED,
             self.key.public_key().as_ref(),
         );
         public
             .verify(format!("{h}.{p}").as_bytes(), &sig)
-            .map_err(|_| "crypto/ecdsa: verification error".to_string())?;
+            .map_err(|_| AuthError::SignatureVerification)?;
         check_times(&payload, now)?;
         let audiences: Vec<&str> = match payload.get("aud") {
             Some(Value::String(a)) => vec![a.as_str()],
@@ -288,9 +285,10 @@ impl ServiceAccountTokens {
             .cloned()
             .collect();
         if matching.is_empty() {
-            return Err(format!(
-                "token audiences {audiences:?} is invalid for the target audiences {wanted:?}"
-            ));
+            return Err(AuthError::Audiences {
+                token: audiences.into_iter().map(String::from).collect(),
+                wanted: wanted.to_vec(),
+            });
         }
         let k8s = payload.get("kubernetes.io").unwrap_or(&Value::Null);
         let text = |ptr: &str| {
@@ -318,21 +316,21 @@ impl ServiceAccountTokens {
 }
 
 /// go-jose's checks of `exp`, `nbf` and `iat` with its leeway, in kube's words.
-fn check_times(payload: &Value, now: i64) -> Result<(), String> {
+fn check_times(payload: &Value, now: i64) -> Result<(), AuthError> {
     let claim = |name: &str| payload.get(name).and_then(Value::as_i64);
     if let Some(nbf) = claim("nbf") {
         if now.saturating_add(LEEWAY_SECS) < nbf {
-            return Err("service account token is not valid yet".into());
+            return Err(AuthError::NotYetValid);
         }
     }
     if let Some(exp) = claim("exp") {
         if now.saturating_sub(LEEWAY_SECS) > exp {
-            return Err("service account token has expired".into());
+            return Err(AuthError::Expired);
         }
     }
     if let Some(iat) = claim("iat") {
         if now.saturating_add(LEEWAY_SECS) < iat {
-            return Err("service account token is issued in the future".into());
+            return Err(AuthError::IssuedInFuture);
         }
     }
     Ok(())
@@ -352,7 +350,7 @@ pub struct TokenAuthenticator {
 impl TokenAuthenticator {
     /// `Ok(None)` for a token this issuer did not sign; `Err` with kube's reason for
     /// one it did that is no longer valid.
-    pub async fn authenticate(&self, token: &str) -> Result<Option<UserInfo>, String> {
+    pub async fn authenticate(&self, token: &str) -> Result<Option<UserInfo>, AuthError> {
         let audiences = self.tokens.api_audiences().to_vec();
         Ok(self
             .authenticate_for(token, &audiences)
@@ -366,7 +364,7 @@ impl TokenAuthenticator {
         &self,
         token: &str,
         audiences: &[String],
-    ) -> Result<Option<(UserInfo, Vec<String>)>, String> {
+    ) -> Result<Option<(UserInfo, Vec<String>)>, AuthError> {
         let now = chrono::Utc::now().timestamp();
         let Some(claims) = self.tokens.verify_for(token, now, audiences)? else {
             return Ok(None);
@@ -375,36 +373,36 @@ impl TokenAuthenticator {
         let sa = self
             .read("serviceaccounts", ns, &claims.name)
             .await?
-            .ok_or_else(|| format!("serviceaccounts \"{}\" not found", claims.name))?;
+            .ok_or_else(|| AuthError::ServiceAccountNotFound(claims.name.clone()))?;
         let sa_uid = uid_of(&sa);
         if sa_uid != claims.uid {
-            return Err(format!(
-                "service account UID ({sa_uid}) does not match claim ({})",
-                claims.uid
-            ));
+            return Err(AuthError::ServiceAccountUid {
+                stored: sa_uid,
+                claimed: claims.uid,
+            });
         }
         if deleted_before(&sa, now - LEEWAY_SECS) {
-            return Err(format!(
-                "service account {ns}/{} has been deleted",
-                claims.name
-            ));
+            return Err(AuthError::ServiceAccountDeleted {
+                namespace: ns.clone(),
+                name: claims.name,
+            });
         }
         if let Some((secret_name, secret_uid)) = &claims.secret {
-            let invalidated = || "service account token has been invalidated".to_string();
             let secret = self
                 .read("secrets", ns, secret_name)
                 .await
                 .ok()
                 .flatten()
-                .ok_or_else(invalidated)?;
+                .ok_or(AuthError::Invalidated)?;
             let got = uid_of(&secret);
             if &got != secret_uid {
-                return Err(format!(
-                    "secret UID ({got}) does not match service account secret ref claim ({secret_uid})"
-                ));
+                return Err(AuthError::SecretUid {
+                    stored: got,
+                    claimed: secret_uid.clone(),
+                });
             }
             if deleted_before(&secret, now - LEEWAY_SECS) {
-                return Err(invalidated());
+                return Err(AuthError::Invalidated);
             }
         }
         let mut user = user_info(ns, &claims.name, &claims.uid);
@@ -415,9 +413,9 @@ impl TokenAuthenticator {
         Ok(Some((user, claims.audiences)))
     }
 
-    async fn read(&self, resource: &str, ns: &str, name: &str) -> Result<Option<Value>, String> {
+    async fn read(&self, resource: &str, ns: &str, name: &str) -> Result<Option<Value>, AuthError> {
         let key = format!("{}/{resource}/{ns}/{name}", self.prefix);
-        let kv = self.storage.get(&key).await.map_err(|e| e.to_string())?;
+        let kv = self.storage.get(&key).await?;
         Ok(kv.and_then(|kv| crate::codec::decode_stored_json(&kv.value).ok()))
     }
 }
@@ -501,11 +499,11 @@ mod tests {
             .unwrap();
         assert!(t.verify(&token, 1_600 + 60).unwrap().is_some());
         assert_eq!(
-            t.verify(&token, 1_600 + 61).unwrap_err(),
+            t.verify(&token, 1_600 + 61).unwrap_err().to_string(),
             "service account token has expired"
         );
         assert_eq!(
-            t.verify(&token, 1_000 - 61).unwrap_err(),
+            t.verify(&token, 1_000 - 61).unwrap_err().to_string(),
             "service account token is not valid yet"
         );
     }
@@ -515,7 +513,7 @@ mod tests {
         let t = tokens();
         let token = t.sign(&claims_of(&t, &["vault"], 1_000, 3600)).unwrap();
         assert_eq!(
-            t.verify(&token, 1_000).unwrap_err(),
+            t.verify(&token, 1_000).unwrap_err().to_string(),
             format!("token audiences [\"vault\"] is invalid for the target audiences [\"{DEFAULT_ISSUER}\"]")
         );
         let api = ServiceAccountTokens::generate(DEFAULT_ISSUER, &["vault".into(), "api".into()])
@@ -537,8 +535,8 @@ mod tests {
         let token = elsewhere
             .sign(&claims_of(&elsewhere, &["https://other"], 1_000, 3600))
             .unwrap();
-        assert_eq!(t.verify(&token, 1_000), Ok(None));
-        assert_eq!(t.verify("abc123", 1_000), Ok(None));
+        assert_eq!(t.verify(&token, 1_000).ok(), Some(None));
+        assert_eq!(t.verify("abc123", 1_000).ok(), Some(None));
         let mut tampered = t
             .sign(&claims_of(&t, &[DEFAULT_ISSUER], 1_000, 3600))
             .unwrap();

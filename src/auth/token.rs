@@ -1,7 +1,7 @@
 //! Static bearer tokens from kube's `--token-auth-file`: a CSV of
 //! `token,user,uid,"group1,group2"`, presented as `Authorization: Bearer <token>`.
 
-use super::UserInfo;
+use super::{AuthConfigError, AuthError, UserInfo};
 use http::HeaderMap;
 use std::collections::HashMap;
 use std::path::Path;
@@ -14,13 +14,14 @@ pub struct TokenFile {
 
 impl TokenFile {
     /// Read a token file; kube's start-up errors for a malformed one.
-    pub fn load(path: &Path) -> Result<TokenFile, String> {
-        let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    pub fn load(path: &Path) -> Result<TokenFile, AuthConfigError> {
+        let text =
+            std::fs::read_to_string(path).map_err(|e| AuthConfigError::Read(e).in_file(path))?;
         Self::parse(&text, &path.display().to_string())
     }
 
     /// Parse the CSV text of a token file named `name` (in messages).
-    pub fn parse(text: &str, name: &str) -> Result<TokenFile, String> {
+    pub fn parse(text: &str, name: &str) -> Result<TokenFile, AuthConfigError> {
         let mut users = HashMap::new();
         for (i, record) in csv_records(text)?.into_iter().enumerate() {
             let number = i + 1;
@@ -31,10 +32,10 @@ impl TokenFile {
                 continue;
             }
             if record.len() < 3 {
-                return Err(format!(
-                    "token file '{name}' must have at least 3 columns (token, user name, user uid), found {}",
-                    record.len()
-                ));
+                return Err(AuthConfigError::TokenColumns {
+                    name: name.to_string(),
+                    found: record.len(),
+                });
             }
             let groups = match record.get(3) {
                 Some(g) => g.split(',').map(str::to_string).collect(),
@@ -55,13 +56,13 @@ impl TokenFile {
 
     /// `Ok(None)` without a bearer token; `Err` for a token the file does not know
     /// (kube's bearer-token authenticator: "invalid bearer token").
-    pub fn authenticate(&self, headers: &HeaderMap) -> Result<Option<UserInfo>, String> {
+    pub fn authenticate(&self, headers: &HeaderMap) -> Result<Option<UserInfo>, AuthError> {
         let Some(token) = bearer_token(headers) else {
             return Ok(None);
         };
         match self.users.get(token) {
             Some(user) => Ok(Some(user.clone())),
-            None => Err("invalid bearer token".into()),
+            None => Err(AuthError::InvalidBearerToken),
         }
     }
 }
@@ -78,7 +79,7 @@ pub fn bearer_token(headers: &HeaderMap) -> Option<&str> {
 
 /// Records of CSV text as Go's `encoding/csv` reads them: quoted fields may hold
 /// commas, `""` and line breaks; blank lines are skipped; records may differ in length.
-fn csv_records(text: &str) -> Result<Vec<Vec<String>>, String> {
+fn csv_records(text: &str) -> Result<Vec<Vec<String>>, AuthConfigError> {
     let mut records = Vec::new();
     let mut record: Vec<String> = Vec::new();
     let mut field = String::new();
@@ -102,17 +103,14 @@ fn csv_records(text: &str) -> Result<Vec<Vec<String>>, String> {
                             }
                             field.push(ch);
                         }
-                        None => {
-                            return Err(format!(
-                                "record on line {line}: extraneous or missing \" in quoted-field"
-                            ))
-                        }
+                        None => return Err(AuthConfigError::Quote { line, at_end: true }),
                     }
                 }
                 if !matches!(chars.peek(), None | Some(',') | Some('\n') | Some('\r')) {
-                    return Err(format!(
-                        "parse error on line {line}: extraneous or missing \" in quoted-field"
-                    ));
+                    return Err(AuthConfigError::Quote {
+                        line,
+                        at_end: false,
+                    });
                 }
             }
             ',' => {
@@ -171,18 +169,37 @@ mod tests {
             .unwrap();
         assert!(bob.groups.is_empty());
         assert_eq!(
-            file.authenticate(&headers("Bearer nope")),
+            file.authenticate(&headers("Bearer nope"))
+                .map_err(|e| e.to_string()),
             Err("invalid bearer token".to_string())
         );
-        assert_eq!(file.authenticate(&headers("Basic abc123")), Ok(None));
-        assert_eq!(file.authenticate(&HeaderMap::new()), Ok(None));
+        assert!(matches!(
+            file.authenticate(&headers("Basic abc123")),
+            Ok(None)
+        ));
+        assert!(matches!(file.authenticate(&HeaderMap::new()), Ok(None)));
     }
 
     #[test]
     fn too_few_columns_is_kubes_start_up_error() {
         assert_eq!(
-            TokenFile::parse("abc,alice\n", "t.csv").unwrap_err(),
+            TokenFile::parse("abc,alice\n", "t.csv")
+                .unwrap_err()
+                .to_string(),
             "token file 't.csv' must have at least 3 columns (token, user name, user uid), found 2"
+        );
+    }
+
+    #[test]
+    fn unclosed_quotes_are_gos_csv_errors() {
+        let err = |text: &str| TokenFile::parse(text, "t.csv").unwrap_err().to_string();
+        assert_eq!(
+            err("\"abc"),
+            "record on line 1: extraneous or missing \" in quoted-field"
+        );
+        assert_eq!(
+            err("a,b,c\n\"a\"b,c"),
+            "parse error on line 2: extraneous or missing \" in quoted-field"
         );
     }
 

@@ -2,7 +2,7 @@
 //! requests certificates without requiring or judging them, as kube's
 //! `RequestClientCert`), the user read from the subject: CN = user name, O = groups.
 
-use super::{Connection, UserInfo};
+use super::{AuthConfigError, AuthError, Connection, UserInfo};
 use rustls::pki_types::{CertificateDer, UnixTime};
 use rustls::server::danger::ClientCertVerifier;
 use rustls::server::WebPkiClientVerifier;
@@ -18,29 +18,26 @@ pub struct CaVerifier {
 
 impl CaVerifier {
     /// Read a PEM bundle of CA certificates.
-    pub fn from_pem_file(path: &Path) -> Result<CaVerifier, String> {
-        let pem = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
-        Self::from_pem(&pem).map_err(|e| format!("{}: {e}", path.display()))
+    pub fn from_pem_file(path: &Path) -> Result<CaVerifier, AuthConfigError> {
+        let pem = std::fs::read(path).map_err(|e| AuthConfigError::Read(e).in_file(path))?;
+        Self::from_pem(&pem).map_err(|e| e.in_file(path))
     }
 
     /// Parse a PEM bundle of CA certificates.
-    pub fn from_pem(pem: &[u8]) -> Result<CaVerifier, String> {
+    pub fn from_pem(pem: &[u8]) -> Result<CaVerifier, AuthConfigError> {
         use rustls::pki_types::pem::PemObject;
         let mut roots = RootCertStore::empty();
         for cert in CertificateDer::pem_slice_iter(pem) {
-            let cert = cert.map_err(|e| format!("invalid PEM: {e}"))?;
-            roots
-                .add(cert)
-                .map_err(|e| format!("invalid CA certificate: {e}"))?;
+            let cert = cert.map_err(AuthConfigError::Pem)?;
+            roots.add(cert).map_err(AuthConfigError::CaCertificate)?;
         }
         if roots.is_empty() {
-            return Err("no certificate found".into());
+            return Err(AuthConfigError::NoCertificate);
         }
         let subjects = roots.subjects();
         let provider = Arc::new(rustls::crypto::ring::default_provider());
-        let verifier = WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider)
-            .build()
-            .map_err(|e| e.to_string())?;
+        let verifier =
+            WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider).build()?;
         Ok(CaVerifier { verifier, subjects })
     }
 
@@ -50,24 +47,24 @@ impl CaVerifier {
     }
 
     /// Verify a presented chain (leaf first) for client authentication, now.
-    pub fn verify(&self, chain: &[CertificateDer<'static>]) -> Result<(), String> {
+    pub fn verify(&self, chain: &[CertificateDer<'static>]) -> Result<(), AuthError> {
         let Some((leaf, intermediates)) = chain.split_first() else {
-            return Err("no client certificate".into());
+            return Err(AuthError::NoClientCertificate);
         };
         self.verifier
             .verify_client_cert(leaf, intermediates, UnixTime::now())
             .map(|_| ())
-            .map_err(|e| {
-                let (cn, _) = subject(leaf).unwrap_or_default();
-                format!("verifying certificate CN={cn} failed: {e}")
+            .map_err(|source| AuthError::CertificateVerification {
+                common_name: subject(leaf).map(|(cn, _)| cn).unwrap_or_default(),
+                source,
             })
     }
 }
 
 /// The subject's common name and organizations of a certificate.
-pub fn subject(cert: &CertificateDer<'_>) -> Result<(String, Vec<String>), String> {
+pub fn subject(cert: &CertificateDer<'_>) -> Result<(String, Vec<String>), AuthError> {
     let (_, parsed) = x509_parser::parse_x509_certificate(cert.as_ref())
-        .map_err(|e| format!("invalid certificate: {e}"))?;
+        .map_err(AuthError::InvalidCertificate)?;
     let name = parsed.subject();
     let cn = name
         .iter_common_name()
@@ -85,7 +82,7 @@ pub fn subject(cert: &CertificateDer<'_>) -> Result<(String, Vec<String>), Strin
 
 /// kube's x509 authenticator: `Ok(None)` without a certificate or with an empty CN,
 /// `Err` when the certificate does not verify against `ca`.
-pub fn authenticate(ca: &CaVerifier, conn: &Connection) -> Result<Option<UserInfo>, String> {
+pub fn authenticate(ca: &CaVerifier, conn: &Connection) -> Result<Option<UserInfo>, AuthError> {
     let Some(leaf) = conn.peer_certificates.first() else {
         return Ok(None);
     };

@@ -120,10 +120,12 @@ pub enum StartError {
         /// What went wrong.
         message: String,
     },
-    /// Authentication or authorization flags are unusable, or what is served and
-    /// where refuses to be served that way.
+    /// What is served and where refuses to be served that way.
     #[error("{0}")]
     Security(String),
+    /// Authentication or authorization flags are unusable.
+    #[error(transparent)]
+    Auth(#[from] crate::auth::AuthConfigError),
     /// The serving certificate flags are unusable.
     #[error(transparent)]
     Tls(#[from] crate::tls::TlsError),
@@ -238,18 +240,13 @@ impl Server {
     ) -> Result<Server, StartError> {
         let listeners = Listeners::bind(&config).await?;
         let addr = listeners.primary_addr();
-        let mut authenticator = config.auth.authenticator().map_err(StartError::Security)?;
+        let mut authenticator = config.auth.authenticator()?;
         if listeners.https.is_some() {
             // kubectl over HTTPS needs a credential: the kubeconfig carries this one.
             authenticator.admin_token = Some(uuid::Uuid::new_v4().simple().to_string());
         }
         let admin_token = authenticator.admin_token.clone();
-        let sa_tokens = Arc::new(
-            config
-                .auth
-                .service_account_tokens()
-                .map_err(StartError::Security)?,
-        );
+        let sa_tokens = Arc::new(config.auth.service_account_tokens()?);
         let secure = match (&config.secure, &listeners.https) {
             (Some(serving), Some(_)) => {
                 let cert = serving.serving_cert(config.bind_address)?;

@@ -162,7 +162,7 @@ pub async fn create(
         now.timestamp(),
         secs,
     );
-    let token = tokens.sign(&claims).map_err(Status::internal)?;
+    let token = tokens.sign(&claims).map_err(Status::from)?;
     if request.pointer("/spec/boundObjectRef").is_none() {
         request["spec"]["boundObjectRef"] = Value::Null;
     }

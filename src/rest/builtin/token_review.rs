@@ -91,7 +91,7 @@ pub async fn token(
             status = json!({"authenticated": true, "user": user.to_json(), "audiences": matched});
         }
         Ok(None) => status["error"] = json!("invalid bearer token"),
-        Err(e) => status["error"] = json!(e),
+        Err(e) => status["error"] = json!(e.to_string()),
     }
     let mut out_spec = json!({"token": token});
     if let Some(a) = spec
