@@ -123,14 +123,17 @@ async fn convert_by_webhook(
     } else {
         "v1"
     };
-    let failed =
-        |e: String| conversion_failure(format!("conversion webhook for {gvk} failed: {e}"));
+    // A failed call and an unusable answer read alike (kube's message for both).
+    let failed = |e: &dyn std::fmt::Display| {
+        conversion_failure(format!("conversion webhook for {gvk} failed: {e}"))
+    };
     let answer = match services {
         Some(services) => post_json_with(client_config, WEBHOOK_TIMEOUT, &review, services).await,
         None => post_json(client_config, WEBHOOK_TIMEOUT, &review).await,
     }
-    .map_err(failed)?;
-    let converted = webhook_converted_objects(review_version, &uid, answer).map_err(failed)?;
+    .map_err(|e| failed(&e))?;
+    let converted =
+        webhook_converted_objects(review_version, &uid, answer).map_err(|e| failed(&e))?;
     if converted.len() != pending.len() {
         return Err(conversion_failure(format!(
             "conversion webhook for {gvk} returned {} objects, expected {}",

@@ -18,21 +18,104 @@ use x509_parser::x509::X509Version;
 /// The most signatures one verification checks (Go's `maxChainSignatureChecks`).
 const MAX_SIGNATURE_CHECKS: usize = 100;
 
-/// Go's `ConstraintViolationError`.
-const CONSTRAINT_VIOLATION: &str =
-    "x509: invalid signature: parent certificate cannot sign this kind of certificate";
-
-/// A failed verification in Go's words (what kube prints after `Post "<url>": `).
-#[derive(Debug)]
-pub struct VerifyError(pub String);
-
-impl std::fmt::Display for VerifyError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
+/// A failed verification in Go's `crypto/tls` words (what kube prints after
+/// `Post "<url>": `).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum VerifyError {
+    /// A presented certificate does not parse.
+    #[error("tls: failed to parse certificate from server: x509: malformed certificate")]
+    Malformed,
+    /// The server presented no certificate.
+    #[error("tls: server's certificate chain is empty")]
+    EmptyChain,
+    /// The chain does not verify.
+    #[error("tls: failed to verify certificate: {0}")]
+    Certificate(#[source] X509Error),
 }
 
-impl std::error::Error for VerifyError {}
+/// Why a certificate does not verify, in Go's `crypto/x509` words.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum X509Error {
+    /// No chain allows server authentication (Go's `IncompatibleUsage`).
+    #[error("x509: certificate specifies an incompatible key usage")]
+    IncompatibleUsage,
+    /// Used before its `notBefore` (Unix seconds).
+    #[error("x509: certificate has expired or is not yet valid: current time {} is before {}", rfc3339(*.now), rfc3339(*.not_before))]
+    NotYetValid {
+        /// The time of the check.
+        now: i64,
+        /// The certificate's `notBefore`.
+        not_before: i64,
+    },
+    /// Used after its `notAfter` (Unix seconds).
+    #[error("x509: certificate has expired or is not yet valid: current time {} is after {}", rfc3339(*.now), rfc3339(*.not_after))]
+    Expired {
+        /// The time of the check.
+        now: i64,
+        /// The certificate's `notAfter`.
+        not_after: i64,
+    },
+    /// Go's `maxChainSignatureChecks` was reached.
+    #[error("x509: signature check attempts limit reached while verifying certificate chain")]
+    TooManySignatureChecks,
+    /// No chain reaches a root (Go's `UnknownAuthorityError`).
+    #[error("x509: certificate signed by unknown authority{}", unknown_authority_hint(.hint.as_deref()))]
+    UnknownAuthority {
+        /// Why the first candidate authority failed, and its name.
+        hint: Option<Box<(X509Error, String)>>,
+    },
+    /// An intermediate that is no CA (Go's `NotAuthorizedToSign`).
+    #[error("x509: certificate is not authorized to sign other certificates")]
+    NotAuthorizedToSign,
+    /// A path length constraint is exceeded (Go's `TooManyIntermediates`).
+    #[error("x509: too many intermediates for path length constraint")]
+    TooManyIntermediates,
+    /// Go's `ConstraintViolationError`.
+    #[error("x509: invalid signature: parent certificate cannot sign this kind of certificate")]
+    ConstraintViolation,
+    /// The signature's algorithm needs another key type than the parent's.
+    #[error("x509: signature algorithm specifies an {wanted} public key, but have public key of type {have}")]
+    KeyMismatch {
+        /// The key type the signature needs.
+        wanted: &'static str,
+        /// Go's `%T` of the parent's key.
+        have: &'static str,
+    },
+    /// Go cannot check such a signature.
+    #[error("x509: cannot verify signature: algorithm unimplemented")]
+    Unimplemented,
+    /// The signature does not verify (Go's text for the key type).
+    #[error("{0}")]
+    Signature(&'static str),
+    /// Only the Common Name would match (Go's `HostnameError` without SANs).
+    #[error("x509: certificate relies on legacy Common Name field, use SANs instead")]
+    LegacyCommonName,
+    /// An IP host and a certificate without IP SANs.
+    #[error("x509: cannot validate certificate for {0} because it doesn't contain any IP SANs")]
+    NoIpSans(String),
+    /// A certificate without names.
+    #[error("x509: certificate is not valid for any names, but wanted to match {0}")]
+    NoNames(String),
+    /// A certificate for other names.
+    #[error("x509: certificate is valid for {valid}, not {host}")]
+    WrongName {
+        /// The names it is valid for, joined with `, `.
+        valid: String,
+        /// The host asked for.
+        host: String,
+    },
+}
+
+/// The ` (possibly because of ...)` of Go's `UnknownAuthorityError`.
+fn unknown_authority_hint(hint: Option<&(X509Error, String)>) -> String {
+    hint.map(|(error, name)| {
+        format!(
+            " (possibly because of {:?} while trying to verify candidate authority certificate {name:?})",
+            error.to_string()
+        )
+    })
+    .unwrap_or_default()
+}
 
 /// A rustls verifier of webhook servers with Go's rules, trusting `roots` only.
 #[derive(Debug)]
@@ -71,9 +154,7 @@ impl ServerCertVerifier for GoVerifier {
         verify(&self.roots, &chain, &host, now, &self.algorithms)
             .map(|()| ServerCertVerified::assertion())
             .map_err(|e| {
-                rustls::Error::InvalidCertificate(CertificateError::Other(OtherError(Arc::new(
-                    VerifyError(e),
-                ))))
+                rustls::Error::InvalidCertificate(CertificateError::Other(OtherError(Arc::new(e))))
             })
     }
 
@@ -122,21 +203,16 @@ pub fn verify(
     host: &str,
     now: i64,
     algorithms: &WebPkiSupportedAlgorithms,
-) -> Result<(), String> {
+) -> Result<(), VerifyError> {
     let mut presented = Vec::with_capacity(chain.len());
     for der in chain {
         match x509_parser::parse_x509_certificate(der) {
             Ok((_, x509)) => presented.push(Cert { der, x509 }),
-            Err(_) => {
-                return Err(
-                    "tls: failed to parse certificate from server: x509: malformed certificate"
-                        .into(),
-                )
-            }
+            Err(_) => return Err(VerifyError::Malformed),
         }
     }
     let Some((leaf, intermediates)) = presented.split_first() else {
-        return Err("tls: server's certificate chain is empty".into());
+        return Err(VerifyError::EmptyChain);
     };
     // Go's AppendCertsFromPEM skips what does not parse.
     let roots: Vec<Cert> = roots
@@ -153,7 +229,7 @@ pub fn verify(
         now,
         algorithms,
     };
-    verify_leaf(leaf, &pools, host).map_err(|e| format!("tls: failed to verify certificate: {e}"))
+    verify_leaf(leaf, &pools, host).map_err(VerifyError::Certificate)
 }
 
 /// The certificates and settings of one verification.
@@ -165,7 +241,7 @@ struct Pools<'p, 'a> {
 }
 
 /// Go's `Certificate.Verify` in its order: validity, host name, chains, key usage.
-fn verify_leaf(leaf: &Cert, pools: &Pools, host: &str) -> Result<(), String> {
+fn verify_leaf(leaf: &Cert, pools: &Pools, host: &str) -> Result<(), X509Error> {
     check_validity_period(leaf, pools.now)?;
     verify_hostname(&leaf.x509, host)?;
     let chains = if pools.roots.iter().any(|r| r.der == leaf.der) {
@@ -177,35 +253,24 @@ fn verify_leaf(leaf: &Cert, pools: &Pools, host: &str) -> Result<(), String> {
     if chains.iter().any(|chain| allows_server_auth(chain)) {
         Ok(())
     } else {
-        Err("x509: certificate specifies an incompatible key usage".into())
+        Err(X509Error::IncompatibleUsage)
     }
 }
 
 /// Go's expiry check of `isValid`.
-fn check_validity_period(cert: &Cert, now: i64) -> Result<(), String> {
+fn check_validity_period(cert: &Cert, now: i64) -> Result<(), X509Error> {
     let validity = cert.x509.validity();
     let (not_before, not_after) = (
         validity.not_before.timestamp(),
         validity.not_after.timestamp(),
     );
-    let detail = if now < not_before {
-        format!(
-            "current time {} is before {}",
-            rfc3339(now),
-            rfc3339(not_before)
-        )
+    if now < not_before {
+        Err(X509Error::NotYetValid { now, not_before })
     } else if now > not_after {
-        format!(
-            "current time {} is after {}",
-            rfc3339(now),
-            rfc3339(not_after)
-        )
+        Err(X509Error::Expired { now, not_after })
     } else {
-        return Ok(());
-    };
-    Err(format!(
-        "x509: certificate has expired or is not yet valid: {detail}"
-    ))
+        Ok(())
+    }
 }
 
 /// Go's `time.RFC3339` form of a UTC time.
@@ -222,9 +287,9 @@ fn build_chains<'p, 'a>(
     current: &[&'p Cert<'a>],
     pools: &Pools<'p, 'a>,
     checks: &mut usize,
-) -> Result<Vec<Vec<&'p Cert<'a>>>, String> {
+) -> Result<Vec<Vec<&'p Cert<'a>>>, X509Error> {
     let mut chains = Vec::new();
-    let mut hint: Option<(String, &Cert)> = None;
+    let mut hint: Option<(X509Error, &Cert)> = None;
     let mut error = None;
     let candidates = (potential_parents(cert, pools.roots).map(|c| (c, Role::Root)))
         .chain(potential_parents(cert, pools.intermediates).map(|c| (c, Role::Intermediate)));
@@ -234,10 +299,7 @@ fn build_chains<'p, 'a>(
         }
         *checks += 1;
         if *checks > MAX_SIGNATURE_CHECKS {
-            error = Some(
-                "x509: signature check attempts limit reached while verifying certificate chain"
-                    .to_string(),
-            );
+            error = Some(X509Error::TooManySignatureChecks);
             continue;
         }
         let checked = check_signature_from(cert, candidate, pools.algorithms)
@@ -323,9 +385,8 @@ fn same_key_and_subject(a: &Cert, b: &Cert) -> bool {
 }
 
 /// Go's `UnknownAuthorityError`, with the first candidate's failure as its hint.
-fn unknown_authority(hint: Option<(String, &Cert)>) -> String {
-    let mut message = "x509: certificate signed by unknown authority".to_string();
-    if let Some((error, candidate)) = hint {
+fn unknown_authority(hint: Option<(X509Error, &Cert)>) -> X509Error {
+    let hint = hint.map(|(error, candidate)| {
         let subject = candidate.x509.subject();
         let text = |a: &x509_parser::x509::AttributeTypeAndValue| a.as_str().ok().map(String::from);
         let name = subject
@@ -335,23 +396,21 @@ fn unknown_authority(hint: Option<(String, &Cert)>) -> String {
             .filter(|n| !n.is_empty())
             .or_else(|| subject.iter_organization().filter_map(text).next())
             .unwrap_or_else(|| format!("serial:{}", candidate.x509.serial));
-        message.push_str(&format!(
-            " (possibly because of {error:?} while trying to verify candidate authority certificate {name:?})"
-        ));
-    }
-    message
+        Box::new((error, name))
+    });
+    X509Error::UnknownAuthority { hint }
 }
 
 /// Go's `isValid` for a parent: validity, CA-ness of intermediates, path length.
-fn check_parent(cert: &Cert, role: Role, current: &[&Cert], now: i64) -> Result<(), String> {
+fn check_parent(cert: &Cert, role: Role, current: &[&Cert], now: i64) -> Result<(), X509Error> {
     check_validity_period(cert, now)?;
     let constraints = basic_constraints(cert);
     if role == Role::Intermediate && !constraints.is_some_and(|(ca, _)| ca) {
-        return Err("x509: certificate is not authorized to sign other certificates".into());
+        return Err(X509Error::NotAuthorizedToSign);
     }
     if let Some((_, Some(max))) = constraints {
         if current.len().saturating_sub(1) > max as usize {
-            return Err("x509: too many intermediates for path length constraint".into());
+            return Err(X509Error::TooManyIntermediates);
         }
     }
     Ok(())
@@ -371,32 +430,31 @@ fn check_signature_from(
     child: &Cert,
     parent: &Cert,
     algorithms: &WebPkiSupportedAlgorithms,
-) -> Result<(), String> {
+) -> Result<(), X509Error> {
     let constraints = basic_constraints(parent);
     let v3 = parent.x509.version() == X509Version::V3;
     if (v3 && constraints.is_none()) || constraints.is_some_and(|(ca, _)| !ca) {
-        return Err(CONSTRAINT_VIOLATION.into());
+        return Err(X509Error::ConstraintViolation);
     }
     if let Ok(Some(usage)) = parent.x509.key_usage() {
         if !usage.value.key_cert_sign() {
-            return Err(CONSTRAINT_VIOLATION.into());
+            return Err(X509Error::ConstraintViolation);
         }
     }
     let family = KeyFamily::of_signature(&child.x509);
     let key_family = KeyFamily::of_key(&parent.x509);
     if let (Some(wanted), Some(have)) = (family, key_family) {
         if wanted != have {
-            return Err(format!(
-                "x509: signature algorithm specifies an {} public key, but have public key of type {}",
-                wanted.name(),
-                have.go_type()
-            ));
+            return Err(X509Error::KeyMismatch {
+                wanted: wanted.name(),
+                have: have.go_type(),
+            });
         }
     }
-    let unimplemented = || "x509: cannot verify signature: algorithm unimplemented".to_string();
     let (tbs, signature_algorithm, signature) =
-        signed_parts(child.der).ok_or_else(unimplemented)?;
-    let (key_algorithm, key) = key_parts(parent.x509.public_key().raw).ok_or_else(unimplemented)?;
+        signed_parts(child.der).ok_or(X509Error::Unimplemented)?;
+    let (key_algorithm, key) =
+        key_parts(parent.x509.public_key().raw).ok_or(X509Error::Unimplemented)?;
     let mut matching = algorithms
         .all
         .iter()
@@ -406,12 +464,14 @@ fn check_signature_from(
         })
         .peekable();
     if matching.peek().is_none() {
-        return Err(unimplemented());
+        return Err(X509Error::Unimplemented);
     }
     if matching.any(|a| a.verify_signature(key, tbs, signature).is_ok()) {
         return Ok(());
     }
-    Err(family.map_or_else(unimplemented, |f| f.verification_failure().into()))
+    Err(family.map_or(X509Error::Unimplemented, |f| {
+        X509Error::Signature(f.verification_failure())
+    }))
 }
 
 /// The key types Go's `checkSignature` tells apart.
@@ -564,7 +624,7 @@ fn sans<'a>(cert: &'a X509Certificate) -> (Vec<&'a str>, Vec<IpAddr>, bool) {
 }
 
 /// Go's `VerifyHostname`: IPs against IP SANs, names against DNS SANs, no Common Name.
-fn verify_hostname(cert: &X509Certificate, host: &str) -> Result<(), String> {
+fn verify_hostname(cert: &X509Certificate, host: &str) -> Result<(), X509Error> {
     let (dns, ips, _) = sans(cert);
     let candidate_ip = host
         .strip_prefix('[')
@@ -594,7 +654,7 @@ fn verify_hostname(cert: &X509Certificate, host: &str) -> Result<(), String> {
 }
 
 /// Go's `HostnameError` text.
-fn hostname_error(cert: &X509Certificate, host: &str) -> String {
+fn hostname_error(cert: &X509Certificate, host: &str) -> X509Error {
     let (dns, ips, has_san) = sans(cert);
     let common_name = cert
         .subject()
@@ -603,13 +663,11 @@ fn hostname_error(cert: &X509Certificate, host: &str) -> String {
         .last()
         .unwrap_or("");
     if !has_san && match_hostnames(common_name, host) {
-        return "x509: certificate relies on legacy Common Name field, use SANs instead".into();
+        return X509Error::LegacyCommonName;
     }
     let valid = if host.parse::<IpAddr>().is_ok() {
         if ips.is_empty() {
-            return format!(
-                "x509: cannot validate certificate for {host} because it doesn't contain any IP SANs"
-            );
+            return X509Error::NoIpSans(host.to_string());
         }
         ips.iter()
             .map(IpAddr::to_string)
@@ -619,9 +677,12 @@ fn hostname_error(cert: &X509Certificate, host: &str) -> String {
         dns.join(", ")
     };
     if valid.is_empty() {
-        return format!("x509: certificate is not valid for any names, but wanted to match {host}");
+        return X509Error::NoNames(host.to_string());
     }
-    format!("x509: certificate is valid for {valid}, not {host}")
+    X509Error::WrongName {
+        valid,
+        host: host.to_string(),
+    }
 }
 
 /// Go's `validHostname`: letters, digits, `-` (not first), `_`; a pattern may start
@@ -713,8 +774,9 @@ mod tests {
             .clone()
     }
 
+    /// A verification's Go text.
     fn check(roots: &[CertificateDer], chain: &[CertificateDer], host: &str) -> Result<(), String> {
-        verify(roots, chain, host, NOW, &algorithms())
+        verify(roots, chain, host, NOW, &algorithms()).map_err(|e| e.to_string())
     }
 
     #[test]
@@ -895,7 +957,7 @@ mod tests {
         let leaf = signed(params("leaf", &["example.com"], false), &issuer);
         assert_eq!(
             check(&[root], &[leaf], "example.com"),
-            Err(format!("tls: failed to verify certificate: x509: certificate signed by unknown authority (possibly because of {CONSTRAINT_VIOLATION:?} while trying to verify candidate authority certificate \"not-a-ca\")"))
+            Err("tls: failed to verify certificate: x509: certificate signed by unknown authority (possibly because of \"x509: invalid signature: parent certificate cannot sign this kind of certificate\" while trying to verify candidate authority certificate \"not-a-ca\")".into())
         );
     }
 }

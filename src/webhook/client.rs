@@ -8,6 +8,7 @@
 //! verified for `<name>.<namespace>.svc`; only the TCP connection goes to the address.
 
 use crate::webhook::certificate::{GoVerifier, VerifyError};
+use crate::webhook::WebhookError;
 use base64::Engine;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
@@ -61,13 +62,13 @@ impl ServiceResolver {
     }
 
     /// The address of a Service, or kube's error for a Service without endpoints.
-    pub fn resolve(&self, namespace: &str, name: &str, port: u16) -> Result<String, String> {
+    pub fn resolve(&self, namespace: &str, name: &str, port: u16) -> Result<String, WebhookError> {
         let key = (namespace.to_string(), name.to_string(), port);
         self.map
             .read()
             .ok()
             .and_then(|m| m.get(&key).cloned())
-            .ok_or_else(|| format!("no endpoints available for service {name:?}"))
+            .ok_or_else(|| WebhookError::NoEndpoints(name.to_string()))
     }
 
     /// The client for a trust root (`ca_bundle` as written, `ca_pem` decoded) and, for
@@ -77,7 +78,7 @@ impl ServiceResolver {
         ca_bundle: Option<&str>,
         ca_pem: Option<&[u8]>,
         addrs: Option<Vec<SocketAddr>>,
-    ) -> Result<HttpsClient, String> {
+    ) -> Result<HttpsClient, WebhookError> {
         let key = (ca_bundle.map(String::from), addrs);
         if let Some(client) = self
             .clients
@@ -116,10 +117,8 @@ pub struct ServiceMapping {
 impl ServiceMapping {
     /// Parse `<namespace>/<name>[:<port>]=<host>:<port>` (the Service port defaults
     /// to 443, as a webhook's).
-    pub fn parse(spec: &str) -> Result<ServiceMapping, String> {
-        let bad = || {
-            format!("invalid webhook service {spec:?}: expected <namespace>/<name>[:<port>]=<host>:<port>")
-        };
+    pub fn parse(spec: &str) -> Result<ServiceMapping, WebhookError> {
+        let bad = || WebhookError::ServiceMapping(spec.to_string());
         let (service, address) = spec.split_once('=').ok_or_else(bad)?;
         let (namespace, rest) = service.split_once('/').ok_or_else(bad)?;
         let (name, port) = match rest.split_once(':') {
@@ -149,7 +148,7 @@ pub async fn post_json(
     client_config: &Value,
     timeout: Duration,
     body: &Value,
-) -> Result<Value, String> {
+) -> Result<Value, WebhookError> {
     post_json_with(client_config, timeout, body, &ServiceResolver::default()).await
 }
 
@@ -162,7 +161,7 @@ pub async fn post_json_with(
     timeout: Duration,
     body: &Value,
     services: &ServiceResolver,
-) -> Result<Value, String> {
+) -> Result<Value, WebhookError> {
     let service = client_config.get("service").filter(|s| s.is_object());
     let (url, target) = match (client_config.get("url").and_then(Value::as_str), service) {
         (Some(url), _) => (url.to_string(), None),
@@ -182,21 +181,24 @@ pub async fn post_json_with(
                 Some((host, port, services.resolve(namespace, name, port))),
             )
         }
-        (None, None) => return Err("webhook configuration must have either service or URL".into()),
+        (None, None) => return Err(WebhookError::NoTarget),
     };
     let sep = if url.contains('?') { '&' } else { '?' };
     let full_url = format!("{url}{sep}timeout={}s", timeout.as_secs());
-    let fail = |e: String| format!("Post {full_url:?}: {e}");
+    let fail = |e: WebhookError| WebhookError::Post {
+        url: full_url.clone(),
+        source: Box::new(e),
+    };
     let ca_bundle = client_config.get("caBundle").and_then(Value::as_str);
     let ca = match ca_bundle {
         Some(b) => Some(
             base64::engine::general_purpose::STANDARD
                 .decode(b)
-                .map_err(|e| fail(format!("decoding caBundle: {e}")))?,
+                .map_err(|e| fail(WebhookError::CaBundleBase64(e)))?,
         ),
         None => None,
     };
-    let body = serde_json::to_vec(body).map_err(|e| fail(e.to_string()))?;
+    let body = serde_json::to_vec(body).map_err(|e| fail(WebhookError::Json(e)))?;
     let exchange = async {
         let (client, request_url, host_header) = match target {
             None => (
@@ -225,66 +227,62 @@ pub async fn post_json_with(
         if let Some(h) = host_header {
             request = request.header("Host", h);
         }
-        let request = request
-            .body(Full::new(Bytes::from(body)))
-            .map_err(|e| e.to_string())?;
-        let response = client
-            .request(request)
-            .await
-            .map_err(|e| transport_error(&e))?;
+        let request = request.body(Full::new(Bytes::from(body)))?;
+        let response = client.request(request).await.map_err(transport_error)?;
         let status = response.status();
         let bytes = response
             .into_body()
             .collect()
             .await
-            .map_err(|e| e.to_string())?
+            .map_err(WebhookError::Body)?
             .to_bytes();
         if !status.is_success() {
-            return Err(format!(
-                "the server responded with the status code {} but did not return more information",
-                status.as_u16()
-            ));
+            return Err(WebhookError::Status(status.as_u16()));
         }
-        serde_json::from_slice::<Value>(&bytes).map_err(|e| e.to_string())
+        serde_json::from_slice::<Value>(&bytes).map_err(WebhookError::Json)
     };
     match tokio::time::timeout(timeout, exchange).await {
         Ok(Ok(v)) => Ok(v),
         Ok(Err(e)) => Err(fail(e)),
-        Err(_) => Err(fail("context deadline exceeded".into())),
+        Err(_) => Err(fail(WebhookError::Timeout)),
     }
 }
 
 /// The socket addresses of a mapped `host:port`.
-async fn resolve_address(address: &str) -> Result<Vec<SocketAddr>, String> {
+async fn resolve_address(address: &str) -> Result<Vec<SocketAddr>, WebhookError> {
     if let Ok(addr) = address.parse::<SocketAddr>() {
         return Ok(vec![addr]);
     }
     let addrs: Vec<SocketAddr> = tokio::net::lookup_host(address)
         .await
-        .map_err(|e| format!("dial tcp: lookup {address}: {e}"))?
+        .map_err(|source| WebhookError::Lookup {
+            address: address.to_string(),
+            source,
+        })?
         .collect();
     if addrs.is_empty() {
-        return Err(format!("dial tcp: lookup {address}: no such host"));
+        return Err(WebhookError::NoSuchHost(address.to_string()));
     }
     Ok(addrs)
 }
 
 /// A transport error in Go's words where they are well known.
-fn transport_error(e: &hyper_util::client::legacy::Error) -> String {
-    let mut source: Option<&(dyn std::error::Error + 'static)> = std::error::Error::source(e);
+fn transport_error(e: hyper_util::client::legacy::Error) -> WebhookError {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = std::error::Error::source(&e);
     while let Some(s) = source {
-        if let Some(VerifyError(go)) = verify_error(s) {
-            return go.clone();
+        if let Some(verify) = verify_error(s) {
+            return WebhookError::Certificate(verify.clone());
         }
         if let Some(io) = s.downcast_ref::<std::io::Error>() {
             if io.kind() == std::io::ErrorKind::ConnectionRefused {
-                return "connect: connection refused".into();
+                return WebhookError::ConnectionRefused;
             }
-            return io.to_string();
+            // The I/O error is borrowed from `e`: keep its kind and its text.
+            return WebhookError::Io(std::io::Error::new(io.kind(), io.to_string()));
         }
         source = s.source();
     }
-    e.to_string()
+    WebhookError::Transport(Box::new(e))
 }
 
 /// The certificate verification failure (Go's text) a rustls error carries, if any,
@@ -341,18 +339,18 @@ impl tower::Service<Name> for Resolver {
 /// TLS trusting only `ca_pem`, verified with Go's rules (kube uses the system roots
 /// without a bundle; this server has none of its own, so such webhooks must be
 /// reachable by a bundle).
-fn tls_config(ca_pem: Option<&[u8]>) -> Result<rustls::ClientConfig, String> {
+fn tls_config(ca_pem: Option<&[u8]>) -> Result<rustls::ClientConfig, WebhookError> {
     use rustls::pki_types::{pem::PemObject, CertificateDer};
     let mut roots = Vec::new();
     if let Some(pem) = ca_pem {
         for cert in CertificateDer::pem_slice_iter(pem) {
-            roots.push(cert.map_err(|e| format!("reading caBundle: {e}"))?);
+            roots.push(cert.map_err(WebhookError::CaBundlePem)?);
         }
     }
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     Ok(rustls::ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
-        .map_err(|e| e.to_string())?
+        .map_err(WebhookError::Protocol)?
         .dangerous()
         .with_custom_certificate_verifier(Arc::new(GoVerifier::new(roots)))
         .with_no_client_auth())
@@ -403,12 +401,16 @@ mod tests {
             address: address.into(),
         };
         assert_eq!(
-            ServiceMapping::parse("webhooks/gate=127.0.0.1:8443"),
-            Ok(m("webhooks", "gate", 443, "127.0.0.1:8443"))
+            ServiceMapping::parse("webhooks/gate=127.0.0.1:8443").ok(),
+            Some(m("webhooks", "gate", 443, "127.0.0.1:8443"))
         );
         assert_eq!(
-            ServiceMapping::parse("ns/svc:8443=localhost:9000"),
-            Ok(m("ns", "svc", 8443, "localhost:9000"))
+            ServiceMapping::parse("ns/svc:8443=localhost:9000").ok(),
+            Some(m("ns", "svc", 8443, "localhost:9000"))
+        );
+        assert_eq!(
+            ServiceMapping::parse("ns/svc").map_err(|e| e.to_string()),
+            Err("invalid webhook service \"ns/svc\": expected <namespace>/<name>[:<port>]=<host>:<port>".to_string())
         );
         for bad in [
             "ns/svc",
@@ -425,9 +427,12 @@ mod tests {
     fn an_unmapped_service_has_no_endpoints() {
         let r = ServiceResolver::default();
         r.insert("ns", "svc", 443, "127.0.0.1:1");
-        assert_eq!(r.resolve("ns", "svc", 443).as_deref(), Ok("127.0.0.1:1"));
         assert_eq!(
-            r.resolve("ns", "svc", 8443),
+            r.resolve("ns", "svc", 443).ok().as_deref(),
+            Some("127.0.0.1:1")
+        );
+        assert_eq!(
+            r.resolve("ns", "svc", 8443).map_err(|e| e.to_string()),
             Err("no endpoints available for service \"svc\"".to_string())
         );
     }
