@@ -18,6 +18,7 @@
 //! logged (this server has no audit log).
 
 pub mod equivalent;
+mod error;
 pub mod match_conditions;
 pub mod policy;
 pub mod typecheck;
@@ -32,6 +33,8 @@ use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::sync::{Arc, Mutex, RwLock};
+
+pub use error::AdmissionError;
 
 /// What a hook is told about one write (the fields of kube's `AdmissionRequest`).
 #[derive(Clone, Debug)]
@@ -425,19 +428,24 @@ pub struct AuditAnnotations(Arc<Mutex<BTreeMap<String, String>>>);
 impl AuditAnnotations {
     /// Add one annotation: the key must be `<prefix>/<name>` and a qualified name, and an
     /// existing key keeps its value (kube's `AddAnnotation` and its errors).
-    pub fn add(&self, key: &str, value: &str) -> Result<(), String> {
+    pub fn add(&self, key: &str, value: &str) -> Result<(), AdmissionError> {
         if key.split('/').count() != 2 {
-            return Err("annotation key has invalid format, the right format is a DNS subdomain prefix and '/' and key name. (e.g. 'podsecuritypolicy.admission.k8s.io/admit-policy')".into());
+            return Err(AdmissionError::AnnotationKeyFormat);
         }
         let msgs = crate::schema::objectmeta::is_qualified_name(key);
         if !msgs.is_empty() {
-            return Err(format!("annotation key has invalid format {}. A qualified name like 'podsecuritypolicy.admission.k8s.io/admit-policy' is required.", msgs.join(",")));
+            return Err(AdmissionError::AnnotationKeyName(msgs.join(",")));
         }
-        let mut all = self.0.lock().map_err(|e| e.to_string())?;
+        let mut all = self
+            .0
+            .lock()
+            .map_err(|_| AdmissionError::AnnotationsPoisoned)?;
         match all.get(key) {
-            Some(old) if old != value => Err(format!(
-                "admission annotations are not allowd to be overwritten, key:{key:?}, old value: {{Metadata {old}}}, new value: {{Metadata {value}}}"
-            )),
+            Some(old) if old != value => Err(AdmissionError::AnnotationOverwrite {
+                key: key.to_string(),
+                old: old.clone(),
+                value: value.to_string(),
+            }),
             _ => {
                 all.insert(key.to_string(), value.to_string());
                 Ok(())
@@ -907,16 +915,17 @@ mod tests {
     #[test]
     fn audit_annotation_keys_are_checked_as_kube() {
         let a = AuditAnnotations::default();
-        assert_eq!(a.add("hook.example.com/decision", "allowed"), Ok(()));
-        assert_eq!(a.add("hook.example.com/decision", "allowed"), Ok(()));
+        let add = |key: &str, value: &str| a.add(key, value).map_err(|e| e.to_string());
+        assert_eq!(add("hook.example.com/decision", "allowed"), Ok(()));
+        assert_eq!(add("hook.example.com/decision", "allowed"), Ok(()));
         assert_eq!(
-            a.add("hook.example.com/decision", "denied"),
+            add("hook.example.com/decision", "denied"),
             Err("admission annotations are not allowd to be overwritten, key:\"hook.example.com/decision\", old value: {Metadata allowed}, new value: {Metadata denied}".into())
         );
-        assert!(a.add("a/b/c", "x").is_err_and(
+        assert!(add("a/b/c", "x").is_err_and(
             |e| e.starts_with("annotation key has invalid format, the right format is")
         ));
-        assert!(a.add("hook.example.com/bad key", "x").is_err_and(
+        assert!(add("hook.example.com/bad key", "x").is_err_and(
             |e| e.starts_with("annotation key has invalid format name part must consist of")
         ));
         assert_eq!(a.all().len(), 1);

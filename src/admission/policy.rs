@@ -21,7 +21,7 @@
 //! messageExpression, as kube). `status.typeChecking` is computed when a policy is
 //! written (`typecheck.rs`).
 
-use super::Attributes;
+use super::{AdmissionError, Attributes};
 use crate::cel::admission::{
     self as cel_admission, Activation, AdmissionEnv, AuthzContext, Program, ReturnType, Variables,
     MAX_MESSAGE_EXPRESSION_SIZE, RUNTIME_COST_BUDGET,
@@ -60,7 +60,7 @@ pub trait ParamReader: Send + Sync {
         kind: &'a str,
         namespace: &'a str,
         name: &'a str,
-    ) -> BoxFuture<'a, Result<Option<Value>, String>>;
+    ) -> BoxFuture<'a, Result<Option<Value>, AdmissionError>>;
 
     /// Every object of the kind in `namespace` (all when empty).
     fn list<'a>(
@@ -68,7 +68,7 @@ pub trait ParamReader: Send + Sync {
         api_version: &'a str,
         kind: &'a str,
         namespace: &'a str,
-    ) -> BoxFuture<'a, Result<Vec<Value>, String>>;
+    ) -> BoxFuture<'a, Result<Vec<Value>, AdmissionError>>;
 }
 
 /// Where the cache reads from.
@@ -217,7 +217,7 @@ impl Policies {
     }
 
     /// Load everything stored; the revision to watch from.
-    async fn load(&self, source: &PolicyStorage) -> Result<i64, String> {
+    async fn load(&self, source: &PolicyStorage) -> Result<i64, AdmissionError> {
         let mut revision = 0;
         for (which, root) in [
             (PolicyObject::Policy, &source.policies_root),
@@ -226,8 +226,7 @@ impl Policies {
             let res = source
                 .storage
                 .list(&format!("{root}/"), &ListOptions::default())
-                .await
-                .map_err(|e| e.to_string())?;
+                .await?;
             revision = revision.max(res.revision);
             for kv in &res.items {
                 if let Ok(v) = crate::codec::decode_stored_json::<Value>(&kv.value) {
@@ -739,7 +738,7 @@ async fn collect_params(
     policy: &CompiledPolicy,
     binding: &Value,
     input: &Input<'_>,
-) -> Result<Vec<Option<Value>>, String> {
+) -> Result<Vec<Option<Value>>, AdmissionError> {
     let Some(pk) = policy.spec().get("paramKind").filter(|p| !p.is_null()) else {
         return Ok(vec![None]);
     };
@@ -748,23 +747,22 @@ async fn collect_params(
     };
     let (api_version, kind) = (str_field(pk, "apiVersion"), str_field(pk, "kind"));
     let Some(namespaced) = source.params.scope(api_version, kind) else {
-        return Err(format!(
-            "paramKind kind `&ParamKind{{APIVersion:{api_version},Kind:{kind},}}` not known"
-        ));
+        return Err(AdmissionError::ParamKindUnknown {
+            api_version: api_version.to_string(),
+            kind: kind.to_string(),
+        });
     };
     let ref_ns = str_field(pr, "namespace");
     let ns = if namespaced {
         if !ref_ns.is_empty() {
             ref_ns.to_string()
         } else if input.namespace().is_empty() {
-            return Err("cannot use namespaced paramRef in policy binding that matches cluster-scoped resources".into());
+            return Err(AdmissionError::NamespacedParamRef);
         } else {
             input.namespace().to_string()
         }
     } else if !ref_ns.is_empty() {
-        return Err(
-            "paramRef.namespace must not be provided for a cluster-scoped `paramKind`".into(),
-        );
+        return Err(AdmissionError::ParamRefNamespace);
     } else {
         String::new()
     };
@@ -772,7 +770,7 @@ async fn collect_params(
     let sel = pr.get("selector").filter(|s| !s.is_null());
     let params: Vec<Value> = if !name.is_empty() {
         if sel.is_some() {
-            return Err("paramRef.name and paramRef.selector are mutually exclusive".into());
+            return Err(AdmissionError::ParamRefNameAndSelector);
         }
         source
             .params
@@ -781,7 +779,7 @@ async fn collect_params(
             .into_iter()
             .collect()
     } else if let Some(sel) = sel {
-        let selector = from_label_selector_json(sel)?;
+        let selector = from_label_selector_json(sel).map_err(AdmissionError::ParamRefSelector)?;
         source
             .params
             .list(api_version, kind, &ns)
@@ -790,12 +788,10 @@ async fn collect_params(
             .filter(|p| selector.matches(&object::labels(p)))
             .collect()
     } else {
-        return Err("one of name or selector must be provided".into());
+        return Err(AdmissionError::ParamRefNoNameOrSelector);
     };
     if params.is_empty() && str_field(pr, "parameterNotFoundAction") == "Deny" {
-        return Err(
-            "no params found for policy binding with `Deny` parameterNotFoundAction".into(),
-        );
+        return Err(AdmissionError::NoParams);
     }
     Ok(params.into_iter().map(Some).collect())
 }

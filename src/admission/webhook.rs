@@ -8,7 +8,7 @@
 //! the configurations from storage directly.
 
 use super::equivalent::Versions;
-use super::Attributes;
+use super::{AdmissionError, Attributes};
 use crate::object;
 use crate::status::Status;
 use crate::storage::{EventKind, ListOptions, Storage, StorageError, WatchItem};
@@ -439,7 +439,7 @@ pub(super) async fn call(
         error: None,
         warnings: Vec::new(),
     };
-    let failed = |answer: &mut Answer, reason: String| {
+    let failed = |answer: &mut Answer, reason: &dyn std::fmt::Display| {
         if ignore {
             tracing::warn!(webhook = %name, error = %reason, "Failed calling webhook, failing open");
         } else {
@@ -453,14 +453,14 @@ pub(super) async fn call(
     let response = match post(hook, &body, services).await {
         Ok(r) => r,
         Err(reason) => {
-            failed(&mut answer, reason);
+            failed(&mut answer, &reason);
             return answer;
         }
     };
     let verified = match verify(&uid, &response) {
         Ok(v) => v,
         Err(reason) => {
-            failed(&mut answer, reason);
+            failed(&mut answer, &reason);
             return answer;
         }
     };
@@ -481,7 +481,7 @@ pub(super) async fn call(
     if let Some(patch) = verified.patch {
         match apply_patch(&name, &patch, obj) {
             Ok(changed) => answer.object = changed,
-            Err(PatchError::Invalid(reason)) => failed(&mut answer, reason),
+            Err(PatchError::Invalid(reason)) => failed(&mut answer, &reason),
             Err(PatchError::Fatal(status)) => answer.error = Some(status),
         }
     }
@@ -523,16 +523,16 @@ struct Verified {
 }
 
 /// Check an AdmissionReview answer; an error is worded for a failed call.
-fn verify(uid: &str, review: &Value) -> Result<Verified, String> {
-    let invalid = |m: String| format!("received invalid webhook response: {m}");
+fn verify(uid: &str, review: &Value) -> Result<Verified, AdmissionError> {
     let Some(resp) = review.get("response") else {
-        return Err(invalid("response was absent".into()));
+        return Err(AdmissionError::ResponseAbsent);
     };
     let got = resp.get("uid").and_then(Value::as_str).unwrap_or("");
     if got != uid {
-        return Err(invalid(format!(
-            "expected response.uid={uid:?}, got {got:?}"
-        )));
+        return Err(AdmissionError::ResponseUid {
+            expected: uid.to_string(),
+            got: got.to_string(),
+        });
     }
     let strings = |v: Option<&Value>| -> Vec<String> {
         v.and_then(Value::as_array)
@@ -618,7 +618,11 @@ fn apply_patch(
 
 /// POST the review to the webhook's `clientConfig` within `timeoutSeconds`; errors are
 /// prefixed as kube's admission webhooks word them.
-async fn post(hook: &Value, review: &Value, services: &ServiceResolver) -> Result<Value, String> {
+async fn post(
+    hook: &Value,
+    review: &Value,
+    services: &ServiceResolver,
+) -> Result<Value, AdmissionError> {
     let cc = hook.get("clientConfig").cloned().unwrap_or(Value::Null);
     let timeout = hook
         .get("timeoutSeconds")
@@ -626,7 +630,7 @@ async fn post(hook: &Value, review: &Value, services: &ServiceResolver) -> Resul
         .unwrap_or(10);
     crate::webhook::client::post_json_with(&cc, Duration::from_secs(timeout), review, services)
         .await
-        .map_err(|e| format!("failed to call webhook: {e}"))
+        .map_err(AdmissionError::WebhookCall)
 }
 
 #[cfg(test)]
@@ -720,7 +724,10 @@ mod tests {
         };
         assert_eq!(obj, json!({"spec": {"x": 1}}));
         assert_eq!(
-            verify("other", &answer).err().as_deref(),
+            verify("other", &answer)
+                .err()
+                .map(|e| e.to_string())
+                .as_deref(),
             Some("received invalid webhook response: expected response.uid=\"other\", got \"u\"")
         );
     }

@@ -3,6 +3,7 @@
 
 use super::{ApiServer, Resolved};
 use crate::admission::policy::ParamReader;
+use crate::admission::AdmissionError;
 use futures::future::BoxFuture;
 use serde_json::Value;
 use std::sync::{Arc, Weak};
@@ -39,12 +40,19 @@ impl StoreParams {
         ))
     }
 
-    fn resolve(&self, api_version: &str, kind: &str) -> Result<(Arc<ApiServer>, Resolved), String> {
-        let (g, v, r, _) = self.target(api_version, kind).ok_or_else(|| {
-            format!("failed to find resource referenced by paramKind: '{api_version}, Kind={kind}'")
-        })?;
-        let api = self.api.upgrade().ok_or("server shutting down")?;
-        let resolved = api.resolve(&g, &v, &r).map_err(|s| s.message)?;
+    fn resolve(
+        &self,
+        api_version: &str,
+        kind: &str,
+    ) -> Result<(Arc<ApiServer>, Resolved), AdmissionError> {
+        let (g, v, r, _) =
+            self.target(api_version, kind)
+                .ok_or_else(|| AdmissionError::ParamKindNotFound {
+                    api_version: api_version.to_string(),
+                    kind: kind.to_string(),
+                })?;
+        let api = self.api.upgrade().ok_or(AdmissionError::ShuttingDown)?;
+        let resolved = api.resolve(&g, &v, &r).map_err(params_error)?;
         Ok((api, resolved))
     }
 }
@@ -60,13 +68,13 @@ impl ParamReader for StoreParams {
         kind: &'a str,
         namespace: &'a str,
         name: &'a str,
-    ) -> BoxFuture<'a, Result<Option<Value>, String>> {
+    ) -> BoxFuture<'a, Result<Option<Value>, AdmissionError>> {
         Box::pin(async move {
             let (api, resolved) = self.resolve(api_version, kind)?;
             match api.store.get(resolved.kind(), namespace, name).await {
                 Ok(v) => Ok(Some(v)),
                 Err(s) if s.code == 404 => Ok(None),
-                Err(s) => Err(s.message),
+                Err(s) => Err(params_error(s)),
             }
         })
     }
@@ -76,15 +84,20 @@ impl ParamReader for StoreParams {
         api_version: &'a str,
         kind: &'a str,
         namespace: &'a str,
-    ) -> BoxFuture<'a, Result<Vec<Value>, String>> {
+    ) -> BoxFuture<'a, Result<Vec<Value>, AdmissionError>> {
         Box::pin(async move {
             let (api, resolved) = self.resolve(api_version, kind)?;
             let page = api
                 .store
                 .list(resolved.kind(), namespace, &Default::default())
                 .await
-                .map_err(|s| s.message)?;
+                .map_err(params_error)?;
             Ok(page.items)
         })
     }
+}
+
+/// A store error reading params, as admission reports it (its message).
+fn params_error(status: crate::status::Status) -> AdmissionError {
+    AdmissionError::Params(Box::new(status))
 }
