@@ -136,7 +136,7 @@ pub fn query_bool(value: Option<&str>) -> bool {
 }
 
 /// Go's `strconv.ParseInt(s, 10, 64)`, with its error texts.
-pub fn go_parse_int(s: &str) -> Result<i64, String> {
+fn go_parse_int(s: &str) -> Result<i64, String> {
     let digits = s.strip_prefix(['+', '-']).unwrap_or(s);
     if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
         return Err(format!(

@@ -8,6 +8,15 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 
+/// Why a CRD cannot be served: it does not compile (the pure layer's message). Only
+/// logged: the CRD was accepted by validation, or is a stored one skipped at start.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct CompileError {
+    /// What is wrong with the CRD.
+    pub message: String,
+}
+
 /// All CRDs currently served.
 #[derive(Default)]
 pub struct Catalog {
@@ -23,7 +32,7 @@ impl Catalog {
 
     /// Add or replace a CRD seen at `revision`; older revisions than the one held are ignored
     /// (the synchronous path and the storage watch may both deliver the same write).
-    pub fn upsert(&self, object: Value, revision: i64) -> Result<(), String> {
+    pub fn upsert(&self, object: Value, revision: i64) -> Result<(), CompileError> {
         let name = object
             .pointer("/metadata/name")
             .and_then(Value::as_str)
@@ -35,7 +44,9 @@ impl Catalog {
                 return Ok(());
             }
         }
-        let compiled = Arc::new(CompiledCrd::compile(object, revision)?);
+        let compiled = Arc::new(
+            CompiledCrd::compile(object, revision).map_err(|message| CompileError { message })?,
+        );
         let mut crds = self.crds.write().unwrap_or_else(|e| e.into_inner());
         if crds.get(&name).is_some_and(|c| c.revision >= revision) {
             return Ok(());
