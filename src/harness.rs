@@ -304,10 +304,10 @@ impl TestServer {
 
     /// Apply the manifests of a YAML (or JSON) text, as [`TestServer::load_file`].
     pub async fn load_yaml(&self, yaml: &str) -> Result<Vec<Value>, Error> {
-        let docs = crate::codec::decode_manifests(yaml.as_bytes(), true).map_err(|message| {
+        let docs = crate::codec::decode_manifests(yaml.as_bytes(), true).map_err(|e| {
             StartError::Load {
                 path: "<yaml>".into(),
-                message,
+                message: e.to_string(),
             }
         })?;
         self.load_documents(docs).await
@@ -315,12 +315,13 @@ impl TestServer {
 
     /// Apply one object (a `List` is applied item by item); returns it as stored.
     pub async fn load(&self, object: Value) -> Result<Value, Error> {
-        let docs = crate::codec::decode_manifests(object.to_string().as_bytes(), false).map_err(
-            |message| StartError::Load {
-                path: "<object>".into(),
-                message,
-            },
-        )?;
+        let docs =
+            crate::codec::decode_manifests(object.to_string().as_bytes(), false).map_err(|e| {
+                StartError::Load {
+                    path: "<object>".into(),
+                    message: e.to_string(),
+                }
+            })?;
         let mut written = self.load_documents(docs).await?;
         Ok(written.pop().unwrap_or(Value::Null))
     }

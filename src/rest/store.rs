@@ -285,8 +285,9 @@ impl Store {
                         "specifying resource version is not allowed when using continue",
                     ));
                 }
-                let (from, rv) = codec::decode_continue(t, &root)
-                    .map_err(|e| Status::bad_request(codec::invalid_continue_token_message(&e)))?;
+                let (from, rv) = codec::decode_continue(t, &root).map_err(|e| {
+                    Status::bad_request(codec::invalid_continue_token_message(&e.to_string()))
+                })?;
                 let after = from.strip_suffix('\0').unwrap_or(&from).to_string();
                 continue_from = Some(from);
                 // A negative revision (a token offered with a 410) lists the latest.

@@ -759,7 +759,7 @@ pub fn read_manifests(path: &Path) -> Result<Vec<(String, Value)>, StartError> {
     for f in &files {
         let bytes = std::fs::read(f).map_err(|e| err(f, e.to_string()))?;
         let is_yaml = f.extension().and_then(|e| e.to_str()) != Some("json");
-        for d in codec::decode_manifests(&bytes, is_yaml).map_err(|e| err(f, e))? {
+        for d in codec::decode_manifests(&bytes, is_yaml).map_err(|e| err(f, e.to_string()))? {
             docs.push((f.display().to_string(), d));
         }
     }

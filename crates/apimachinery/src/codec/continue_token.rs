@@ -1,7 +1,7 @@
 //! List continue tokens: kube's `storage.EncodeContinue`/`DecodeContinue` and the texts
 //! of their errors.
 
-use super::decode_json;
+use super::{decode_json, CodecError, DecodeError};
 use crate::goformat::{go_json_kind, go_json_string};
 use base64::Engine;
 use serde_json::Value;
@@ -78,27 +78,24 @@ fn path_clean(p: &str) -> String {
 
 /// kube's `DecodeContinue`: the storage key to resume from and the token's
 /// resourceVersion; the error is kube's (`continue key is not valid: ...`).
-pub fn decode_continue(token: &str, key_prefix: &str) -> Result<(String, i64), String> {
-    const INVALID: &str = "continue key is not valid";
+pub fn decode_continue(token: &str, key_prefix: &str) -> Result<(String, i64), CodecError> {
     let data = CONTINUE_ENGINE.decode(token).map_err(|e| {
         let at = match e {
             base64::DecodeError::InvalidByte(i, _)
             | base64::DecodeError::InvalidLastSymbol(i, _) => i,
             _ => token.len().saturating_sub(1),
         };
-        format!("{INVALID}: illegal base64 data at input byte {at}")
+        CodecError::ContinueBase64(at)
     })?;
-    let v = decode_json(&data).map_err(|e| format!("{INVALID}: {e}"))?;
+    let v = decode_json(&data).map_err(CodecError::ContinueJson)?;
     let Value::Object(obj) = v else {
         let kind = go_json_kind(&v);
         if kind == "null" {
-            return Err(format!(
-                "{INVALID}: server does not recognize this encoded version "
-            ));
+            return Err(CodecError::ContinueVersion(String::new()));
         }
-        return Err(format!(
-            "{INVALID}: json: cannot unmarshal {kind} into Go value of type storage.continueToken"
-        ));
+        return Err(CodecError::ContinueJson(DecodeError::Json(format!(
+            "json: cannot unmarshal {kind} into Go value of type storage.continueToken"
+        ))));
     };
     let get = |name: &str| {
         obj.iter()
@@ -118,7 +115,9 @@ pub fn decode_continue(token: &str, key_prefix: &str) -> Result<(String, i64), S
         } else {
             what
         };
-        format!("{INVALID}: json: cannot unmarshal {what} into Go struct field continueToken.{field} of type {ty}")
+        CodecError::ContinueJson(DecodeError::Json(format!(
+            "json: cannot unmarshal {what} into Go struct field continueToken.{field} of type {ty}"
+        )))
     };
     let api_version = match get("v") {
         None | Some(Value::Null) => String::new(),
@@ -138,19 +137,13 @@ pub fn decode_continue(token: &str, key_prefix: &str) -> Result<(String, i64), S
         Some(other) => return Err(type_err(other, "start", "string")),
     };
     if api_version != "meta.k8s.io/v1" {
-        return Err(format!(
-            "{INVALID}: server does not recognize this encoded version {api_version}"
-        ));
+        return Err(CodecError::ContinueVersion(api_version));
     }
     if rv == 0 {
-        return Err(format!(
-            "{INVALID}: incorrect encoded start resourceVersion (version meta.k8s.io/v1)"
-        ));
+        return Err(CodecError::ContinueResourceVersion);
     }
     if start.is_empty() {
-        return Err(format!(
-            "{INVALID}: encoded start key empty (version meta.k8s.io/v1)"
-        ));
+        return Err(CodecError::ContinueStartEmpty);
     }
     let key = if start.starts_with('/') {
         start.clone()
@@ -158,7 +151,7 @@ pub fn decode_continue(token: &str, key_prefix: &str) -> Result<(String, i64), S
         format!("/{start}")
     };
     if path_clean(&key) != key {
-        return Err(format!("{INVALID}: {start}"));
+        return Err(CodecError::ContinueStart(start));
     }
     Ok((format!("{key_prefix}{}", &key[1..]), rv))
 }
@@ -182,12 +175,13 @@ mod tests {
         );
         let enc = |s: &str| CONTINUE_ENGINE.encode(s);
         assert_eq!(
-            decode_continue(&enc(r#"{"v":"meta.k8s.io/v1","rv":0,"start":"a"}"#), "/p/").unwrap_err(),
+            decode_continue(&enc(r#"{"v":"meta.k8s.io/v1","rv":0,"start":"a"}"#), "/p/").unwrap_err().to_string(),
             "continue key is not valid: incorrect encoded start resourceVersion (version meta.k8s.io/v1)"
         );
         assert_eq!(
             decode_continue(&enc(r#"{"v":"meta.k8s.io/v1","rv":1,"start":""}"#), "/p/")
-                .unwrap_err(),
+                .unwrap_err()
+                .to_string(),
             "continue key is not valid: encoded start key empty (version meta.k8s.io/v1)"
         );
         assert_eq!(
@@ -195,19 +189,22 @@ mod tests {
                 &enc(r#"{"v":"meta.k8s.io/v1","rv":1,"start":"../x"}"#),
                 "/p/"
             )
-            .unwrap_err(),
+            .unwrap_err()
+            .to_string(),
             "continue key is not valid: ../x"
         );
         assert_eq!(
-            decode_continue(&enc(r#"{"v":"x/v2","rv":1,"start":"a"}"#), "/p/").unwrap_err(),
+            decode_continue(&enc(r#"{"v":"x/v2","rv":1,"start":"a"}"#), "/p/")
+                .unwrap_err()
+                .to_string(),
             "continue key is not valid: server does not recognize this encoded version x/v2"
         );
         assert_eq!(
-            decode_continue(&enc("{"), "/p/").unwrap_err(),
+            decode_continue(&enc("{"), "/p/").unwrap_err().to_string(),
             "continue key is not valid: unexpected end of JSON input"
         );
         assert_eq!(
-            decode_continue("a$b", "/p/").unwrap_err(),
+            decode_continue("a$b", "/p/").unwrap_err().to_string(),
             "continue key is not valid: illegal base64 data at input byte 1"
         );
         assert_eq!(

@@ -3,7 +3,7 @@
 //! unrecognized ...`, `Object 'Kind' is missing`), `SimpleMetaFactory.Interpret`'s
 //! errors and Go's `json: cannot unmarshal ...` type errors.
 
-use super::{decode_json, decode_yaml, json_syntax_error, DecodeError};
+use super::{decode_json, decode_yaml, json_syntax_error, CodecError, DecodeError};
 use serde_json::Value;
 
 /// kube's strict-decoding text for a duplicate field: `duplicate field "spec.a"`.
@@ -140,15 +140,14 @@ const FIND_KIND_TYPE: &str =
 
 /// Read `apiVersion` and `kind` as kube's `SimpleMetaFactory.Interpret` does; the error
 /// is kube's text (`couldn't get version/kind; json parse error: ...`).
-pub fn interpret_type_meta(bytes: &[u8]) -> Result<(String, String), String> {
-    let v = decode_json(bytes)
-        .map_err(|e| format!("couldn't get version/kind; json parse error: {e}"))?;
+pub fn interpret_type_meta(bytes: &[u8]) -> Result<(String, String), CodecError> {
+    let v = decode_json(bytes).map_err(CodecError::TypeMeta)?;
     interpret_type_meta_value(&v)
 }
 
 /// [`interpret_type_meta`] for an already decoded body (e.g. YAML converted to JSON).
-pub fn interpret_type_meta_value(v: &Value) -> Result<(String, String), String> {
-    let wrap = |e: String| format!("couldn't get version/kind; json parse error: {e}");
+pub fn interpret_type_meta_value(v: &Value) -> Result<(String, String), CodecError> {
+    let wrap = |e: String| CodecError::TypeMeta(DecodeError::Json(e));
     let obj = match v {
         Value::Object(o) => o,
         Value::Null => return Ok((String::new(), String::new())),
@@ -222,11 +221,11 @@ mod tests {
     #[test]
     fn interpret_errors() {
         assert_eq!(
-            interpret_type_meta(br#"{"apiVersion": 5}"#).unwrap_err(),
+            interpret_type_meta(br#"{"apiVersion": 5}"#).unwrap_err().to_string(),
             "couldn't get version/kind; json parse error: json: cannot unmarshal number into Go struct field .apiVersion of type string"
         );
         assert_eq!(
-            interpret_type_meta(b"[]").unwrap_err(),
+            interpret_type_meta(b"[]").unwrap_err().to_string(),
             "couldn't get version/kind; json parse error: json: cannot unmarshal array into Go value of type struct { APIVersion string \"json:\\\"apiVersion,omitempty\\\"\"; Kind string \"json:\\\"kind,omitempty\\\"\" }"
         );
         assert_eq!(
@@ -239,7 +238,7 @@ mod tests {
     fn interpret_prefix_matches_unrecognized_reason() {
         let body = br#"{"a": "#;
         assert_eq!(
-            interpret_type_meta(body).unwrap_err(),
+            interpret_type_meta(body).unwrap_err().to_string(),
             "couldn't get version/kind; json parse error: unexpected end of JSON input"
         );
     }

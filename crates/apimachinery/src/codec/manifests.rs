@@ -1,15 +1,15 @@
 //! Manifest files (`--load`): every YAML document or concatenated JSON value, empty
 //! documents skipped and `kind: List` items flattened, in order.
 
-use super::decode_json;
 use super::json::is_space;
 use super::yaml::yaml_documents;
+use super::{decode_json, CodecError};
 use serde::de;
 use serde_json::Value;
 
 /// Decode a manifest file: every YAML document (or every concatenated JSON value),
 /// skipping empty documents and flattening `kind: List` items, in order.
-pub fn decode_manifests(bytes: &[u8], is_yaml: bool) -> Result<Vec<Value>, String> {
+pub fn decode_manifests(bytes: &[u8], is_yaml: bool) -> Result<Vec<Value>, CodecError> {
     let docs = if is_yaml {
         yaml_documents(bytes)?
     } else {
@@ -21,7 +21,7 @@ pub fn decode_manifests(bytes: &[u8], is_yaml: bool) -> Result<Vec<Value>, Strin
 }
 
 /// Every JSON value of a stream of concatenated values.
-fn json_values(bytes: &[u8]) -> Result<Vec<Value>, String> {
+fn json_values(bytes: &[u8]) -> Result<Vec<Value>, CodecError> {
     let mut docs = Vec::new();
     let mut rest = bytes;
     loop {
@@ -33,7 +33,7 @@ fn json_values(bytes: &[u8]) -> Result<Vec<Value>, String> {
             Some(Ok(_)) => stream.byte_offset(),
             _ => rest.len(),
         };
-        docs.push(decode_json(&rest[..end]).map_err(|e| e.message())?);
+        docs.push(decode_json(&rest[..end]).map_err(CodecError::Manifest)?);
         rest = &rest[end..];
     }
     Ok(docs)

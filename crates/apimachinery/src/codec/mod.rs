@@ -57,6 +57,47 @@ pub enum DecodeError {
     NotAnObject,
 }
 
+/// What the codec's other readers fail with: a body's type meta, a continue token, a
+/// manifest file. The texts are kube's.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum CodecError {
+    /// `apiVersion`/`kind` could not be read (kube's `SimpleMetaFactory.Interpret`).
+    #[error("couldn't get version/kind; json parse error: {0}")]
+    TypeMeta(#[source] DecodeError),
+    /// A continue token that is no base64url.
+    #[error("continue key is not valid: illegal base64 data at input byte {0}")]
+    ContinueBase64(usize),
+    /// A continue token whose JSON does not decode (Go's `encoding/json` text).
+    #[error("continue key is not valid: {0}")]
+    ContinueJson(#[source] DecodeError),
+    /// A continue token of another version than `meta.k8s.io/v1`.
+    #[error("continue key is not valid: server does not recognize this encoded version {0}")]
+    ContinueVersion(String),
+    /// A continue token without resourceVersion.
+    #[error(
+        "continue key is not valid: incorrect encoded start resourceVersion (version meta.k8s.io/v1)"
+    )]
+    ContinueResourceVersion,
+    /// A continue token without start key.
+    #[error("continue key is not valid: encoded start key empty (version meta.k8s.io/v1)")]
+    ContinueStartEmpty,
+    /// A continue token whose start key is no clean path.
+    #[error("continue key is not valid: {0}")]
+    ContinueStart(String),
+    /// A manifest file that does not decode.
+    #[error(transparent)]
+    Manifest(DecodeError),
+    /// One document of a YAML manifest file does not decode.
+    #[error("document {document}: {error}")]
+    ManifestDocument {
+        /// The document's number, from 1.
+        document: usize,
+        /// Why it does not decode.
+        #[source]
+        error: DecodeError,
+    },
+}
+
 impl DecodeError {
     /// The error text.
     pub fn message(&self) -> String {

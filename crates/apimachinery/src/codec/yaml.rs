@@ -2,7 +2,7 @@
 //! JSON round trip), with goyaml's error texts, strict duplicate-key errors and the
 //! flow-depth check that runs in one linear pass before libyaml.
 
-use super::DecodeError;
+use super::{CodecError, DecodeError};
 use crate::goformat::go_float_v;
 use serde::de::{self, DeserializeSeed, EnumAccess, MapAccess, SeqAccess, VariantAccess, Visitor};
 use serde_json::{Map, Number, Value};
@@ -825,14 +825,24 @@ pub fn yaml_duplicate_key_error(bytes: &[u8]) -> Option<String> {
 
 /// Every document of a YAML stream as JSON, for manifest files; an error names its
 /// document (`document 2: ...`).
-pub(super) fn yaml_documents(bytes: &[u8]) -> Result<Vec<Value>, String> {
+pub(super) fn yaml_documents(bytes: &[u8]) -> Result<Vec<Value>, CodecError> {
     if let Some(line) = yaml_flow_too_deep(bytes) {
-        return Err(yaml_depth_error(line));
+        return Err(CodecError::Manifest(DecodeError::Yaml(yaml_depth_error(
+            line,
+        ))));
     }
     let mut docs = Vec::new();
     for (i, doc) in serde_norway::Deserializer::from_slice(bytes).enumerate() {
-        let y = yaml_document(doc, bytes).map_err(|e| format!("document {}: {e}", i + 1))?;
-        docs.push(y_to_json(&y).map_err(|e| format!("document {}: {e}", i + 1))?);
+        let in_document = |error| CodecError::ManifestDocument {
+            document: i + 1,
+            error,
+        };
+        let y = yaml_document(doc, bytes).map_err(in_document)?;
+        docs.push(
+            y_to_json(&y)
+                .map_err(DecodeError::Yaml)
+                .map_err(in_document)?,
+        );
     }
     Ok(docs)
 }
