@@ -3,6 +3,7 @@
 //! binding that cannot be configured a denial in `policy`, an audit annotation that
 //! cannot be set a log line.
 
+use crate::selector::SelectorError;
 use crate::status::Status;
 use crate::storage::StorageError;
 use crate::webhook::WebhookError;
@@ -60,9 +61,9 @@ pub enum AdmissionError {
     /// Neither `paramRef.name` nor `paramRef.selector`.
     #[error("one of name or selector must be provided")]
     ParamRefNoNameOrSelector,
-    /// `paramRef.selector` is no label selector (the pure layer's text).
-    #[error("{0}")]
-    ParamRefSelector(String),
+    /// `paramRef.selector` is no label selector.
+    #[error(transparent)]
+    ParamRefSelector(#[from] SelectorError),
     /// No params, and `parameterNotFoundAction: Deny`.
     #[error("no params found for policy binding with `Deny` parameterNotFoundAction")]
     NoParams,

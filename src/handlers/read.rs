@@ -34,11 +34,15 @@ pub fn list_options(req: &ApiRequest) -> Result<ListOptions, Status> {
         table::IncludeObject::parse(Some(i)).map_err(Status::bad_request)?;
     }
     let labels = match req.param("labelSelector") {
-        Some(s) if !s.is_empty() => Some(labels::parse(s).map_err(Status::bad_request)?),
+        Some(s) if !s.is_empty() => {
+            Some(labels::parse(s).map_err(|e| Status::bad_request(e.to_string()))?)
+        }
         _ => None,
     };
     let fields = match req.param("fieldSelector") {
-        Some(s) if !s.is_empty() => Some(fields::parse(s).map_err(Status::bad_request)?),
+        Some(s) if !s.is_empty() => {
+            Some(fields::parse(s).map_err(|e| Status::bad_request(e.to_string()))?)
+        }
         _ => None,
     };
     // kube converts every ListOptions parameter (a 400 with Go's error), then validates.

@@ -127,7 +127,9 @@ pub async fn watch(
     if !req.info.name.is_empty() {
         // Legacy `/watch/.../{name}`: a watch of one object.
         let sel = format!("metadata.name={}", req.info.name);
-        opts.fields = Some(crate::selector::fields::parse(&sel).map_err(Status::bad_request)?);
+        opts.fields = Some(
+            crate::selector::fields::parse(&sel).map_err(|e| Status::bad_request(e.to_string()))?,
+        );
     }
     // As kube: 0 (or none) is the server's default, a negative timeout ends at once.
     let timeout = match req.param_i64("timeoutSeconds")? {

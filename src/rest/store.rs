@@ -398,7 +398,7 @@ impl Store {
                 }
             });
             if let Some(e) = err.into_inner() {
-                return Err(Status::bad_request(e));
+                return Err(Status::bad_request(e.to_string()));
             }
             return Ok(ok);
         }

@@ -67,7 +67,11 @@ pub trait TypedStrategy: Send + Sync {
 
     /// The value of a field-selector label (`metadata.name`, `metadata.namespace` and
     /// the kind's own labels); `Err` is kube's `field label not supported: x`.
-    fn field_value(&self, obj: &Value, field: &str) -> Result<Option<String>, String> {
+    fn field_value(
+        &self,
+        obj: &Value,
+        field: &str,
+    ) -> Result<Option<String>, crate::selector::SelectorError> {
         meta_field_value(obj, field)
     }
 
@@ -301,7 +305,11 @@ impl Strategy for TypedKind {
         Some(&self.printer)
     }
 
-    fn field_value(&self, obj: &Value, field: &str) -> Result<Option<String>, String> {
+    fn field_value(
+        &self,
+        obj: &Value,
+        field: &str,
+    ) -> Result<Option<String>, crate::selector::SelectorError> {
         self.strategy.field_value(obj, field)
     }
 }

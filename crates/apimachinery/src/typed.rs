@@ -5,6 +5,7 @@
 
 use crate::object;
 use crate::schema::structural::{AdditionalProperties, Structural};
+use crate::selector::SelectorError;
 use serde_json::{Map, Value};
 use std::sync::OnceLock;
 
@@ -20,11 +21,11 @@ pub fn builtin_definitions() -> &'static Map<String, Value> {
 }
 
 /// `metadata.name` / `metadata.namespace`, the field labels every kind supports.
-pub fn meta_field_value(obj: &Value, field: &str) -> Result<Option<String>, String> {
+pub fn meta_field_value(obj: &Value, field: &str) -> Result<Option<String>, SelectorError> {
     match field {
         "metadata.name" => Ok(Some(object::name(obj).to_string())),
         "metadata.namespace" => Ok(Some(object::namespace(obj).to_string())),
-        _ => Err(format!("field label not supported: {field}")),
+        _ => Err(SelectorError::FieldLabelNotSupported(field.to_string())),
     }
 }
 

@@ -457,7 +457,11 @@ impl TypedStrategy for EventStrategy {
         BuiltinPrinter { columns, cells }
     }
 
-    fn field_value(&self, obj: &Value, field: &str) -> Result<Option<String>, String> {
+    fn field_value(
+        &self,
+        obj: &Value,
+        field: &str,
+    ) -> Result<Option<String>, crate::selector::SelectorError> {
         let label = match self.api {
             EventsApi::Core => field,
             EventsApi::EventsV1 => match field {
@@ -467,7 +471,11 @@ impl TypedStrategy for EventStrategy {
                     Some(rest) if REGARDING_FIELDS.contains(&rest) => {
                         return Ok(Some(str_at(obj, &format!("/regarding/{rest}")).to_string()))
                     }
-                    _ => return Err(format!("field label not supported: {field}")),
+                    _ => {
+                        return Err(crate::selector::SelectorError::FieldLabelNotSupported(
+                            field.to_string(),
+                        ))
+                    }
                 },
             },
         };
@@ -487,7 +495,10 @@ const REGARDING_FIELDS: [&str; 7] = [
 ];
 
 /// kube's `ToSelectableFields` of an Event, on the core shape.
-fn core_field_value(ev: &Value, field: &str) -> Result<Option<String>, String> {
+fn core_field_value(
+    ev: &Value,
+    field: &str,
+) -> Result<Option<String>, crate::selector::SelectorError> {
     let value = match field {
         "metadata.name" | "metadata.namespace" => {
             return crate::rest::typed::meta_field_value(ev, field)
@@ -505,7 +516,11 @@ fn core_field_value(ev: &Value, field: &str) -> Result<Option<String>, String> {
             Some(rest) if REGARDING_FIELDS.contains(&rest) => {
                 str_at(ev, &format!("/involvedObject/{rest}"))
             }
-            _ => return Err(format!("field label not supported: {field}")),
+            _ => {
+                return Err(crate::selector::SelectorError::FieldLabelNotSupported(
+                    field.to_string(),
+                ))
+            }
         },
     };
     Ok(Some(value.to_string()))
@@ -717,7 +732,9 @@ mod tests {
             Some("example.com/ctrl")
         );
         assert_eq!(
-            s.field_value(&ev, "involvedObject.name").unwrap_err(),
+            s.field_value(&ev, "involvedObject.name")
+                .unwrap_err()
+                .to_string(),
             "field label not supported: involvedObject.name"
         );
         let core = EventStrategy::core();

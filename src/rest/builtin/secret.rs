@@ -180,7 +180,11 @@ impl TypedStrategy for SecretStrategy {
         }
     }
 
-    fn field_value(&self, obj: &Value, field: &str) -> Result<Option<String>, String> {
+    fn field_value(
+        &self,
+        obj: &Value,
+        field: &str,
+    ) -> Result<Option<String>, crate::selector::SelectorError> {
         match field {
             "type" => Ok(Some(str_at(obj, "/type").to_string())),
             _ => meta_field_value(obj, field),
@@ -263,7 +267,10 @@ mod tests {
             Some("Opaque")
         );
         assert_eq!(
-            SecretStrategy.field_value(&s, "data").unwrap_err(),
+            SecretStrategy
+                .field_value(&s, "data")
+                .unwrap_err()
+                .to_string(),
             "field label not supported: data"
         );
     }

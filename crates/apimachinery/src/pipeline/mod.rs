@@ -187,7 +187,11 @@ impl Strategy for VersionSchema {
         self.printer_columns.clone()
     }
 
-    fn field_value(&self, obj: &Value, field: &str) -> Result<Option<String>, String> {
+    fn field_value(
+        &self,
+        obj: &Value,
+        field: &str,
+    ) -> Result<Option<String>, crate::selector::SelectorError> {
         crate::selector::fields::cr_field_value(obj, field, &self.selectable_fields)
     }
 }

@@ -140,7 +140,11 @@ pub trait Strategy: Send + Sync {
 
     /// The value of a field-selector label (`metadata.name`, `metadata.namespace` and
     /// the kind's own); `Err` is kube's `field label not supported: x`.
-    fn field_value(&self, obj: &Value, field: &str) -> Result<Option<String>, String> {
+    fn field_value(
+        &self,
+        obj: &Value,
+        field: &str,
+    ) -> Result<Option<String>, crate::selector::SelectorError> {
         crate::selector::fields::cr_field_value(obj, field, &[])
     }
 }

@@ -2,6 +2,7 @@
 //! matching, and the custom-resource field set (`metadata.name`, `metadata.namespace`
 //! and the CRD's `selectableFields`).
 
+use super::SelectorError;
 use crate::table::jsonpath;
 use serde_json::Value;
 use std::fmt;
@@ -94,7 +95,7 @@ impl FieldSelector {
         &self,
         namespaced: bool,
         selectable: &[String],
-    ) -> Result<(), String> {
+    ) -> Result<(), SelectorError> {
         for t in &self.terms {
             let ok = t.field == "metadata.name"
                 || (namespaced && t.field == "metadata.namespace")
@@ -102,7 +103,7 @@ impl FieldSelector {
                     .iter()
                     .any(|p| p.strip_prefix('.').unwrap_or(p) == t.field);
             if !ok {
-                return Err(format!("field label not supported: {}", t.field));
+                return Err(SelectorError::FieldLabelNotSupported(t.field.clone()));
             }
         }
         Ok(())
@@ -114,7 +115,7 @@ impl FieldSelector {
         &self,
         obj: &Value,
         selectable: &[String],
-    ) -> Result<bool, String> {
+    ) -> Result<bool, SelectorError> {
         for t in &self.terms {
             let actual = cr_field_value(obj, &t.field, selectable)?;
             if !t.matches_value(actual.as_deref().unwrap_or("")) {
@@ -155,7 +156,7 @@ pub fn escape_value(s: &str) -> String {
 }
 
 /// kube's `UnescapeValue`, with its error texts.
-pub fn unescape_value(s: &str) -> Result<String, String> {
+pub fn unescape_value(s: &str) -> Result<String, SelectorError> {
     if !s.contains(['\\', ',', '=']) {
         return Ok(s.to_string());
     }
@@ -164,9 +165,7 @@ pub fn unescape_value(s: &str) -> Result<String, String> {
     for c in s.chars() {
         if in_slash {
             if !matches!(c, '\\' | ',' | '=') {
-                return Err(format!(
-                    "invalid field selector: invalid escape sequence: \\{c}"
-                ));
+                return Err(SelectorError::FieldEscape(c.to_string()));
             }
             out.push(c);
             in_slash = false;
@@ -175,17 +174,12 @@ pub fn unescape_value(s: &str) -> Result<String, String> {
         match c {
             '\\' => in_slash = true,
             // kube prints the rune with %v, i.e. its code point number.
-            ',' | '=' => {
-                return Err(format!(
-                    "invalid field selector: unescaped character in value: {}",
-                    c as u32
-                ))
-            }
+            ',' | '=' => return Err(SelectorError::FieldUnescaped(c)),
             c => out.push(c),
         }
     }
     if in_slash {
-        return Err("invalid field selector: invalid escape sequence: \\".to_string());
+        return Err(SelectorError::FieldEscape(String::new()));
     }
     Ok(out)
 }
@@ -231,7 +225,7 @@ fn split_term(term: &str) -> Option<(&str, FieldOperator, &str)> {
 
 /// Parse a `?fieldSelector=` string as kube's `fields.ParseSelector`; the error is kube's
 /// message. Terms are sorted as kube sorts them, so errors name the same term.
-pub fn parse(selector: &str) -> Result<FieldSelector, String> {
+pub fn parse(selector: &str) -> Result<FieldSelector, SelectorError> {
     let mut parts = split_terms(selector);
     parts.sort_unstable();
     let mut terms = Vec::new();
@@ -239,8 +233,10 @@ pub fn parse(selector: &str) -> Result<FieldSelector, String> {
         if part.is_empty() {
             continue;
         }
-        let (lhs, operator, rhs) = split_term(part)
-            .ok_or_else(|| format!("invalid selector: '{selector}'; can't understand '{part}'"))?;
+        let (lhs, operator, rhs) = split_term(part).ok_or_else(|| SelectorError::FieldTerm {
+            selector: selector.to_string(),
+            term: part.to_string(),
+        })?;
         let value = unescape_value(rhs)?;
         // kube's identity transform drops a term whose field and value are both empty.
         if lhs.is_empty() && value.is_empty() {
@@ -264,7 +260,7 @@ pub fn cr_field_value(
     obj: &Value,
     field: &str,
     selectable: &[String],
-) -> Result<Option<String>, String> {
+) -> Result<Option<String>, SelectorError> {
     match field {
         "metadata.name" | "metadata.namespace" => {
             let key = &field["metadata.".len()..];
@@ -280,18 +276,15 @@ pub fn cr_field_value(
         .iter()
         .find(|p| p.strip_prefix('.').unwrap_or(p) == field)
     else {
-        return Err(format!("field label not supported: {field}"));
+        return Err(SelectorError::FieldLabelNotSupported(field.to_string()));
     };
-    let parsed =
-        jsonpath::parse(path).map_err(|e| format!("unexpected error parsing jsonPath: {e}"))?;
-    let results = parsed
-        .find(obj)
-        .map_err(|e| format!("unexpected error finding value with jsonPath: {e}"))?;
+    let parsed = jsonpath::parse(path).map_err(SelectorError::FieldJsonPathParse)?;
+    let results = parsed.find(obj).map_err(SelectorError::FieldJsonPathFind)?;
     match results.as_slice() {
         [] => Ok(None),
         [Value::Null] => Ok(None),
         [one] => Ok(Some(jsonpath::go_sprint(one))),
-        _ => Err("unexpectedly received more than one JSON path result".to_string()),
+        _ => Err(SelectorError::FieldJsonPathResults),
     }
 }
 
@@ -345,15 +338,15 @@ mod tests {
         assert_eq!(vals, vec![",", "=", "\\"]);
         assert_eq!(sel.to_string(), r"a=\,,b=\=,c=\\");
         assert_eq!(
-            parse("a=b=c").unwrap_err(),
+            parse("a=b=c").unwrap_err().to_string(),
             "invalid field selector: unescaped character in value: 61"
         );
         assert_eq!(
-            parse(r"a=\x").unwrap_err(),
+            parse(r"a=\x").unwrap_err().to_string(),
             r"invalid field selector: invalid escape sequence: \x"
         );
         assert_eq!(
-            parse(r"a=b\").unwrap_err(),
+            parse(r"a=b\").unwrap_err().to_string(),
             r"invalid field selector: invalid escape sequence: \"
         );
     }
@@ -361,12 +354,12 @@ mod tests {
     #[test]
     fn unparseable_term_message() {
         assert_eq!(
-            parse("foo").unwrap_err(),
+            parse("foo").unwrap_err().to_string(),
             "invalid selector: 'foo'; can't understand 'foo'"
         );
         // Terms are sorted before parsing, so kube reports `abc` before `zzz`.
         assert_eq!(
-            parse("zzz,abc").unwrap_err(),
+            parse("zzz,abc").unwrap_err().to_string(),
             "invalid selector: 'zzz,abc'; can't understand 'abc'"
         );
     }
@@ -386,7 +379,9 @@ mod tests {
     fn custom_resource_labels() {
         let sel = parse("spec.foo=x").unwrap();
         assert_eq!(
-            sel.check_custom_resource_labels(true, &[]).unwrap_err(),
+            sel.check_custom_resource_labels(true, &[])
+                .unwrap_err()
+                .to_string(),
             "field label not supported: spec.foo"
         );
         assert!(sel
@@ -395,7 +390,9 @@ mod tests {
         let ns = parse("metadata.namespace=default").unwrap();
         assert!(ns.check_custom_resource_labels(true, &[]).is_ok());
         assert_eq!(
-            ns.check_custom_resource_labels(false, &[]).unwrap_err(),
+            ns.check_custom_resource_labels(false, &[])
+                .unwrap_err()
+                .to_string(),
             "field label not supported: metadata.namespace"
         );
     }
@@ -428,7 +425,9 @@ mod tests {
         assert_eq!(cr_field_value(&obj, "spec.missing", &sf).unwrap(), None);
         assert_eq!(cr_field_value(&obj, "spec.nil", &sf).unwrap(), None);
         assert_eq!(
-            cr_field_value(&obj, "spec.other", &sf).unwrap_err(),
+            cr_field_value(&obj, "spec.other", &sf)
+                .unwrap_err()
+                .to_string(),
             "field label not supported: spec.other"
         );
         let sel = parse("spec.size=3,spec.on=true,spec.missing=").unwrap();

@@ -5,6 +5,7 @@
 //! the apiserver returns in its 400 `BadRequest`, e.g.
 //! `unable to parse requirement: <nil>: Invalid value: "a b": name part must consist of ...`.
 
+use super::SelectorError;
 use crate::field::go_quote;
 // Key and value checks are kube's `IsQualifiedName` / `IsValidLabelValue`, shared with
 // metadata validation.
@@ -67,7 +68,7 @@ pub struct Requirement {
 impl Requirement {
     /// Build a requirement with kube's `NewRequirement` validation; the error is kube's
     /// aggregated message (paths `key`, `values[i]`, `values[i][key]`).
-    pub fn new(key: &str, operator: Operator, values: Vec<String>) -> Result<Self, String> {
+    pub fn new(key: &str, operator: Operator, values: Vec<String>) -> Result<Self, SelectorError> {
         let mut errs = Vec::new();
         if let Some(e) = key_error(key, "key") {
             errs.push(e);
@@ -124,7 +125,7 @@ impl Requirement {
                 values,
             })
         } else {
-            Err(aggregate(errs))
+            Err(SelectorError::Requirement(aggregate(errs)))
         }
     }
 
@@ -291,7 +292,7 @@ impl fmt::Display for LabelSelector {
 }
 
 /// Parse a `?labelSelector=` string with kube's grammar; the error is kube's message.
-pub fn parse(selector: &str) -> Result<LabelSelector, String> {
+pub fn parse(selector: &str) -> Result<LabelSelector, SelectorError> {
     let items = lex_all(selector.as_bytes());
     let mut parser = Parser { items, pos: 0 };
     let requirements = parser.parse()?;
@@ -300,38 +301,23 @@ pub fn parse(selector: &str) -> Result<LabelSelector, String> {
 
 /// Convert a `metav1.LabelSelector` object (`matchLabels`, `matchExpressions`) as kube's
 /// `LabelSelectorAsSelector` does; `null` selects nothing, `{}` selects everything.
-pub fn from_label_selector_json(v: &Value) -> Result<LabelSelector, String> {
+pub fn from_label_selector_json(v: &Value) -> Result<LabelSelector, SelectorError> {
     let obj = match v {
         Value::Null => return Ok(LabelSelector::nothing()),
         Value::Object(o) => o,
-        other => {
-            return Err(format!(
-                "label selector must be an object, not {}",
-                json_kind(other)
-            ))
-        }
+        other => return Err(SelectorError::NotAnObject(json_kind(other))),
     };
     let empty = Map::new();
     let match_labels = match obj.get("matchLabels") {
         None | Some(Value::Null) => &empty,
         Some(Value::Object(m)) => m,
-        Some(other) => {
-            return Err(format!(
-                "matchLabels must be an object, not {}",
-                json_kind(other)
-            ))
-        }
+        Some(other) => return Err(SelectorError::MatchLabelsNotAnObject(json_kind(other))),
     };
     let no_exprs = Vec::new();
     let match_expressions = match obj.get("matchExpressions") {
         None | Some(Value::Null) => &no_exprs,
         Some(Value::Array(a)) => a,
-        Some(other) => {
-            return Err(format!(
-                "matchExpressions must be an array, not {}",
-                json_kind(other)
-            ))
-        }
+        Some(other) => return Err(SelectorError::MatchExpressionsNotAnArray(json_kind(other))),
     };
     if match_labels.is_empty() && match_expressions.is_empty() {
         return Ok(LabelSelector::everything());
@@ -340,7 +326,7 @@ pub fn from_label_selector_json(v: &Value) -> Result<LabelSelector, String> {
     for (k, v) in match_labels {
         let value = v
             .as_str()
-            .ok_or_else(|| format!("matchLabels[{k}] must be a string"))?;
+            .ok_or_else(|| SelectorError::MatchLabelNotAString(k.clone()))?;
         requirements.push(Requirement::new(
             k,
             Operator::Equals,
@@ -355,12 +341,7 @@ pub fn from_label_selector_json(v: &Value) -> Result<LabelSelector, String> {
             "NotIn" => Operator::NotIn,
             "Exists" => Operator::Exists,
             "DoesNotExist" => Operator::DoesNotExist,
-            other => {
-                return Err(format!(
-                    "{} is not a valid label selector operator",
-                    go_quote(other)
-                ))
-            }
+            other => return Err(SelectorError::Operator(other.to_string())),
         };
         let values = match expr.get("values") {
             None | Some(Value::Null) => Vec::new(),
@@ -368,8 +349,8 @@ pub fn from_label_selector_json(v: &Value) -> Result<LabelSelector, String> {
                 .iter()
                 .map(|x| x.as_str().map(str::to_string))
                 .collect::<Option<Vec<_>>>()
-                .ok_or_else(|| "matchExpressions values must be strings".to_string())?,
-            Some(_) => return Err("matchExpressions values must be an array".to_string()),
+                .ok_or(SelectorError::ValuesNotStrings)?,
+            Some(_) => return Err(SelectorError::ValuesNotAnArray),
         };
         requirements.push(Requirement::new(key, op, values)?);
     }
@@ -561,7 +542,7 @@ impl Parser {
         item
     }
 
-    fn parse(&mut self) -> Result<Vec<Requirement>, String> {
+    fn parse(&mut self) -> Result<Vec<Requirement>, SelectorError> {
         let mut requirements = Vec::new();
         loop {
             let (tok, lit) = self.lookahead(Context::Values);
@@ -569,7 +550,7 @@ impl Parser {
                 Token::Identifier | Token::DoesNotExist => {
                     let r = self
                         .parse_requirement()
-                        .map_err(|e| format!("unable to parse requirement: {e}"))?;
+                        .map_err(SelectorError::LabelRequirement)?;
                     requirements.push(r);
                     let (t, l) = self.consume(Context::Values);
                     match t {
@@ -577,19 +558,23 @@ impl Parser {
                         Token::Comma => {
                             let (t2, l2) = self.lookahead(Context::Values);
                             if t2 != Token::Identifier && t2 != Token::DoesNotExist {
-                                return Err(format!(
+                                return Err(SelectorError::LabelSyntax(format!(
                                     "found '{l2}', expected: identifier after ','"
-                                ));
+                                )));
                             }
                         }
-                        _ => return Err(format!("found '{l}', expected: ',' or 'end of string'")),
+                        _ => {
+                            return Err(SelectorError::LabelSyntax(format!(
+                                "found '{l}', expected: ',' or 'end of string'"
+                            )))
+                        }
                     }
                 }
                 Token::EndOfString => return Ok(requirements),
                 _ => {
-                    return Err(format!(
+                    return Err(SelectorError::LabelSyntax(format!(
                         "found '{lit}', expected: !, identifier, or 'end of string'"
-                    ))
+                    )))
                 }
             }
         }
@@ -598,14 +583,14 @@ impl Parser {
     fn parse_requirement(&mut self) -> Result<Requirement, String> {
         let (key, inferred) = self.parse_key_and_infer_operator()?;
         if let Some(op @ (Operator::Exists | Operator::DoesNotExist)) = inferred {
-            return Requirement::new(&key, op, Vec::new());
+            return Requirement::new(&key, op, Vec::new()).map_err(|e| e.to_string());
         }
         let op = self.parse_operator()?;
         let values = match op {
             Operator::In | Operator::NotIn => self.parse_values()?,
             _ => self.parse_exact_value()?,
         };
-        Requirement::new(&key, op, values)
+        Requirement::new(&key, op, values).map_err(|e| e.to_string())
     }
 
     fn parse_key_and_infer_operator(&mut self) -> Result<(String, Option<Operator>), String> {
@@ -775,13 +760,13 @@ mod tests {
     fn key_errors_use_nil_path() {
         // kube: `unable to parse requirement: <nil>: Invalid value: "app:monolith": name part ...`
         assert_eq!(
-            parse("app:monolith").unwrap_err(),
+            parse("app:monolith").unwrap_err().to_string(),
             format!(
                 "unable to parse requirement: <nil>: Invalid value: \"app:monolith\": {NAME_PART_REGEX}"
             )
         );
         assert_eq!(
-            parse("*bar").unwrap_err(),
+            parse("*bar").unwrap_err().to_string(),
             format!(
                 "unable to parse requirement: <nil>: Invalid value: \"*bar\": {NAME_PART_REGEX}"
             )
@@ -792,14 +777,14 @@ mod tests {
     fn prefix_errors_match_kube() {
         // Recorded from a real cluster: kubectl get pods -l app.kubernetes_io/name=x
         assert_eq!(
-            parse("app.kubernetes_io/name=vault-secrets-operator").unwrap_err(),
+            parse("app.kubernetes_io/name=vault-secrets-operator").unwrap_err().to_string(),
             "unable to parse requirement: <nil>: Invalid value: \"app.kubernetes_io/name\": prefix part a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
         );
     }
 
     #[test]
     fn multi_slash_key_is_one_message() {
-        let err = parse("a/b/c").unwrap_err();
+        let err = parse("a/b/c").unwrap_err().to_string();
         assert_eq!(
             err,
             "unable to parse requirement: <nil>: Invalid value: \"a/b/c\": a valid label key must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]') with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
@@ -809,11 +794,11 @@ mod tests {
     #[test]
     fn empty_name_part_reports_both_messages() {
         assert_eq!(
-            parse("example.com/").unwrap_err(),
+            parse("example.com/").unwrap_err().to_string(),
             format!("unable to parse requirement: <nil>: Invalid value: \"example.com/\": name part must be non-empty; {NAME_PART_REGEX}")
         );
         assert_eq!(
-            parse("/a").unwrap_err(),
+            parse("/a").unwrap_err().to_string(),
             "unable to parse requirement: <nil>: Invalid value: \"/a\": prefix part must be non-empty"
         );
     }
@@ -823,11 +808,11 @@ mod tests {
         let long = "z".repeat(64);
         // kube test: `values[0][good-key]: Invalid value: "zzz…": must be no more than 63 …`
         assert_eq!(
-            parse(&format!("good-key={long}")).unwrap_err(),
+            parse(&format!("good-key={long}")).unwrap_err().to_string(),
             format!("unable to parse requirement: values[0][good-key]: Invalid value: \"{long}\": must be no more than 63 bytes")
         );
         assert_eq!(
-            parse("tier=-gold").unwrap_err(),
+            parse("tier=-gold").unwrap_err().to_string(),
             "unable to parse requirement: values[0][tier]: Invalid value: \"-gold\": a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')"
         );
     }
@@ -835,7 +820,7 @@ mod tests {
     #[test]
     fn gt_requires_integer() {
         assert_eq!(
-            parse("x>abc").unwrap_err(),
+            parse("x>abc").unwrap_err().to_string(),
             "unable to parse requirement: values[0]: Invalid value: \"abc\": for 'Gt', 'Lt' operators, the value must be an integer"
         );
         let sel = parse("x>5").unwrap();
@@ -849,43 +834,43 @@ mod tests {
     #[test]
     fn grammar_error_texts() {
         assert_eq!(
-            parse("a b").unwrap_err(),
+            parse("a b").unwrap_err().to_string(),
             "unable to parse requirement: found 'b', expected: in, notin, =, ==, !=, gt, lt"
         );
         assert_eq!(
-            parse("x,").unwrap_err(),
+            parse("x,").unwrap_err().to_string(),
             "found '', expected: identifier after ','"
         );
         assert_eq!(
-            parse(",x").unwrap_err(),
+            parse(",x").unwrap_err().to_string(),
             "found ',', expected: !, identifier, or 'end of string'"
         );
         assert_eq!(
-            parse("x=a=b").unwrap_err(),
+            parse("x=a=b").unwrap_err().to_string(),
             "found '=', expected: ',' or 'end of string'"
         );
         assert_eq!(
-            parse("x in a").unwrap_err(),
+            parse("x in a").unwrap_err().to_string(),
             "unable to parse requirement: found 'a' expected: '('"
         );
         assert_eq!(
-            parse("x in (a").unwrap_err(),
+            parse("x in (a").unwrap_err().to_string(),
             "unable to parse requirement: found '', expected: ',' or ')'"
         );
         assert_eq!(
-            parse("x in (=)").unwrap_err(),
+            parse("x in (=)").unwrap_err().to_string(),
             "unable to parse requirement: found '=', expected: ',', ')' or identifier"
         );
         assert_eq!(
-            parse("x=(a)").unwrap_err(),
+            parse("x=(a)").unwrap_err().to_string(),
             "unable to parse requirement: found '(', expected: identifier"
         );
         assert_eq!(
-            parse("!=a").unwrap_err(),
+            parse("!=a").unwrap_err().to_string(),
             "found '!=', expected: !, identifier, or 'end of string'"
         );
         assert_eq!(
-            parse("!x=a").unwrap_err(),
+            parse("!x=a").unwrap_err().to_string(),
             "found '=', expected: ',' or 'end of string'"
         );
     }
@@ -952,30 +937,35 @@ mod tests {
             from_label_selector_json(
                 &json!({"matchExpressions": [{"key": "a", "operator": "Foo"}]})
             )
-            .unwrap_err(),
+            .unwrap_err()
+            .to_string(),
             "\"Foo\" is not a valid label selector operator"
         );
         assert_eq!(
             from_label_selector_json(&json!({"matchExpressions": [{"key": "a", "operator": "In"}]}))
-                .unwrap_err(),
+                .unwrap_err().to_string(),
             "values: Invalid value: []string{}: for 'in', 'notin' operators, values set can't be empty"
         );
         assert_eq!(
             from_label_selector_json(
                 &json!({"matchExpressions": [{"key": "a", "operator": "Exists", "values": ["x"]}]})
             )
-            .unwrap_err(),
+            .unwrap_err().to_string(),
             "values: Invalid value: []string{\"x\"}: values set must be empty for exists and does not exist"
         );
         assert_eq!(
-            from_label_selector_json(&json!({"matchLabels": {"a b": "x"}})).unwrap_err(),
+            from_label_selector_json(&json!({"matchLabels": {"a b": "x"}}))
+                .unwrap_err()
+                .to_string(),
             format!("key: Invalid value: \"a b\": {NAME_PART_REGEX}")
         );
     }
 
     #[test]
     fn gt_with_bad_label_value_aggregates() {
-        let err = Requirement::new("k", Operator::GreaterThan, vec!["a-".into()]).unwrap_err();
+        let err = Requirement::new("k", Operator::GreaterThan, vec!["a-".into()])
+            .unwrap_err()
+            .to_string();
         assert!(err.starts_with("[values[0]: Invalid value: \"a-\": for 'Gt', 'Lt' operators, the value must be an integer, values[0][k]: Invalid value: \"a-\": a valid label must"));
         assert!(err.ends_with("]"));
     }
