@@ -31,7 +31,7 @@ pub async fn get(
 /// Parse list options from the query, with kube's errors for bad selectors and limits.
 pub fn list_options(req: &ApiRequest) -> Result<ListOptions, Status> {
     if let Some(i) = req.param("includeObject") {
-        table::IncludeObject::parse(Some(i)).map_err(Status::bad_request)?;
+        table::IncludeObject::parse(Some(i)).map_err(|e| Status::bad_request(e.to_string()))?;
     }
     let labels = match req.param("labelSelector") {
         Some(s) if !s.is_empty() => {

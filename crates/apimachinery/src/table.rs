@@ -7,6 +7,20 @@ use crate::schema::objectmeta::OBJECT_META_FIELDS;
 use chrono::{DateTime, Utc};
 use serde_json::{json, Map, Value};
 
+/// What the Table layer refuses; the texts are kube's.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum TableError {
+    /// `?includeObject=` that is none of `None`, `Metadata`, `Object`.
+    #[error("unrecognized includeObject value: {}", crate::field::go_quote(.0))]
+    IncludeObject(String),
+    /// A JSONPath that does not parse (kube's JSONPath parser's text).
+    #[error("{0}")]
+    JsonPathParse(String),
+    /// A JSONPath that cannot be evaluated on an object (kube's JSONPath evaluator's text).
+    #[error("{0}")]
+    JsonPathFind(String),
+}
+
 /// Description kube gives the `Name` column (ObjectMeta's `name` field doc).
 pub const NAME_COLUMN_DESCRIPTION: &str = "Name must be unique within a namespace. Is required when creating resources, although some resources may allow a client to request the generation of an appropriate name automatically. Name is primarily intended for creation idempotence and configuration definition. Cannot be updated. More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/names#names";
 
@@ -132,15 +146,12 @@ pub enum IncludeObject {
 
 impl IncludeObject {
     /// Parse the query value; the error is kube's 400 message.
-    pub fn parse(v: Option<&str>) -> Result<Self, String> {
+    pub fn parse(v: Option<&str>) -> Result<Self, TableError> {
         match v.unwrap_or("") {
             "" | "Metadata" => Ok(IncludeObject::Metadata),
             "None" => Ok(IncludeObject::None),
             "Object" => Ok(IncludeObject::Object),
-            other => Err(format!(
-                "unrecognized includeObject value: {}",
-                crate::field::go_quote(other)
-            )),
+            other => Err(TableError::IncludeObject(other.to_string())),
         }
     }
 }
@@ -550,6 +561,7 @@ fn two_units(n: i64, unit: &str, rest: i64, rest_unit: &str) -> String {
 /// columns and selectable fields: `.a.b`, `['a.b']`, `[0]`, `[-1]`, `[1:3]`, `[*]`,
 /// `.*`, `..`, and filters `[?(@.type=="Ready")]`; missing keys yield no results.
 pub mod jsonpath {
+    use super::TableError;
     use crate::goformat::{go_float_v, go_json};
     use serde_json::Value;
 
@@ -597,22 +609,22 @@ pub mod jsonpath {
     }
 
     /// Parse an expression as written in a CRD (`.spec.x`), optionally inside `{}`.
-    pub fn parse(expr: &str) -> Result<JsonPath, String> {
+    pub fn parse(expr: &str) -> Result<JsonPath, TableError> {
         let trimmed = expr.trim();
         let inner = trimmed
             .strip_prefix('{')
             .and_then(|s| s.strip_suffix('}'))
             .unwrap_or(trimmed);
         let chars: Vec<char> = inner.chars().collect();
-        let nodes = parse_nodes(&chars)?;
+        let nodes = parse_nodes(&chars).map_err(TableError::JsonPathParse)?;
         Ok(JsonPath { nodes })
     }
 
     impl JsonPath {
         /// All values the path selects, in kube's order; `Err` where kube's evaluation
         /// fails (indexing a non-array, index out of range, bad comparison).
-        pub fn find<'a>(&self, root: &'a Value) -> Result<Vec<&'a Value>, String> {
-            eval(&self.nodes, vec![root])
+        pub fn find<'a>(&self, root: &'a Value) -> Result<Vec<&'a Value>, TableError> {
+            eval(&self.nodes, vec![root]).map_err(TableError::JsonPathFind)
         }
     }
 
@@ -1364,7 +1376,7 @@ mod tests {
         assert_eq!(IncludeObject::parse(Some("None")), Ok(IncludeObject::None));
         assert_eq!(
             IncludeObject::parse(Some("all")),
-            Err("unrecognized includeObject value: \"all\"".to_string())
+            Err(TableError::IncludeObject("all".to_string()))
         );
     }
 

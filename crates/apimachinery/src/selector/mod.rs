@@ -11,6 +11,7 @@ pub use fields::FieldSelector;
 pub use labels::LabelSelector;
 
 use crate::field::go_quote;
+use crate::table::TableError;
 
 /// A selector that does not parse or cannot be evaluated; the texts are kube's.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -34,10 +35,10 @@ pub enum SelectorError {
     FieldLabelNotSupported(String),
     /// A selectable field's JSON path that does not parse.
     #[error("unexpected error parsing jsonPath: {0}")]
-    FieldJsonPathParse(String),
+    FieldJsonPathParse(#[source] TableError),
     /// A selectable field's JSON path that cannot be evaluated.
     #[error("unexpected error finding value with jsonPath: {0}")]
-    FieldJsonPathFind(String),
+    FieldJsonPathFind(#[source] TableError),
     /// A selectable field's JSON path with several results.
     #[error("unexpectedly received more than one JSON path result")]
     FieldJsonPathResults,
