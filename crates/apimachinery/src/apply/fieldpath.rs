@@ -2,6 +2,7 @@
 //! path elements (`f:` field, `k:` list-map key, `v:` set value, `i:` index), the set
 //! trie of members and children, and the `FieldsV1` JSON encoding of `managedFields`.
 
+use super::FieldSetError;
 use crate::field::go_quote;
 use crate::goformat::{go_json, go_json_string, go_number_v};
 use crate::number::{compare_numbers, MixedNumbers};
@@ -64,30 +65,30 @@ impl PathElement {
     }
 
     /// Parse a `FieldsV1` key; `Ok(None)` for an unknown element type, which kube skips.
-    pub fn deserialize(s: &str) -> Result<Option<PathElement>, String> {
+    pub fn deserialize(s: &str) -> Result<Option<PathElement>, FieldSetError> {
         let b = s.as_bytes();
         if b.len() < 2 {
-            return Err("key must be 2 characters long:".to_string());
+            return Err(FieldSetError::KeyTooShort);
         }
         if b[1] != b':' {
-            return Err(format!("missing colon: {s}"));
+            return Err(FieldSetError::MissingColon(s.to_string()));
         }
         let rest = &s[2..];
         match b[0] {
             b'f' => Ok(Some(PathElement::Field(rest.to_string()))),
             b'v' => serde_json::from_str::<Value>(rest)
                 .map(|v| Some(PathElement::Value(v)))
-                .map_err(|e| e.to_string()),
+                .map_err(FieldSetError::ElementJson),
             b'k' => {
                 let m: Map<String, Value> =
-                    serde_json::from_str(rest).map_err(|e| e.to_string())?;
+                    serde_json::from_str(rest).map_err(FieldSetError::ElementJson)?;
                 // serde's map is already sorted by key, as kube sorts key fields.
                 Ok(Some(PathElement::Key(m.into_iter().collect())))
             }
             b'i' => rest
                 .parse::<i64>()
                 .map(|i| Some(PathElement::Index(i)))
-                .map_err(|e| e.to_string()),
+                .map_err(FieldSetError::ElementIndex),
             _ => Ok(None),
         }
     }
@@ -457,20 +458,19 @@ impl FieldSet {
     }
 
     /// Parse `FieldsV1` JSON (kube's `Set.FromJSON`); unknown element types are skipped.
-    pub fn from_fields_v1(v: &Value) -> Result<FieldSet, String> {
+    pub fn from_fields_v1(v: &Value) -> Result<FieldSet, FieldSetError> {
         Ok(read_fields_v1(v)?.0.unwrap_or_default())
     }
 }
 
 /// Returns the subtree (if any) and whether the level itself is a member.
-fn read_fields_v1(v: &Value) -> Result<(Option<FieldSet>, bool), String> {
+fn read_fields_v1(v: &Value) -> Result<(Option<FieldSet>, bool), FieldSetError> {
     let obj = match v {
         Value::Object(m) => Some(m),
         Value::Null => None,
         other => {
-            return Err(format!(
-                "ReadMapCB: expect {{ or n, but found {}",
-                go_json(other).chars().next().unwrap_or(' ')
+            return Err(FieldSetError::FieldsV1NotAnObject(
+                go_json(other).chars().next().unwrap_or(' '),
             ))
         }
     };
@@ -481,8 +481,8 @@ fn read_fields_v1(v: &Value) -> Result<(Option<FieldSet>, bool), String> {
             is_member = true;
             continue;
         }
-        let Some(pe) = PathElement::deserialize(key)
-            .map_err(|e| format!("parsing key as path element: {e}"))?
+        let Some(pe) =
+            PathElement::deserialize(key).map_err(|e| FieldSetError::PathElement(Box::new(e)))?
         else {
             continue;
         };
@@ -608,11 +608,11 @@ mod tests {
     fn deserialize_errors_and_unknown_types() {
         assert_eq!(PathElement::deserialize("x:1").unwrap(), None);
         assert_eq!(
-            PathElement::deserialize("f").unwrap_err(),
+            PathElement::deserialize("f").unwrap_err().to_string(),
             "key must be 2 characters long:"
         );
         assert_eq!(
-            PathElement::deserialize("fx").unwrap_err(),
+            PathElement::deserialize("fx").unwrap_err().to_string(),
             "missing colon: fx"
         );
         assert!(PathElement::deserialize("i:z").is_err());

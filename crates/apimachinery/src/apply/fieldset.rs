@@ -9,32 +9,27 @@
 
 use super::fieldpath::{values_equal, FieldSet, PathElement};
 use super::schema::{ListKind, ListType, ScalarKind, Shape, TypeRef};
+use super::FieldSetError;
 use crate::goformat::{go_number_v, go_type_name};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
 /// The path element identifying a list item: its keys (list-map) or value (set).
-pub fn list_item_element(lt: &ListType, item: &Value) -> Result<PathElement, String> {
+pub fn list_item_element(lt: &ListType, item: &Value) -> Result<PathElement, FieldSetError> {
     match lt.kind {
-        ListKind::Atomic => Err("invalid indexing of non-associative list".to_string()),
+        ListKind::Atomic => Err(FieldSetError::NonAssociativeList),
         ListKind::Set => match item {
-            Value::Object(_) => {
-                Err("associative list without keys has an element that's a map type".into())
-            }
-            Value::Array(_) => Err("not supported: associative list with lists as elements".into()),
-            Value::Null => {
-                Err("associative list without keys has an element that's an explicit null".into())
-            }
+            Value::Object(_) => Err(FieldSetError::SetItemMap),
+            Value::Array(_) => Err(FieldSetError::SetItemList),
+            Value::Null => Err(FieldSetError::SetItemNull),
             v => Ok(PathElement::Value(v.clone())),
         },
         ListKind::Map(_) | ListKind::MapByUid => {
             let m = match item {
-                Value::Null => {
-                    return Err("associative list with keys may not have a null element".into())
-                }
+                Value::Null => return Err(FieldSetError::MapItemNull),
                 Value::Object(m) => m,
-                _ => return Err("associative list with keys may not have non-map elements".into()),
+                _ => return Err(FieldSetError::MapItemNotMap),
             };
             let keys = lt.kind.keys();
             let mut fields: Vec<(String, Value)> = Vec::new();
@@ -43,9 +38,7 @@ pub fn list_item_element(lt: &ListType, item: &Value) -> Result<PathElement, Str
                     fields.push((k.to_string(), v.clone()));
                 } else {
                     let Some(elem) = lt.elem.atom().map else {
-                        return Err(format!(
-                            "couldn't find default value for {k}: associative list may not have non-map types"
-                        ));
+                        return Err(FieldSetError::KeyDefault(k.to_string()));
                     };
                     if let Some(d) = elem.field_default(k) {
                         fields.push((k.to_string(), d));
@@ -54,10 +47,7 @@ pub fn list_item_element(lt: &ListType, item: &Value) -> Result<PathElement, Str
             }
             if !keys.is_empty() && fields.is_empty() {
                 let quoted: Vec<String> = keys.iter().map(|k| crate::field::go_quote(k)).collect();
-                return Err(format!(
-                    "associative list with keys has an element that omits all key fields [{}] (and doesn't have default values for any key fields)",
-                    quoted.join(" ")
-                ));
+                return Err(FieldSetError::MissingKeys(quoted.join(" ")));
             }
             fields.sort_by(|a, b| a.0.cmp(&b.0));
             Ok(PathElement::Key(fields))

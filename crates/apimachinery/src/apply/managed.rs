@@ -16,6 +16,7 @@
 
 use super::fieldpath::{FieldSet, PathElement};
 use super::merge::{Managers, VersionedSet};
+use super::FieldSetError;
 use crate::goformat::go_json_string;
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
@@ -233,23 +234,23 @@ pub struct Managed {
 
 impl Managed {
     /// Decode entries (kube's `DecodeManagedFields`), with kube's errors.
-    pub fn decode(entries: &[Entry]) -> Result<Managed, String> {
+    pub fn decode(entries: &[Entry]) -> Result<Managed, FieldSetError> {
         let mut out = Managed::default();
         for (i, e) in entries.iter().enumerate() {
             if e.operation != APPLY && e.operation != UPDATE {
-                return Err("operation must be `Apply` or `Update`".to_string());
+                return Err(FieldSetError::Operation);
             }
             if e.api_version.is_empty() {
-                return Err("apiVersion must not be empty".to_string());
+                return Err(FieldSetError::EmptyApiVersion);
             }
             match e.fields_type.as_str() {
                 FIELDS_V1 => {}
-                "" => return Err(format!("missing fieldsType in managed fields entry {i}")),
+                "" => return Err(FieldSetError::MissingFieldsType(i)),
                 other => {
-                    return Err(format!(
-                        "invalid fieldsType {} in managed fields entry {i}",
-                        crate::field::go_quote(other)
-                    ))
+                    return Err(FieldSetError::InvalidFieldsType {
+                        fields_type: other.to_string(),
+                        entry: i,
+                    })
                 }
             }
             let key = ManagerId {
@@ -261,7 +262,7 @@ impl Managed {
             .key();
             let set = match &e.fields_v1 {
                 Some(v) => FieldSet::from_fields_v1(v)
-                    .map_err(|err| format!("error decoding versioned set: {err}"))?,
+                    .map_err(|err| FieldSetError::VersionedSet(Box::new(err)))?,
                 None => FieldSet::new(),
             };
             out.fields.insert(
@@ -492,8 +493,11 @@ mod tests {
 
     #[test]
     fn decode_errors_are_kube_texts() {
-        let bad =
-            |e: Value| Managed::decode(&parse_entries(Some(&json!([e]))).unwrap()).unwrap_err();
+        let bad = |e: Value| {
+            Managed::decode(&parse_entries(Some(&json!([e]))).unwrap())
+                .unwrap_err()
+                .to_string()
+        };
         assert_eq!(
             bad(
                 json!({"manager": "m", "operation": "Delete", "apiVersion": "v1", "fieldsType": "FieldsV1"})

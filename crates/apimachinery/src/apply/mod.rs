@@ -97,6 +97,74 @@ impl Scope<'_> {
     }
 }
 
+/// Why a field set, a list item's identity or a `managedFields` entry could not be
+/// read; the texts are kube's (structured-merge-diff's and the field manager's).
+#[derive(Debug, thiserror::Error)]
+pub enum FieldSetError {
+    /// A `FieldsV1` key shorter than `x:`.
+    #[error("key must be 2 characters long:")]
+    KeyTooShort,
+    /// A `FieldsV1` key without `:` after its type.
+    #[error("missing colon: {0}")]
+    MissingColon(String),
+    /// A `v:` or `k:` key whose JSON does not decode.
+    #[error("{0}")]
+    ElementJson(#[source] serde_json::Error),
+    /// An `i:` key that is no integer.
+    #[error("{0}")]
+    ElementIndex(#[source] std::num::ParseIntError),
+    /// A `FieldsV1` level that is neither an object nor null.
+    #[error("ReadMapCB: expect {{ or n, but found {0}")]
+    FieldsV1NotAnObject(char),
+    /// A `FieldsV1` key that is no path element.
+    #[error("parsing key as path element: {0}")]
+    PathElement(#[source] Box<FieldSetError>),
+    /// An item of an atomic list has no identity.
+    #[error("invalid indexing of non-associative list")]
+    NonAssociativeList,
+    /// A set item that is an object.
+    #[error("associative list without keys has an element that's a map type")]
+    SetItemMap,
+    /// A set item that is a list.
+    #[error("not supported: associative list with lists as elements")]
+    SetItemList,
+    /// A set item that is null.
+    #[error("associative list without keys has an element that's an explicit null")]
+    SetItemNull,
+    /// A list-map item that is null.
+    #[error("associative list with keys may not have a null element")]
+    MapItemNull,
+    /// A list-map item that is no object.
+    #[error("associative list with keys may not have non-map elements")]
+    MapItemNotMap,
+    /// A list-map key missing from an item whose type is no map.
+    #[error("couldn't find default value for {0}: associative list may not have non-map types")]
+    KeyDefault(String),
+    /// A list-map item without any key field (the keys quoted, space separated).
+    #[error("associative list with keys has an element that omits all key fields [{0}] (and doesn't have default values for any key fields)")]
+    MissingKeys(String),
+    /// A `managedFields` entry whose operation is neither `Apply` nor `Update`.
+    #[error("operation must be `Apply` or `Update`")]
+    Operation,
+    /// A `managedFields` entry without apiVersion.
+    #[error("apiVersion must not be empty")]
+    EmptyApiVersion,
+    /// A `managedFields` entry without fieldsType.
+    #[error("missing fieldsType in managed fields entry {0}")]
+    MissingFieldsType(usize),
+    /// A `managedFields` entry whose fieldsType is not `FieldsV1`.
+    #[error("invalid fieldsType {} in managed fields entry {entry}", crate::field::go_quote(.fields_type))]
+    InvalidFieldsType {
+        /// The fieldsType.
+        fields_type: String,
+        /// The entry's index.
+        entry: usize,
+    },
+    /// A `managedFields` entry whose `fieldsV1` does not decode.
+    #[error("error decoding versioned set: {0}")]
+    VersionedSet(#[source] Box<FieldSetError>),
+}
+
 /// Why an apply failed.
 #[derive(Clone, Debug, PartialEq)]
 pub enum ApplyError {
