@@ -3,19 +3,17 @@
 //! written (or seen through the storage watch), never per request.
 
 pub use apimachinery::crd::compiled::{CompiledCrd, CompiledVersion};
+use apimachinery::crd::CrdError;
 use serde_json::Value;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 
-/// Why a CRD cannot be served: it does not compile (the pure layer's message). Only
+/// Why a CRD cannot be served: it does not compile (the pure layer's error). Only
 /// logged: the CRD was accepted by validation, or is a stored one skipped at start.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("{message}")]
-pub struct CompileError {
-    /// What is wrong with the CRD.
-    pub message: String,
-}
+#[derive(Debug, thiserror::Error)]
+#[error(transparent)]
+pub struct CompileError(#[from] pub CrdError);
 
 /// All CRDs currently served.
 #[derive(Default)]
@@ -44,9 +42,7 @@ impl Catalog {
                 return Ok(());
             }
         }
-        let compiled = Arc::new(
-            CompiledCrd::compile(object, revision).map_err(|message| CompileError { message })?,
-        );
+        let compiled = Arc::new(CompiledCrd::compile(object, revision)?);
         let mut crds = self.crds.write().unwrap_or_else(|e| e.into_inner());
         if crds.get(&name).is_some_and(|c| c.revision >= revision) {
             return Ok(());

@@ -2,7 +2,7 @@
 //! immutability plan, CEL rules, printer columns and selectable fields, built once
 //! when the CRD is written or seen, never per request.
 
-use super::CrdInfo;
+use super::{CrdError, CrdInfo};
 use crate::pipeline::VersionSchema;
 use crate::schema::immutable::ImmutabilityPlan;
 use crate::schema::props::JSONSchemaProps;
@@ -44,13 +44,15 @@ pub struct CompiledCrd {
 
 impl CompiledCrd {
     /// Compile a (validated) CRD object.
-    pub fn compile(object: Value, revision: i64) -> Result<CompiledCrd, String> {
+    pub fn compile(object: Value, revision: i64) -> Result<CompiledCrd, CrdError> {
         let info = CrdInfo::from_crd(&object)?;
         let mut versions = Vec::new();
         for v in &info.versions {
             let props = match &v.schema {
-                Some(s) => JSONSchemaProps::from_value(s)
-                    .map_err(|e| format!("version {}: {e}", v.name))?,
+                Some(s) => JSONSchemaProps::from_value(s).map_err(|error| CrdError::Schema {
+                    version: v.name.clone(),
+                    error,
+                })?,
                 None => JSONSchemaProps {
                     type_: Some("object".into()),
                     x_preserve_unknown_fields: Some(true),

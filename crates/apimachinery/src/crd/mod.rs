@@ -131,19 +131,46 @@ pub struct CrdInfo {
     pub versions: Vec<VersionInfo>,
 }
 
+/// Why a CRD object cannot be read or compiled (only CRDs that would not pass
+/// validation fail).
+#[derive(Debug, thiserror::Error)]
+pub enum CrdError {
+    /// A required field is missing or empty (`spec.group`, `spec.names.kind`, ...).
+    #[error("{0} is missing")]
+    Missing(&'static str),
+    /// `spec.scope` is neither `Namespaced` nor `Cluster`.
+    #[error("unsupported scope {0:?}")]
+    Scope(String),
+    /// `spec.versions` is empty.
+    #[error("spec.versions is empty")]
+    NoVersions,
+    /// A version without name.
+    #[error("a version has no name")]
+    VersionName,
+    /// A version's `schema.openAPIV3Schema` is no JSONSchemaProps.
+    #[error("version {version}: {error}")]
+    Schema {
+        /// The version's name.
+        version: String,
+        /// Why the schema does not decode.
+        #[source]
+        error: serde_json::Error,
+    },
+}
+
 impl CrdInfo {
     /// Read the typed view from a (defaulted) CRD; fails only on CRDs that would not
     /// pass [`validate_crd`].
-    pub fn from_crd(crd: &Value) -> Result<CrdInfo, String> {
-        let spec = crd.get("spec").ok_or("spec is missing")?;
-        let names = spec.get("names").ok_or("spec.names is missing")?;
-        let group = non_empty(spec, "group").ok_or("spec.group is missing")?;
-        let plural = non_empty(names, "plural").ok_or("spec.names.plural is missing")?;
-        let kind = non_empty(names, "kind").ok_or("spec.names.kind is missing")?;
+    pub fn from_crd(crd: &Value) -> Result<CrdInfo, CrdError> {
+        let spec = crd.get("spec").ok_or(CrdError::Missing("spec"))?;
+        let names = spec.get("names").ok_or(CrdError::Missing("spec.names"))?;
+        let group = non_empty(spec, "group").ok_or(CrdError::Missing("spec.group"))?;
+        let plural = non_empty(names, "plural").ok_or(CrdError::Missing("spec.names.plural"))?;
+        let kind = non_empty(names, "kind").ok_or(CrdError::Missing("spec.names.kind"))?;
         let namespaced = match str_of(spec.get("scope")) {
             "Namespaced" => true,
             "Cluster" => false,
-            other => return Err(format!("unsupported scope {other:?}")),
+            other => return Err(CrdError::Scope(other.to_string())),
         };
         let singular = non_empty(names, "singular").unwrap_or_else(|| kind.to_lowercase());
         let list_kind = non_empty(names, "listKind").unwrap_or_else(|| format!("{kind}List"));
@@ -154,7 +181,7 @@ impl CrdInfo {
             .transpose()?
             .unwrap_or_default();
         if versions.is_empty() {
-            return Err("spec.versions is empty".into());
+            return Err(CrdError::NoVersions);
         }
         let terminating = crd
             .pointer("/metadata/deletionTimestamp")
@@ -191,8 +218,8 @@ impl CrdInfo {
     }
 }
 
-fn version_info(v: &Value) -> Result<VersionInfo, String> {
-    let name = non_empty(v, "name").ok_or("a version has no name")?;
+fn version_info(v: &Value) -> Result<VersionInfo, CrdError> {
+    let name = non_empty(v, "name").ok_or(CrdError::VersionName)?;
     let sub = non_null(v.get("subresources"));
     let scale = sub
         .and_then(|s| non_null(s.get("scale")))
