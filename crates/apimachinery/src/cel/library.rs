@@ -586,7 +586,8 @@ pub fn regex(pattern: &str) -> Result<Arc<Regex>, EvalError> {
     if let Some(r) = cache.get(pattern) {
         return Ok(r.clone());
     }
-    let re = crate::schema::structural::compile_go_regexp(pattern).map_err(EvalError::new)?;
+    let re = crate::schema::structural::compile_go_regexp(pattern)
+        .map_err(|e| EvalError::new(e.to_string()))?;
     let re = Arc::new(re);
     if cache.len() > 4096 {
         cache.clear();

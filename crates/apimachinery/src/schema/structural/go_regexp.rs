@@ -2,22 +2,42 @@
 //! differently is rewritten, the errors Go raises and `regex` does not are raised, and
 //! errors are worded as Go's.
 
+/// A pattern Go's `regexp` does not compile: Go's `syntax.Error`, printed
+/// `error parsing regexp: <code>: `<expr>``.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("error parsing regexp: {code}: `{expr}`")]
+pub struct RegexpError {
+    /// What is wrong (Go's `ErrorCode`, or the `regex` crate's description).
+    pub code: String,
+    /// The part of the pattern at fault.
+    pub expr: String,
+}
+
+impl RegexpError {
+    fn new(code: impl Into<String>, expr: impl Into<String>) -> Self {
+        RegexpError {
+            code: code.into(),
+            expr: expr.into(),
+        }
+    }
+}
+
 /// Compile a `pattern` with Go `regexp` (RE2) semantics where they differ from the
 /// `regex` crate; the error is Go's message (`error parsing regexp: ...`).
 ///
 /// Covers the common differences: Go treats a `{` that does not start a valid repeat as
 /// a literal, rejects repeat counts above 1000 and nested repetition operators (`a**`,
 /// `a++`). Uncommon syntax errors keep the `regex` crate's description.
-pub fn compile_go_regexp(pattern: &str) -> Result<regex::Regex, String> {
+pub fn compile_go_regexp(pattern: &str) -> Result<regex::Regex, RegexpError> {
     let translated = translate_go_regexp(pattern)?;
     regex::RegexBuilder::new(&translated)
         .size_limit(1 << 26)
         .build()
-        .map_err(|e| go_regexp_message(pattern, &e.to_string()))
+        .map_err(|e| go_regexp_error(pattern, &e.to_string()))
 }
 
 /// Rewrite Go-only literal `{` into `\{` and detect the errors Go raises but `regex` does not.
-fn translate_go_regexp(p: &str) -> Result<String, String> {
+fn translate_go_regexp(p: &str) -> Result<String, RegexpError> {
     let chars: Vec<char> = p.chars().collect();
     let mut out = String::with_capacity(p.len() + 8);
     let mut i = 0;
@@ -73,9 +93,7 @@ fn translate_go_regexp(p: &str) -> Result<String, String> {
                         continue;
                     }
                     let op: String = chars[start..=i].iter().collect();
-                    return Err(format!(
-                        "error parsing regexp: invalid nested repetition operator: `{op}`"
-                    ));
+                    return Err(RegexpError::new("invalid nested repetition operator", op));
                 }
                 out.push(c);
                 after_repeat = Some((i, true));
@@ -85,15 +103,11 @@ fn translate_go_regexp(p: &str) -> Result<String, String> {
                 Some((len, min, max)) => {
                     let text: String = chars[i..i + len].iter().collect();
                     if min > 1000 || max.is_some_and(|m| m > 1000 || m < min) {
-                        return Err(format!(
-                            "error parsing regexp: invalid repeat count: `{text}`"
-                        ));
+                        return Err(RegexpError::new("invalid repeat count", text));
                     }
                     if let Some((start, _)) = after_repeat {
                         let op: String = chars[start..i + len].iter().collect();
-                        return Err(format!(
-                            "error parsing regexp: invalid nested repetition operator: `{op}`"
-                        ));
+                        return Err(RegexpError::new("invalid nested repetition operator", op));
                     }
                     out.push_str(&text);
                     after_repeat = Some((i, true));
@@ -144,7 +158,7 @@ fn parse_go_repeat(s: &[char]) -> Option<(usize, u64, Option<u64>)> {
 }
 
 /// Map a `regex` crate syntax error onto Go's wording for the common cases.
-fn go_regexp_message(pattern: &str, rust_message: &str) -> String {
+fn go_regexp_error(pattern: &str, rust_message: &str) -> RegexpError {
     let reason = rust_message
         .lines()
         .find_map(|l| l.trim().strip_prefix("error: "))
@@ -183,9 +197,9 @@ fn go_regexp_message(pattern: &str, rust_message: &str) -> String {
     } else if reason.starts_with("invalid character class range") {
         ("invalid character class range", pattern.to_string())
     } else {
-        return format!("error parsing regexp: {reason}: `{pattern}`");
+        return RegexpError::new(reason, pattern);
     };
-    format!("error parsing regexp: {code}: `{expr}`")
+    RegexpError::new(code, expr)
 }
 
 #[cfg(test)]
@@ -199,23 +213,38 @@ mod tests {
             .is_ok_and(|r| r.is_match("ab") && !r.is_match("abcd")));
         assert!(compile_go_regexp("a*?b+?").is_ok());
         assert_eq!(
-            compile_go_regexp("a**").err().as_deref(),
+            compile_go_regexp("a**")
+                .err()
+                .map(|e| e.to_string())
+                .as_deref(),
             Some("error parsing regexp: invalid nested repetition operator: `**`")
         );
         assert_eq!(
-            compile_go_regexp("a{1001}").err().as_deref(),
+            compile_go_regexp("a{1001}")
+                .err()
+                .map(|e| e.to_string())
+                .as_deref(),
             Some("error parsing regexp: invalid repeat count: `{1001}`")
         );
         assert_eq!(
-            compile_go_regexp("(ab").err().as_deref(),
+            compile_go_regexp("(ab")
+                .err()
+                .map(|e| e.to_string())
+                .as_deref(),
             Some("error parsing regexp: missing closing ): `(ab`")
         );
         assert_eq!(
-            compile_go_regexp("ab)").err().as_deref(),
+            compile_go_regexp("ab)")
+                .err()
+                .map(|e| e.to_string())
+                .as_deref(),
             Some("error parsing regexp: unexpected ): `ab)`")
         );
         assert_eq!(
-            compile_go_regexp("\\q").err().as_deref(),
+            compile_go_regexp("\\q")
+                .err()
+                .map(|e| e.to_string())
+                .as_deref(),
             Some("error parsing regexp: invalid escape sequence: `\\q`")
         );
     }

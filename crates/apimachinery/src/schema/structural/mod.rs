@@ -15,7 +15,7 @@ mod go_regexp;
 mod openapi_schema;
 
 pub use checks::{is_structural, validate_schema, validate_structural, SchemaCheckOptions};
-pub use go_regexp::compile_go_regexp;
+pub use go_regexp::{compile_go_regexp, RegexpError};
 
 use crate::schema::props::{JSONSchemaProps, SchemaOrArray, SchemaOrBool, ValidationRule};
 use serde_json::Value;
