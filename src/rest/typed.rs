@@ -22,7 +22,7 @@ use serde_json::{json, Value};
 
 pub use apimachinery::typed::{
     check_base64, go_round_trip, go_type_error, meta_field_value, str_at,
-    structural_from_definition,
+    structural_from_definition, Base64Error,
 };
 
 /// What differs between typed built-in kinds: kube's strategy, defaults and validation
@@ -30,7 +30,7 @@ pub use apimachinery::typed::{
 pub trait TypedStrategy: Send + Sync {
     /// What kube's decoder rejects beyond the schema's types (a 400 `... cannot be
     /// handled as a X: <message>`), e.g. Secret data that is not base64.
-    fn check_decodable(&self, obj: &Value) -> Result<(), String> {
+    fn check_decodable(&self, obj: &Value) -> Result<(), Base64Error> {
         let _ = obj;
         Ok(())
     }
@@ -142,7 +142,9 @@ impl TypedKind {
         }
         go_round_trip(obj, &self.definition);
         let report = prune::prune(obj, &self.schema, true, &prune::PruneOptions::default());
-        self.strategy.check_decodable(obj).map_err(cannot_decode)?;
+        self.strategy
+            .check_decodable(obj)
+            .map_err(|e| cannot_decode(e.to_string()))?;
         crate::pipeline::decode::unknown_field_policy(
             obj,
             (&self.descriptor.kind, &self.descriptor.version),

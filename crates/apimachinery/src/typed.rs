@@ -34,11 +34,19 @@ pub fn str_at<'a>(obj: &'a Value, pointer: &str) -> &'a str {
     obj.pointer(pointer).and_then(Value::as_str).unwrap_or("")
 }
 
-/// Go's `base64.StdEncoding` check of a `[]byte` field, with its error text
+/// A `[]byte` field that is no base64 (Go's `base64.CorruptInputError`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("illegal base64 data at input byte {at}")]
+pub struct Base64Error {
+    /// The offset of the first byte that does not fit.
+    pub at: usize,
+}
+
+/// Go's `base64.StdEncoding` check of a `[]byte` field, with its error
 /// (`illegal base64 data at input byte N`); newlines are skipped as Go skips them.
-pub fn check_base64(s: &str) -> Result<(), String> {
+pub fn check_base64(s: &str) -> Result<(), Base64Error> {
     let b = s.as_bytes();
-    let err = |at: usize| Err(format!("illegal base64 data at input byte {at}"));
+    let err = |at: usize| Err(Base64Error { at });
     let is_newline = |c: u8| c == b'\n' || c == b'\r';
     let in_alphabet = |c: u8| c.is_ascii_alphanumeric() || c == b'+' || c == b'/';
     let mut si = 0;
@@ -478,19 +486,19 @@ mod tests {
         assert!(check_base64("YQ==").is_ok());
         assert!(check_base64("").is_ok());
         assert_eq!(
-            check_base64("YW!j").unwrap_err(),
+            check_base64("YW!j").unwrap_err().to_string(),
             "illegal base64 data at input byte 2"
         );
         assert_eq!(
-            check_base64("abc").unwrap_err(),
+            check_base64("abc").unwrap_err().to_string(),
             "illegal base64 data at input byte 0"
         );
         assert_eq!(
-            check_base64("YWJjZ").unwrap_err(),
+            check_base64("YWJjZ").unwrap_err().to_string(),
             "illegal base64 data at input byte 4"
         );
         assert_eq!(
-            check_base64("YQ=").unwrap_err(),
+            check_base64("YQ=").unwrap_err().to_string(),
             "illegal base64 data at input byte 3"
         );
     }

@@ -77,7 +77,7 @@ pub fn immutable_errors(new: &Value, old: &Value, fields: &[&str]) -> ErrorList 
 }
 
 impl TypedStrategy for ConfigMapStrategy {
-    fn check_decodable(&self, obj: &Value) -> Result<(), String> {
+    fn check_decodable(&self, obj: &Value) -> Result<(), crate::rest::typed::Base64Error> {
         let binary = obj.get("binaryData").and_then(Value::as_object);
         for value in binary.into_iter().flat_map(|m| m.values()) {
             if let Some(s) = value.as_str() {

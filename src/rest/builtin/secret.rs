@@ -90,7 +90,7 @@ fn type_errors(obj: &Value) -> ErrorList {
 }
 
 impl TypedStrategy for SecretStrategy {
-    fn check_decodable(&self, obj: &Value) -> Result<(), String> {
+    fn check_decodable(&self, obj: &Value) -> Result<(), crate::rest::typed::Base64Error> {
         for value in obj
             .get("data")
             .and_then(Value::as_object)
@@ -254,7 +254,7 @@ mod tests {
     fn invalid_base64_data_cannot_be_decoded() {
         let s = secret(json!({"data": {"a": "!!"}}));
         assert_eq!(
-            SecretStrategy.check_decodable(&s).unwrap_err(),
+            SecretStrategy.check_decodable(&s).unwrap_err().to_string(),
             "illegal base64 data at input byte 0"
         );
     }
