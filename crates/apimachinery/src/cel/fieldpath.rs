@@ -4,8 +4,31 @@
 use crate::field::Path;
 use crate::schema::structural::Structural;
 
+/// Why a `fieldPath` names no field (kube's texts).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum FieldPathError {
+    /// The path ends after `.` or inside `[...]`.
+    #[error("unexpected end of JSON path")]
+    UnexpectedEnd,
+    /// `[` followed by something else than a single-quoted string.
+    #[error("expected single quoted string but got {0}")]
+    ExpectedQuoted(String),
+    /// A quoted name with an escape Go's `strconv` does not know (the character after `\`, if any).
+    #[error("invalid string literal: invalid escape char \\{0}")]
+    InvalidEscape(String),
+    /// A quoted name not followed by `]`.
+    #[error("expected ] but got {0}")]
+    ExpectedClose(String),
+    /// Something else than `.` or `[` where a step starts.
+    #[error("expected [ or . but got: {0}")]
+    ExpectedStep(String),
+    /// A step the schema has no field for.
+    #[error("does not refer to a valid field")]
+    NotAField,
+}
+
 /// The field path `json_path` names below `schema`, or why it names nothing.
-pub fn valid_field_path(json_path: &str, schema: &Structural) -> Result<String, String> {
+pub fn valid_field_path(json_path: &str, schema: &Structural) -> Result<String, FieldPathError> {
     let tokens = tokenize(json_path);
     let mut path: Option<Path> = None;
     let mut s = schema;
@@ -14,29 +37,28 @@ pub fn valid_field_path(json_path: &str, schema: &Structural) -> Result<String, 
         let name = match tok.as_str() {
             "[" => {
                 let Some(t) = it.next() else {
-                    return Err("unexpected end of JSON path".into());
+                    return Err(FieldPathError::UnexpectedEnd);
                 };
                 if t.len() < 2 || !t.starts_with('\'') || !t.ends_with('\'') {
-                    return Err(format!("expected single quoted string but got {t}"));
+                    return Err(FieldPathError::ExpectedQuoted(t));
                 }
-                let unescaped = unescape_single_quote(&t[1..t.len() - 1])
-                    .map_err(|e| format!("invalid string literal: {e}"))?;
-                match it.next().as_deref() {
-                    Some("]") => {}
-                    Some(other) => return Err(format!("expected ] but got {other}")),
-                    None => return Err("unexpected end of JSON path".into()),
+                let unescaped = unescape_single_quote(&t[1..t.len() - 1])?;
+                match it.next() {
+                    Some(close) if close == "]" => {}
+                    Some(other) => return Err(FieldPathError::ExpectedClose(other)),
+                    None => return Err(FieldPathError::UnexpectedEnd),
                 }
                 unescaped
             }
             "." => match it.next() {
                 Some(t) => t,
-                None => return Err("unexpected end of JSON path".into()),
+                None => return Err(FieldPathError::UnexpectedEnd),
             },
-            other => return Err(format!("expected [ or . but got: {other}")),
+            other => return Err(FieldPathError::ExpectedStep(other.to_string())),
         };
         if !s.properties.is_empty() {
             let Some(p) = s.properties.get(&name) else {
-                return Err("does not refer to a valid field".into());
+                return Err(FieldPathError::NotAField);
             };
             path = Some(match path {
                 None => Path::new(&name),
@@ -50,10 +72,10 @@ pub fn valid_field_path(json_path: &str, schema: &Structural) -> Result<String, 
             });
             match ap.schema() {
                 Some(next) => s = next,
-                None => return Err("does not refer to a valid field".into()),
+                None => return Err(FieldPathError::NotAField),
             }
         } else {
-            return Err("does not refer to a valid field".into());
+            return Err(FieldPathError::NotAField);
         }
     }
     Ok(path.map(|p| p.to_string()).unwrap_or_default())
@@ -91,7 +113,7 @@ pub(crate) fn tokenize(s: &str) -> Vec<String> {
     out
 }
 
-fn unescape_single_quote(s: &str) -> Result<String, String> {
+fn unescape_single_quote(s: &str) -> Result<String, FieldPathError> {
     let mut out = String::new();
     let mut chars = s.chars();
     while let Some(c) = chars.next() {
@@ -109,8 +131,8 @@ fn unescape_single_quote(s: &str) -> Result<String, String> {
             Some('v') => out.push('\u{b}'),
             Some('\'') => out.push('\''),
             Some('\\') => out.push('\\'),
-            Some(o) => return Err(format!("invalid escape char \\{o}")),
-            None => return Err("invalid escape char \\".into()),
+            Some(o) => return Err(FieldPathError::InvalidEscape(o.to_string())),
+            None => return Err(FieldPathError::InvalidEscape(String::new())),
         }
     }
     Ok(out)

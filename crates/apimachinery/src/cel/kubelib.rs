@@ -221,7 +221,7 @@ fn global<'a>(name: &str, args: &[Val<'a>]) -> Option<EvalResult<'a>> {
         ("isURL", [Val::Str(s)]) => Ok(Val::Bool(Url::parse(s).is_ok())),
         ("quantity", [Val::Str(s)]) => Quantity::parse(s)
             .map(|q| ext(Ext::Quantity(q)))
-            .map_err(EvalError::new),
+            .map_err(|e| EvalError::new(e.to_string())),
         ("isQuantity", [Val::Str(s)]) => Ok(Val::Bool(Quantity::parse(s).is_ok())),
         ("ip", [Val::Str(s)]) => parse_ip(s)
             .map(|ip| ext(Ext::Ip(ip)))
@@ -237,14 +237,16 @@ fn global<'a>(name: &str, args: &[Val<'a>]) -> Option<EvalResult<'a>> {
         ("isCIDR", [Val::Str(s)]) => Ok(Val::Bool(parse_cidr(s).is_ok())),
         ("semver", [Val::Str(s)]) => Semver::parse(s)
             .map(|v| ext(Ext::Semver(v)))
-            .map_err(EvalError::new),
+            .map_err(|e| EvalError::new(e.to_string())),
         ("semver", [Val::Str(s), Val::Bool(n)]) => {
             let parsed = if *n {
                 Semver::parse_normalized(s)
             } else {
                 Semver::parse(s)
             };
-            parsed.map(|v| ext(Ext::Semver(v))).map_err(EvalError::new)
+            parsed
+                .map(|v| ext(Ext::Semver(v)))
+                .map_err(|e| EvalError::new(e.to_string()))
         }
         ("isSemver", [Val::Str(s)]) => Ok(Val::Bool(Semver::parse(s).is_ok())),
         ("isSemver", [Val::Str(s), Val::Bool(n)]) => Ok(Val::Bool(
@@ -301,6 +303,66 @@ pub fn call_cost(name: &str, args: &[Val<'_>]) -> Option<u64> {
     })
 }
 
+/// A string kube's libraries do not parse as a URL, quantity or version; the texts are
+/// Go's (`net/url`, `resource.ParseQuantity`, blang/semver).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ParseError {
+    /// Go's `url.Error` for `Parse`: `parse "<url>": <reason>`.
+    #[error("parse {}: {reason}", crate::field::go_quote(.url))]
+    Url {
+        /// The string parsed.
+        url: String,
+        /// Why it is no URL.
+        reason: String,
+    },
+    /// A quantity that does not match kube's grammar.
+    #[error("{QUANTITY_FORMAT_ERR}")]
+    Quantity,
+    /// A quantity too large to represent.
+    #[error("quantity too large")]
+    QuantityTooLarge,
+    /// A quantity whose suffix is no unit or exponent.
+    #[error("unable to parse quantity's suffix")]
+    QuantitySuffix,
+    /// An empty version.
+    #[error("Version string empty")]
+    SemverEmpty,
+    /// A version without three dot-separated parts.
+    #[error("No Major.Minor.Patch elements found")]
+    SemverElements,
+    /// A major, minor or patch number with other characters than digits.
+    #[error("Invalid character(s) found in {what} number {}", crate::field::go_quote(.number))]
+    SemverNumber {
+        /// `major`, `minor` or `patch`.
+        what: &'static str,
+        /// The text.
+        number: String,
+    },
+    /// A major, minor or patch number with leading zeroes.
+    #[error("{} number must not contain leading zeroes {}", capitalize(.what), crate::field::go_quote(.number))]
+    SemverLeadingZero {
+        /// `major`, `minor` or `patch`.
+        what: &'static str,
+        /// The text.
+        number: String,
+    },
+    /// A version number out of range (Go's `strconv` text).
+    #[error("{0}")]
+    SemverRange(#[source] std::num::ParseIntError),
+    /// A prerelease identifier with other characters than `[0-9A-Za-z-]`.
+    #[error("Invalid character(s) found in prerelease {}", crate::field::go_quote(.0))]
+    SemverPrerelease(String),
+    /// A numeric prerelease identifier with leading zeroes.
+    #[error("Version contains leading zero in numeric prerelease {}", crate::field::go_quote(.0))]
+    SemverPrereleaseLeadingZero(String),
+    /// A build metadata identifier with other characters than `[0-9A-Za-z-]`.
+    #[error("Invalid character(s) found in build meta data {}", crate::field::go_quote(.0))]
+    SemverBuild(String),
+    /// A short version (normalized parsing) with prerelease or build metadata.
+    #[error("short version cannot contain PreRelease/Build meta data")]
+    SemverShort,
+}
+
 // ---------------------------------------------------------------------------------------
 // URLs (Go's `url.ParseRequestURI`, then `url.Parse`)
 
@@ -315,15 +377,16 @@ pub struct Url {
 
 impl Url {
     /// Go's `url.ParseRequestURI`: an absolute URL or an absolute path.
-    pub fn parse(s: &str) -> Result<Url, String> {
-        let quoted = crate::field::go_quote(s);
+    pub fn parse(s: &str) -> Result<Url, ParseError> {
+        let fail = |reason: String| ParseError::Url {
+            url: s.to_string(),
+            reason,
+        };
         if s.is_empty() {
-            return Err(format!("parse {quoted}: empty url"));
+            return Err(fail("empty url".into()));
         }
         if s.chars().any(|c| (c as u32) < 0x20 || c as u32 == 0x7f) {
-            return Err(format!(
-                "parse {quoted}: net/url: invalid control character in URL"
-            ));
+            return Err(fail("net/url: invalid control character in URL".into()));
         }
         // url.Parse drops the fragment; ParseRequestURI only checks the rest.
         let rest = s.split_once('#').map(|(a, _)| a).unwrap_or(s);
@@ -335,7 +398,7 @@ impl Url {
             Some((sch, r)) => (sch.to_ascii_lowercase(), r),
             None => {
                 if !rest.starts_with('/') {
-                    return Err(format!("parse {quoted}: invalid URI for request"));
+                    return Err(fail("invalid URI for request".into()));
                 }
                 (String::new(), rest)
             }
@@ -357,9 +420,7 @@ impl Url {
         if let Some(port) = host.rsplit_once(':').map(|(_, p)| p) {
             let has_port = !host.starts_with('[') || host.contains("]:");
             if has_port && !port.chars().all(|c| c.is_ascii_digit()) {
-                return Err(format!(
-                    "parse {quoted}: invalid port \":{port}\" after host"
-                ));
+                return Err(fail(format!("invalid port \":{port}\" after host")));
             }
         }
         Ok(Url {
@@ -465,9 +526,9 @@ const QUANTITY_FORMAT_ERR: &str =
 
 impl Quantity {
     /// kube's `resource.ParseQuantity`.
-    pub fn parse(s: &str) -> Result<Quantity, String> {
+    pub fn parse(s: &str) -> Result<Quantity, ParseError> {
         if s.is_empty() {
-            return Err("quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'".into());
+            return Err(ParseError::Quantity);
         }
         let (neg, rest) = match s.as_bytes()[0] {
             b'-' => (true, &s[1..]),
@@ -480,7 +541,7 @@ impl Quantity {
             .count();
         let (num, suffix) = rest.split_at(num_len);
         if num.is_empty() || num == "." || num.matches('.').count() > 1 {
-            return Err(QUANTITY_FORMAT_ERR.into());
+            return Err(ParseError::Quantity);
         }
         let (int_part, frac_part) = num.split_once('.').unwrap_or((num, ""));
         let digits = format!("{int_part}{frac_part}");
@@ -489,9 +550,7 @@ impl Quantity {
         let mut mantissa: i128 = if digits.is_empty() {
             0
         } else {
-            digits
-                .parse()
-                .map_err(|_| QUANTITY_FORMAT_ERR.to_string())?
+            digits.parse().map_err(|_| ParseError::Quantity)?
         };
         let mut exp = -(frac_part.len() as i32);
         match suffix {
@@ -507,7 +566,7 @@ impl Quantity {
                 };
                 mantissa = mantissa
                     .checked_mul(1024i128.pow(k))
-                    .ok_or_else(|| "quantity too large".to_string())?;
+                    .ok_or(ParseError::QuantityTooLarge)?;
             }
             "n" => exp -= 9,
             "u" => exp -= 6,
@@ -522,10 +581,8 @@ impl Quantity {
                 let e = other
                     .strip_prefix('e')
                     .or_else(|| other.strip_prefix('E'))
-                    .ok_or_else(|| "unable to parse quantity's suffix".to_string())?;
-                let v: i32 = e
-                    .parse()
-                    .map_err(|_| "unable to parse quantity's suffix".to_string())?;
+                    .ok_or(ParseError::QuantitySuffix)?;
+                let v: i32 = e.parse().map_err(|_| ParseError::QuantitySuffix)?;
                 exp += v;
             }
         }
@@ -799,29 +856,28 @@ pub struct Semver {
 
 impl Semver {
     /// blang/semver's strict `Parse`.
-    pub fn parse(s: &str) -> Result<Semver, String> {
+    pub fn parse(s: &str) -> Result<Semver, ParseError> {
         if s.is_empty() {
-            return Err("Version string empty".into());
+            return Err(ParseError::SemverEmpty);
         }
         let parts: Vec<&str> = s.splitn(3, '.').collect();
         if parts.len() != 3 {
-            return Err("No Major.Minor.Patch elements found".into());
+            return Err(ParseError::SemverElements);
         }
-        let num = |p: &str, what: &str| -> Result<u64, String> {
+        let num = |p: &str, what: &'static str| -> Result<u64, ParseError> {
             if !p.bytes().all(|b| b.is_ascii_digit()) || p.is_empty() {
-                return Err(format!(
-                    "Invalid character(s) found in {what} number {}",
-                    crate::field::go_quote(p)
-                ));
+                return Err(ParseError::SemverNumber {
+                    what,
+                    number: p.to_string(),
+                });
             }
             if p.len() > 1 && p.starts_with('0') {
-                return Err(format!(
-                    "{} number must not contain leading zeroes {}",
-                    capitalize(what),
-                    crate::field::go_quote(p)
-                ));
+                return Err(ParseError::SemverLeadingZero {
+                    what,
+                    number: p.to_string(),
+                });
             }
-            p.parse().map_err(|e| format!("{e}"))
+            p.parse().map_err(ParseError::SemverRange)
         };
         let major = num(parts[0], "major")?;
         let minor = num(parts[1], "minor")?;
@@ -840,16 +896,10 @@ impl Semver {
         if let Some(p) = pre_str {
             for id in p.split('.') {
                 if id.is_empty() || !id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-') {
-                    return Err(format!(
-                        "Invalid character(s) found in prerelease {}",
-                        crate::field::go_quote(id)
-                    ));
+                    return Err(ParseError::SemverPrerelease(id.to_string()));
                 }
                 if id.bytes().all(|b| b.is_ascii_digit()) && id.len() > 1 && id.starts_with('0') {
-                    return Err(format!(
-                        "Version contains leading zero in numeric prerelease {}",
-                        crate::field::go_quote(id)
-                    ));
+                    return Err(ParseError::SemverPrereleaseLeadingZero(id.to_string()));
                 }
                 pre.push(id.to_string());
             }
@@ -857,10 +907,7 @@ impl Semver {
         if let Some(b) = build {
             for id in b.split('.') {
                 if id.is_empty() || !id.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'-') {
-                    return Err(format!(
-                        "Invalid character(s) found in build meta data {}",
-                        crate::field::go_quote(id)
-                    ));
+                    return Err(ParseError::SemverBuild(id.to_string()));
                 }
             }
         }
@@ -873,7 +920,7 @@ impl Semver {
     }
 
     /// kube's `normalizeAndParse`: `v` prefix, missing minor/patch, leading zeros.
-    pub fn parse_normalized(s: &str) -> Result<Semver, String> {
+    pub fn parse_normalized(s: &str) -> Result<Semver, ParseError> {
         let s = s.strip_prefix('v').unwrap_or(s);
         let mut parts: Vec<String> = s.splitn(3, '.').map(String::from).collect();
         for p in parts.iter_mut() {
@@ -888,7 +935,7 @@ impl Semver {
         }
         if parts.len() < 3 {
             if parts.last().is_some_and(|l| l.contains(['+', '-'])) {
-                return Err("short version cannot contain PreRelease/Build meta data".into());
+                return Err(ParseError::SemverShort);
             }
             while parts.len() < 3 {
                 parts.push("0".into());
@@ -991,7 +1038,7 @@ fn validate_format(f: &str, s: &str) -> Vec<String> {
         "labelValue" => objectmeta::is_label_value(s),
         "uri" => match Url::parse(s) {
             Ok(_) => Vec::new(),
-            Err(e) => vec![e],
+            Err(e) => vec![e.to_string()],
         },
         "uuid" => {
             if crate::schema::formats::check_format("uuid", s) {
@@ -1038,7 +1085,10 @@ mod tests {
         assert_eq!(q("1e3").as_int64(), Some(1000));
         assert_eq!(q("1500m").as_int64(), None);
         assert!(Quantity::parse("1x").is_err());
-        assert_eq!(Quantity::parse("abc").unwrap_err(), QUANTITY_FORMAT_ERR);
+        assert_eq!(
+            Quantity::parse("abc").unwrap_err().to_string(),
+            QUANTITY_FORMAT_ERR
+        );
     }
 
     #[test]
