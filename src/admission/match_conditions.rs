@@ -10,6 +10,7 @@
 
 use super::Attributes;
 use crate::cel::admission::{compile, Activation, AdmissionEnv, AuthzContext, Program, ReturnType};
+use crate::cel::CompileError;
 use crate::field::{Error, ErrorList, Path};
 use crate::status::Status;
 use serde_json::{json, Value};
@@ -21,10 +22,10 @@ pub const MAX_MATCH_CONDITIONS: usize = 64;
 
 /// Compiled conditions by expression (compiled once, not per request).
 #[derive(Default)]
-pub struct ProgramCache(Mutex<HashMap<String, Arc<Result<Program, String>>>>);
+pub struct ProgramCache(Mutex<HashMap<String, Arc<Result<Program, CompileError>>>>);
 
 impl ProgramCache {
-    fn get(&self, expression: &str) -> Arc<Result<Program, String>> {
+    fn get(&self, expression: &str) -> Arc<Result<Program, CompileError>> {
         if let Ok(cache) = self.0.lock() {
             if let Some(p) = cache.get(expression) {
                 return p.clone();
@@ -165,7 +166,7 @@ pub fn validate(conditions: Option<&Value>, path: &Path) -> ErrorList {
             errs.push(Error::invalid(
                 &path.child("expression"),
                 json!(expression),
-                e,
+                e.to_string(),
             ));
         }
         let name = condition.get("name").and_then(Value::as_str).unwrap_or("");

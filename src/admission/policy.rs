@@ -26,6 +26,7 @@ use crate::cel::admission::{
     self as cel_admission, Activation, AdmissionEnv, AuthzContext, Program, ReturnType, Variables,
     MAX_MESSAGE_EXPRESSION_SIZE, RUNTIME_COST_BUDGET,
 };
+use crate::cel::CompileError;
 use crate::object;
 use crate::object::{list_field, str_field};
 use crate::selector::labels::from_label_selector_json;
@@ -91,16 +92,16 @@ pub struct CompiledPolicy {
     pub object: Value,
     failure_policy_ignore: bool,
     variables: Variables,
-    match_conditions: Vec<(String, Result<Program, String>)>,
+    match_conditions: Vec<(String, Result<Program, CompileError>)>,
     validations: Vec<CompiledValidation>,
-    audit_annotations: Vec<(String, String, Result<Program, String>)>,
+    audit_annotations: Vec<(String, String, Result<Program, CompileError>)>,
 }
 
 struct CompiledValidation {
     expression: String,
-    program: Result<Program, String>,
+    program: Result<Program, CompileError>,
     message: String,
-    message_expression: Option<Result<Program, String>>,
+    message_expression: Option<Result<Program, CompileError>>,
     reason: Option<String>,
 }
 

@@ -452,7 +452,11 @@ pub fn validate_policy_spec(name: &str, spec: &Value, path: &Path) -> ErrorList 
                 "expression is not specified",
             ));
         } else if let Err(e) = env.compile_variable(vname, expr) {
-            errs.push(Error::invalid(&p.child("expression"), json!(expr), e));
+            errs.push(Error::invalid(
+                &p.child("expression"),
+                json!(expr),
+                e.to_string(),
+            ));
         }
     }
     let validations = list_field(spec, "validations");
@@ -503,7 +507,11 @@ fn validate_validation(v: &Value, env: &AdmissionEnv, has_params: bool, p: &Path
             "expression is not specified",
         ));
     } else if let Err(e) = cel_admission::compile(expr, env, ReturnType::Bool) {
-        errs.push(Error::invalid(&p.child("expression"), json!(expr), e));
+        errs.push(Error::invalid(
+            &p.child("expression"),
+            json!(expr),
+            e.to_string(),
+        ));
     }
     if !msg_expr.is_empty() && msg_expr.trim().is_empty() {
         errs.push(Error::invalid(
@@ -519,7 +527,7 @@ fn validate_validation(v: &Value, env: &AdmissionEnv, has_params: bool, p: &Path
             errs.push(Error::invalid(
                 &p.child("messageExpression"),
                 json!(msg_expr),
-                e,
+                e.to_string(),
             ));
         }
     }
@@ -584,7 +592,7 @@ fn validate_audit_annotation(name: &str, a: &Value, env: &AdmissionEnv, p: &Path
         errs.push(Error::invalid(
             &p.child("valueExpression"),
             json!(value_expr),
-            e,
+            e.to_string(),
         ));
     }
     errs
@@ -603,7 +611,11 @@ fn validate_match_conditions(conds: &[Value], has_params: bool, path: &Path) -> 
         if expr.is_empty() {
             errs.push(Error::required(&p.child("expression"), ""));
         } else if let Err(e) = cel_admission::compile(expr, &env, ReturnType::Bool) {
-            errs.push(Error::invalid(&p.child("expression"), json!(expr), e));
+            errs.push(Error::invalid(
+                &p.child("expression"),
+                json!(expr),
+                e.to_string(),
+            ));
         }
         let name = str_field(c, "name");
         if name.is_empty() {

@@ -36,7 +36,7 @@
 //! let allowed = program.eval_bool(&act).result?;
 //! ```
 
-use super::check::{self, Checked, RuleEnv, Want};
+use super::check::{self, Checked, CompileError, RuleEnv, Want};
 use super::decls;
 use super::interp;
 use super::library::Ext;
@@ -131,7 +131,7 @@ impl AdmissionEnv {
     /// Compile variable `name` against the variables declared so far, then declare it
     /// (with the expression's type, or `dyn` when it fails to compile, as kube does).
     /// Call only on an environment made with [`Self::with_variables`].
-    pub fn compile_variable(&mut self, name: &str, expr: &str) -> Result<Program, String> {
+    pub fn compile_variable(&mut self, name: &str, expr: &str) -> Result<Program, CompileError> {
         let result = compile(expr, self, ReturnType::Any);
         let ty = match &result {
             Ok(p) => variable_type(&p.output),
@@ -272,7 +272,7 @@ pub struct BoolEvaluation {
 /// The compiled `spec.variables` of a policy, in order.
 #[derive(Debug, Default)]
 pub struct Variables {
-    entries: Vec<(String, Result<Program, String>)>,
+    entries: Vec<(String, Result<Program, CompileError>)>,
 }
 
 impl Variables {
@@ -288,11 +288,11 @@ impl Variables {
     }
 
     /// The compile error of each variable that failed, by index.
-    pub fn errors(&self) -> impl Iterator<Item = (usize, &str)> {
+    pub fn errors(&self) -> impl Iterator<Item = (usize, &CompileError)> {
         self.entries
             .iter()
             .enumerate()
-            .filter_map(|(i, (_, r))| r.as_ref().err().map(|e| (i, e.as_str())))
+            .filter_map(|(i, (_, r))| r.as_ref().err().map(|e| (i, e)))
     }
 }
 
@@ -414,7 +414,7 @@ impl<'a> Activation<'a> {
 
 /// Parse and check `expr` in `env`; the error is kube's detail (cel-go's
 /// `compilation failed: ERROR: <input>:1:1: ...` or `must evaluate to bool but got int`).
-pub fn compile(expr: &str, env: &AdmissionEnv, ret: ReturnType) -> Result<Program, String> {
+pub fn compile(expr: &str, env: &AdmissionEnv, ret: ReturnType) -> Result<Program, CompileError> {
     let checked = check::compile(expr, &env.rule_env(), Want::Any)?;
     let output = checked
         .types
@@ -428,11 +428,14 @@ pub fn compile(expr: &str, env: &AdmissionEnv, ret: ReturnType) -> Result<Progra
         ReturnType::StringOrNull => matches!(output, Type::String | Type::Null),
     };
     if !ok {
-        let got = cel_type_string(&output);
-        return Err(match ret {
-            ReturnType::Bool => format!("must evaluate to bool but got {got}"),
-            ReturnType::String => format!("must evaluate to string but got {got}"),
-            _ => format!("must evaluate to one of [string null_type] but got {got}"),
+        let want = match ret {
+            ReturnType::Bool => "bool",
+            ReturnType::String => "string",
+            _ => "one of [string null_type]",
+        };
+        return Err(CompileError::ResultType {
+            want,
+            got: cel_type_string(&output),
         });
     }
     let mut referenced_variables = Vec::new();
@@ -929,7 +932,8 @@ mod tests {
     }
 
     fn eval_bool(expr: &str, obj: &Value) -> Result<bool, String> {
-        let p = compile(expr, &AdmissionEnv::new(false), ReturnType::Bool)?;
+        let p = compile(expr, &AdmissionEnv::new(false), ReturnType::Bool)
+            .map_err(|e| e.to_string())?;
         let req = request();
         let act = Activation::new(&req).object(Some(obj));
         p.eval_bool(&act).result
@@ -966,7 +970,8 @@ mod tests {
             &AdmissionEnv::new(false),
             ReturnType::Bool,
         )
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
         assert_eq!(
             err,
             "compilation failed: ERROR: <input>:1:8: undefined field 'foo'\n | request.foo == 1\n | .......^"
@@ -980,14 +985,17 @@ mod tests {
             &AdmissionEnv::new(false),
             ReturnType::Bool,
         )
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
         assert!(
             err.contains("undeclared reference to 'params' (in container '')"),
             "{err}"
         );
         assert!(compile("params.max > 1", &AdmissionEnv::new(true), ReturnType::Bool).is_ok());
         let expr = "authorizer.group('').resource('pods').check('get').allowed()";
-        let err = compile(expr, &AdmissionEnv::new(true), ReturnType::Bool).unwrap_err();
+        let err = compile(expr, &AdmissionEnv::new(true), ReturnType::Bool)
+            .unwrap_err()
+            .to_string();
         assert!(
             err.contains("undeclared reference to 'authorizer' (in container '')"),
             "{err}"
@@ -1027,7 +1035,7 @@ mod tests {
 
     fn authz_eval(expr: &str, user: &str) -> Result<Value, String> {
         let env = AdmissionEnv::new(false).authorizer(true);
-        let p = compile(expr, &env, ReturnType::Any)?;
+        let p = compile(expr, &env, ReturnType::Any).map_err(|e| e.to_string())?;
         let req = request();
         let ctx = AuthzContext {
             authorizer: Arc::new(PodReader),
@@ -1124,7 +1132,9 @@ mod tests {
     #[test]
     fn authorizer_types_check_as_cel_go() {
         let env = AdmissionEnv::new(false).authorizer(true);
-        let err = compile("authorizer.check('get')", &env, ReturnType::Any).unwrap_err();
+        let err = compile("authorizer.check('get')", &env, ReturnType::Any)
+            .unwrap_err()
+            .to_string();
         assert_eq!(
             err,
             "compilation failed: ERROR: <input>:1:17: found no matching overload for 'check' applied to 'kubernetes.authorization.Authorizer.(string)'\n | authorizer.check('get')\n | ................^"
@@ -1134,7 +1144,8 @@ mod tests {
             &env,
             ReturnType::Bool,
         )
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
         assert_eq!(
             err,
             "must evaluate to bool but got kubernetes.authorization.Decision"
@@ -1151,15 +1162,21 @@ mod tests {
     fn return_types_are_worded_as_kube() {
         let env = AdmissionEnv::new(false);
         assert_eq!(
-            compile("6", &env, ReturnType::Bool).unwrap_err(),
+            compile("6", &env, ReturnType::Bool)
+                .unwrap_err()
+                .to_string(),
             "must evaluate to bool but got int"
         );
         assert_eq!(
-            compile("0 == 0", &env, ReturnType::String).unwrap_err(),
+            compile("0 == 0", &env, ReturnType::String)
+                .unwrap_err()
+                .to_string(),
             "must evaluate to string but got bool"
         );
         assert_eq!(
-            compile("true", &env, ReturnType::StringOrNull).unwrap_err(),
+            compile("true", &env, ReturnType::StringOrNull)
+                .unwrap_err()
+                .to_string(),
             "must evaluate to one of [string null_type] but got bool"
         );
         assert!(compile("null", &env, ReturnType::StringOrNull).is_ok());
@@ -1198,7 +1215,9 @@ mod tests {
             p.eval_bool(&act).result,
             Err("composited variable \"broken\" fails to evaluate: no such key: missing".into())
         );
-        let err = compile("variables.nope == 1", &env, ReturnType::Bool).unwrap_err();
+        let err = compile("variables.nope == 1", &env, ReturnType::Bool)
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("undefined field 'nope'"), "{err}");
     }
 

@@ -77,19 +77,42 @@ pub struct Checked {
 // Expressions of macro-generated code share ids; all is well as long as ids are unique,
 // which the parser guarantees.
 
+/// An expression that does not compile; the texts are cel-go's and kube's.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum CompileError {
+    /// cel-go's issues, one `ERROR: <input>:line:col: ...` (with snippet and caret)
+    /// per line.
+    #[error("compilation failed: {0}")]
+    Failed(String),
+    /// A rule whose type is not `bool`.
+    #[error("cel expression must evaluate to a bool")]
+    NotBool,
+    /// A message expression whose type is not `string`.
+    #[error("cel expression must evaluate to a string")]
+    NotString,
+    /// An admission expression of another type than its field takes.
+    #[error("must evaluate to {want} but got {got}")]
+    ResultType {
+        /// `bool`, `string` or `one of [string null_type]`.
+        want: &'static str,
+        /// cel-go's name of the expression's type.
+        got: String,
+    },
+}
+
 /// Parse and check `source`; the error is kube's compile error detail
 /// (`compilation failed: ERROR: ...`).
-pub fn compile(source: &str, env: &RuleEnv, want: Want) -> Result<Checked, String> {
+pub fn compile(source: &str, env: &RuleEnv, want: Want) -> Result<Checked, CompileError> {
     if let Err(limits::LimitError(msg)) = limits::check(source) {
         // cel-go reports its parser limits at no location: no snippet.
-        return Err(format!("compilation failed: ERROR: <input>:-1:0: {msg}"));
+        return Err(CompileError::Failed(format!("ERROR: <input>:-1:0: {msg}")));
     }
     // Within cel-go's limits the parser (ANTLR) and the checker still recurse a few
     // hundred levels deep: give them a stack of their own when this one is small.
     super::with_parser_stack(|| compile_within_limits(source, env, want))
 }
 
-fn compile_within_limits(source: &str, env: &RuleEnv, want: Want) -> Result<Checked, String> {
+fn compile_within_limits(source: &str, env: &RuleEnv, want: Want) -> Result<Checked, CompileError> {
     let program = macros::parse(source).map_err(|e| {
         let errs = e
             .errors
@@ -129,12 +152,8 @@ fn compile_within_limits(source: &str, env: &RuleEnv, want: Want) -> Result<Chec
         .cloned()
         .unwrap_or(Type::Error);
     match want {
-        Want::Bool if !matches!(out, Type::Bool) => {
-            return Err("cel expression must evaluate to a bool".into())
-        }
-        Want::String if !matches!(out, Type::String) => {
-            return Err("cel expression must evaluate to a string".into())
-        }
+        Want::Bool if !matches!(out, Type::Bool) => return Err(CompileError::NotBool),
+        Want::String if !matches!(out, Type::String) => return Err(CompileError::NotString),
         _ => {}
     }
     let (decls, overloads, uses_old_self) = (c.decls, c.overloads, c.uses_old_self);
@@ -148,13 +167,13 @@ fn compile_within_limits(source: &str, env: &RuleEnv, want: Want) -> Result<Chec
 }
 
 /// cel-go's `compilation failed: ` text of errors at (line, column), in source order.
-fn compilation_failed(source: &str, mut errs: Vec<(i64, i64, String)>) -> String {
+fn compilation_failed(source: &str, mut errs: Vec<(i64, i64, String)>) -> CompileError {
     errs.sort_by_key(|(l, c, _)| (*l, *c));
     let text: Vec<String> = errs
         .into_iter()
         .map(|(l, c, m)| display_error(source, l, c, &m))
         .collect();
-    format!("compilation failed: {}", text.join("\n"))
+    CompileError::Failed(text.join("\n"))
 }
 
 /// cel-go's `Error.ToDisplayString`: position (1-based line and column) and a caret
@@ -997,6 +1016,7 @@ mod tests {
         compile(rule, &env(schema), Want::Bool)
             .map(|_| ())
             .unwrap_err()
+            .to_string()
     }
 
     fn spec() -> serde_json::Value {
@@ -1027,7 +1047,7 @@ mod tests {
             if let Err(e) = compile(rule, &env(spec()), Want::Bool) {
                 if rule.contains("2.0") {
                     assert!(
-                        e.contains(
+                        e.to_string().contains(
                             "found no matching overload for '_*_' applied to '(int, double)'"
                         ),
                         "{e}"

@@ -201,7 +201,7 @@ fn compile_rule(
     let env = check::RuleEnv::new(decl.clone(), optional_old_self);
     match check::compile(&rule.rule, &env, check::Want::Bool) {
         Err(e) => {
-            out.error = Some(e);
+            out.error = Some(e.to_string());
             return out;
         }
         Ok(checked) => {
@@ -214,17 +214,15 @@ fn compile_rule(
     if let Some(expr) = rule.message_expression.as_deref().filter(|m| !m.is_empty()) {
         match check::compile(expr, &env, check::Want::String) {
             Err(e) => {
-                let e = e.replacen(
-                    "compilation failed: ",
-                    "messageExpression compilation failed: ",
-                    1,
-                );
-                let e = if e == "cel expression must evaluate to a string" {
-                    "messageExpression must evaluate to a string".to_string()
-                } else {
-                    e
-                };
-                out.message_expression_error = Some(e);
+                out.message_expression_error = Some(match e {
+                    check::CompileError::Failed(issues) => {
+                        format!("messageExpression compilation failed: {issues}")
+                    }
+                    check::CompileError::NotString => {
+                        "messageExpression must evaluate to a string".to_string()
+                    }
+                    other => other.to_string(),
+                });
                 return out;
             }
             Ok(checked) => {

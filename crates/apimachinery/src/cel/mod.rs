@@ -28,6 +28,7 @@ pub mod macros;
 pub mod types;
 pub mod value;
 
+pub use check::CompileError;
 pub use compile::CompiledRules;
 pub use crd::validate_crd_rules;
 pub use eval::{validate, Report};
