@@ -77,9 +77,8 @@ impl Patch {
             Patch::Merge(m) => json_patch::merge(&mut out, m),
             // kube answers a bad directive with the strategic patch package's error
             // as is (a 500); it is the client's mistake: 400.
-            Patch::Strategic(m) => {
-                crate::rest::strategic::apply(&mut out, m).map_err(Status::bad_request)?
-            }
+            Patch::Strategic(m) => crate::rest::strategic::apply(&mut out, m)
+                .map_err(|e| Status::bad_request(e.to_string()))?,
         }
         Ok(out)
     }

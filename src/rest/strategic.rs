@@ -17,10 +17,27 @@ fn merge_keys(kind: &str) -> Option<&'static [(&'static str, &'static str)]> {
     }
 }
 
+/// A strategic merge patch kube refuses (a `$patch` directive it does not take).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum PatchError {
+    /// `$patch: merge` in a list item.
+    #[error("merging lists cannot yet be specified in the patch")]
+    MergeListItem,
+    /// A `$patch` directive other than `replace`, `delete` (and `merge` in a list);
+    /// both are printed with Go's `%v`.
+    #[error("unknown patch type: {directive} in map: {map}")]
+    UnknownDirective {
+        /// The directive.
+        directive: String,
+        /// The map it sits in.
+        map: String,
+    },
+}
+
 /// Apply `patch` to `doc` as kube's strategic merge patch for `doc`'s kind (lists of
 /// kinds without keyed lists are replaced, as a JSON merge patch does); the error is
 /// kube's text for a `$patch` directive it does not know.
-pub fn apply(doc: &mut Value, patch: &Value) -> Result<(), String> {
+pub fn apply(doc: &mut Value, patch: &Value) -> Result<(), PatchError> {
     check_directives(patch, false)?;
     let kind = doc.get("kind").and_then(Value::as_str).unwrap_or("");
     merge(doc, patch, merge_keys(kind).unwrap_or(&[]));
@@ -29,23 +46,20 @@ pub fn apply(doc: &mut Value, patch: &Value) -> Result<(), String> {
 
 /// kube's checks of `$patch` directives: `replace` or `delete` in a map, also `merge`
 /// (refused: kube cannot merge lists by directive) in a list item.
-fn check_directives(patch: &Value, list_item: bool) -> Result<(), String> {
+fn check_directives(patch: &Value, list_item: bool) -> Result<(), PatchError> {
     match patch {
         Value::Object(m) => {
             if let Some(d) = m.get("$patch") {
                 match d.as_str() {
                     Some("replace" | "delete") => {}
-                    Some("merge") if list_item => {
-                        return Err("merging lists cannot yet be specified in the patch".into())
-                    }
+                    Some("merge") if list_item => return Err(PatchError::MergeListItem),
                     _ => {
-                        let shown = d
-                            .as_str()
-                            .map_or_else(|| crate::goformat::go_v_float64(d), String::from);
-                        return Err(format!(
-                            "unknown patch type: {shown} in map: {}",
-                            crate::goformat::go_v_float64(patch)
-                        ));
+                        return Err(PatchError::UnknownDirective {
+                            directive: d
+                                .as_str()
+                                .map_or_else(|| crate::goformat::go_v_float64(d), String::from),
+                            map: crate::goformat::go_v_float64(patch),
+                        });
                     }
                 }
             }
@@ -222,12 +236,14 @@ mod tests {
     fn unknown_directives_are_refused_with_kubes_text() {
         let mut doc = json!({"kind": "ConfigMap", "data": {"a": "1"}});
         assert_eq!(
-            apply(&mut doc, &json!({"data": {"$patch": "bogus", "n": 1.5}})),
-            Err("unknown patch type: bogus in map: map[$patch:bogus n:1.5]".into())
+            apply(&mut doc, &json!({"data": {"$patch": "bogus", "n": 1.5}}))
+                .unwrap_err()
+                .to_string(),
+            "unknown patch type: bogus in map: map[$patch:bogus n:1.5]"
         );
         assert_eq!(
             apply(&mut doc, &json!({"x": [{"$patch": "merge"}]})),
-            Err("merging lists cannot yet be specified in the patch".into())
+            Err(PatchError::MergeListItem)
         );
         assert_eq!(doc["data"], json!({"a": "1"}));
     }
