@@ -32,14 +32,10 @@ pub fn encode_continue(
     key: &str,
     key_prefix: &str,
     resource_version: i64,
-) -> Result<String, String> {
+) -> Result<String, CodecError> {
     let next = match key.strip_prefix(key_prefix) {
         Some(next) if next.len() != key.len() => next,
-        _ => {
-            return Err(
-                "unable to encode next field: the key and key prefix do not match".to_string(),
-            )
-        }
+        _ => return Err(CodecError::ContinueKeyPrefix),
     };
     let json = format!(
         "{{\"v\":\"meta.k8s.io/v1\",\"rv\":{resource_version},\"start\":{}}}",

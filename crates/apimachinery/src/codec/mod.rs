@@ -64,6 +64,9 @@ pub enum CodecError {
     /// `apiVersion`/`kind` could not be read (kube's `SimpleMetaFactory.Interpret`).
     #[error("couldn't get version/kind; json parse error: {0}")]
     TypeMeta(#[source] DecodeError),
+    /// A continue token for a key outside the listed prefix.
+    #[error("unable to encode next field: the key and key prefix do not match")]
+    ContinueKeyPrefix,
     /// A continue token that is no base64url.
     #[error("continue key is not valid: illegal base64 data at input byte {0}")]
     ContinueBase64(usize),
