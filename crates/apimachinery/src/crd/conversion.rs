@@ -165,31 +165,56 @@ pub fn webhook_review(
     }))
 }
 
-/// The converted objects of a webhook's answer, or kube's complaint about it (to be
-/// wrapped as `conversion webhook for <gvk> failed: <complaint>`).
+/// A conversion webhook's answer kube does not take (to be wrapped as `conversion
+/// webhook for <gvk> failed: <complaint>`).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum WebhookAnswerError {
+    /// A `v1` answer that is no `ConversionReview`.
+    #[error(
+        "expected webhook response of apiextensions.k8s.io/v1, Kind=ConversionReview, got {0}"
+    )]
+    NotAReview(String),
+    /// An answer without `response`.
+    #[error("no response provided")]
+    NoResponse,
+    /// A `v1` answer to another request.
+    #[error("expected response.uid={}, got {}", crate::field::go_quote(.expected), crate::field::go_quote(.got))]
+    Uid {
+        /// The request's uid.
+        expected: String,
+        /// The answer's uid.
+        got: String,
+    },
+    /// A failed conversion, with the webhook's own message.
+    #[error("{0}")]
+    Failed(String),
+    /// A failed conversion without message.
+    #[error("response.result.status was '{0}', not 'Success'")]
+    Status(String),
+}
+
+/// The converted objects of a webhook's answer, or kube's complaint about it.
 pub fn webhook_converted_objects(
     review_version: &str,
     expected_uid: &str,
     mut answer: Value,
-) -> Result<Vec<Value>, String> {
+) -> Result<Vec<Value>, WebhookAnswerError> {
     if review_version == "v1" {
         let got = gvk_string(&answer);
-        let want = "apiextensions.k8s.io/v1, Kind=ConversionReview";
-        if got != want {
-            return Err(format!("expected webhook response of {want}, got {got}"));
+        if got != "apiextensions.k8s.io/v1, Kind=ConversionReview" {
+            return Err(WebhookAnswerError::NotAReview(got));
         }
     }
     let response = match answer.get_mut("response") {
         Some(r) if !r.is_null() => r,
-        _ => return Err("no response provided".into()),
+        _ => return Err(WebhookAnswerError::NoResponse),
     };
     let uid = response.get("uid").and_then(Value::as_str).unwrap_or("");
     if review_version == "v1" && uid != expected_uid {
-        return Err(format!(
-            "expected response.uid={}, got {}",
-            crate::field::go_quote(expected_uid),
-            crate::field::go_quote(uid)
-        ));
+        return Err(WebhookAnswerError::Uid {
+            expected: expected_uid.to_string(),
+            got: uid.to_string(),
+        });
     }
     let result = response.get("result");
     let status = result
@@ -202,11 +227,9 @@ pub fn webhook_converted_objects(
             .and_then(Value::as_str)
             .unwrap_or("");
         if !message.is_empty() {
-            return Err(message.to_string());
+            return Err(WebhookAnswerError::Failed(message.to_string()));
         }
-        return Err(format!(
-            "response.result.status was '{status}', not 'Success'"
-        ));
+        return Err(WebhookAnswerError::Status(status.to_string()));
     }
     match response.get_mut("convertedObjects").map(Value::take) {
         Some(Value::Array(objects)) => Ok(objects),
@@ -524,17 +547,17 @@ mod tests {
             Ok(vec![json!({"a": 1})])
         );
         assert_eq!(
-            webhook_converted_objects("v1", "u2", ok),
+            webhook_converted_objects("v1", "u2", ok).map_err(|e| e.to_string()),
             Err("expected response.uid=\"u2\", got \"u1\"".into())
         );
         let failed = json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "ConversionReview",
             "response": {"uid": "u1", "result": {"status": "Failure"}}});
         assert_eq!(
-            webhook_converted_objects("v1", "u1", failed),
+            webhook_converted_objects("v1", "u1", failed).map_err(|e| e.to_string()),
             Err("response.result.status was 'Failure', not 'Success'".into())
         );
         assert_eq!(
-            webhook_converted_objects("v1", "u1", json!({"kind": "Other"})),
+            webhook_converted_objects("v1", "u1", json!({"kind": "Other"})).map_err(|e| e.to_string()),
             Err("expected webhook response of apiextensions.k8s.io/v1, Kind=ConversionReview, got /, Kind=Other".into())
         );
     }
