@@ -20,12 +20,15 @@ pub use apimachinery::access::{Attributes, Decision};
 pub struct SyncAccess(pub Arc<dyn Authorizer>);
 
 impl apimachinery::access::AccessCheck for SyncAccess {
-    fn check(&self, attrs: &Attributes) -> Result<(Decision, String), String> {
+    fn check(
+        &self,
+        attrs: &Attributes,
+    ) -> Result<(Decision, String), apimachinery::access::AccessError> {
         let mut fut = self.0.authorize(attrs);
         let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
         match fut.as_mut().poll(&mut cx) {
             std::task::Poll::Ready(answer) => Ok(answer),
-            std::task::Poll::Pending => Err("the authorizer did not answer synchronously".into()),
+            std::task::Poll::Pending => Err(apimachinery::access::AccessError::NotReady),
         }
     }
 }

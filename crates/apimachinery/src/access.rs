@@ -40,9 +40,18 @@ pub enum Decision {
     NoOpinion,
 }
 
+/// Why an authorizer could not decide; the text is what CEL's `error()` of the
+/// decision returns.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum AccessError {
+    /// The authorizer did not answer at once (CEL evaluation cannot wait).
+    #[error("the authorizer did not answer synchronously")]
+    NotReady,
+}
+
 /// A decision asked for while an expression evaluates (CEL's `authorizer.check`):
 /// the server answers it with its authorizer. `Err` when it could not decide at once.
 pub trait AccessCheck: Send + Sync {
     /// The decision and its reason for `attrs`.
-    fn check(&self, attrs: &Attributes) -> Result<(Decision, String), String>;
+    fn check(&self, attrs: &Attributes) -> Result<(Decision, String), AccessError>;
 }

@@ -882,7 +882,7 @@ fn authorize_now(authorizer: &dyn AccessCheck, attrs: &Attributes) -> AuthzDecis
         Err(e) => AuthzDecision {
             allowed: false,
             reason: String::new(),
-            error: Some(e),
+            error: Some(e.to_string()),
         },
     }
 }
@@ -1009,7 +1009,7 @@ mod tests {
     struct PodReader;
 
     impl AccessCheck for PodReader {
-        fn check(&self, a: &Attributes) -> Result<(Decision, String), String> {
+        fn check(&self, a: &Attributes) -> Result<(Decision, String), crate::access::AccessError> {
             let who = a.user.username == "alice"
                 || (a.user.username == "system:serviceaccount:ns1:builder"
                     && a.user
