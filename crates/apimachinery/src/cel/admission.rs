@@ -217,7 +217,7 @@ impl Program {
         };
         let out = interp::evaluate(self.checked.program.expression(), &iact, PER_CALL_LIMIT);
         Evaluation {
-            result: out.result.map_err(|e| e.message),
+            result: out.result,
             cost: cost.saturating_add(out.cost),
         }
     }
@@ -227,11 +227,11 @@ impl Program {
         let e = self.eval(act);
         let result = match e.result {
             Ok(Val::Bool(b)) => Ok(b),
-            Ok(other) => Err(format!(
+            Ok(other) => Err(EvalError::new(format!(
                 "no such overload: expected bool, got {}",
                 other.type_name()
-            )),
-            Err(m) => Err(m),
+            ))),
+            Err(e) => Err(e),
         };
         BoolEvaluation {
             result,
@@ -240,12 +240,13 @@ impl Program {
     }
 
     /// Evaluate and convert the result to JSON (`string`, `null`, lists, maps, ...).
-    pub fn eval_json(&self, act: &Activation<'_>) -> (Result<Value, String>, u64) {
+    pub fn eval_json(&self, act: &Activation<'_>) -> (Result<Value, EvalError>, u64) {
         let e = self.eval(act);
         let r = match e.result {
-            Ok(v) => value::to_json(&v)
-                .ok_or_else(|| format!("unsupported result type {}", v.type_name())),
-            Err(m) => Err(m),
+            Ok(v) => value::to_json(&v).ok_or_else(|| {
+                EvalError::new(format!("unsupported result type {}", v.type_name()))
+            }),
+            Err(e) => Err(e),
         };
         (r, e.cost)
     }
@@ -253,9 +254,9 @@ impl Program {
 
 /// The outcome of one evaluation.
 pub struct Evaluation<'a> {
-    /// The value, or cel-go's error message (`no such key: spec`,
+    /// The value, or cel-go's error (`no such key: spec`,
     /// `operation cancelled: actual cost limit exceeded`, ...).
-    pub result: Result<Val<'a>, String>,
+    pub result: Result<Val<'a>, EvalError>,
     /// cel-go's runtime cost, including variables first evaluated here.
     pub cost: u64,
 }
@@ -263,8 +264,8 @@ pub struct Evaluation<'a> {
 /// The outcome of a boolean evaluation.
 #[derive(Clone, Debug, PartialEq)]
 pub struct BoolEvaluation {
-    /// The value, or the error message.
-    pub result: Result<bool, String>,
+    /// The value, or the error.
+    pub result: Result<bool, EvalError>,
     /// cel-go's runtime cost.
     pub cost: u64,
 }
@@ -296,7 +297,7 @@ impl Variables {
     }
 }
 
-type Memo<'a> = RefCell<BTreeMap<String, Result<Val<'a>, String>>>;
+type Memo<'a> = RefCell<BTreeMap<String, Result<Val<'a>, EvalError>>>;
 
 /// The values an expression runs against.
 pub struct Activation<'a> {
@@ -363,21 +364,24 @@ impl<'a> Activation<'a> {
     }
 
     /// Evaluate variable `name` if not done yet; `None` when no such variable is bound.
-    fn variable(&self, name: &str, cost: &mut u64) -> Option<Result<(), String>> {
+    fn variable(&self, name: &str, cost: &mut u64) -> Option<Result<(), EvalError>> {
         if let Some(r) = self.memo.borrow().get(name) {
             return Some(r.as_ref().map(|_| ()).map_err(Clone::clone));
         }
         let vars = self.variables?;
         let (_, compiled) = vars.entries.iter().rev().find(|(n, _)| n == name)?;
         let result = match compiled {
-            Err(e) => Err(format!(
+            Err(e) => Err(EvalError::new(format!(
                 "composited variable {name:?} fails to compile: {e}"
-            )),
+            ))),
             Ok(p) => {
                 let e = p.eval(self);
                 *cost = cost.saturating_add(e.cost);
-                e.result
-                    .map_err(|m| format!("composited variable {name:?} fails to evaluate: {m}"))
+                e.result.map_err(|m| {
+                    EvalError::new(format!(
+                        "composited variable {name:?} fails to evaluate: {m}"
+                    ))
+                })
             }
         };
         let out = result.as_ref().map(|_| ()).map_err(Clone::clone);
@@ -936,7 +940,7 @@ mod tests {
             .map_err(|e| e.to_string())?;
         let req = request();
         let act = Activation::new(&req).object(Some(obj));
-        p.eval_bool(&act).result
+        p.eval_bool(&act).result.map_err(|e| e.to_string())
     }
 
     #[test]
@@ -1050,7 +1054,7 @@ mod tests {
             name: "p1".into(),
         };
         let act = Activation::new(&req).authorizer(Some(&ctx));
-        p.eval_json(&act).0
+        p.eval_json(&act).0.map_err(|e| e.to_string())
     }
 
     #[test]
@@ -1213,7 +1217,9 @@ mod tests {
         let p = compile("variables.broken == 1", &env, ReturnType::Bool).expect("compiles");
         assert_eq!(
             p.eval_bool(&act).result,
-            Err("composited variable \"broken\" fails to evaluate: no such key: missing".into())
+            Err(EvalError::new(
+                "composited variable \"broken\" fails to evaluate: no such key: missing"
+            ))
         );
         let err = compile("variables.nope == 1", &env, ReturnType::Bool)
             .unwrap_err()

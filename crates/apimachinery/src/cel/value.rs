@@ -213,6 +213,8 @@ impl std::fmt::Display for EvalError {
     }
 }
 
+impl std::error::Error for EvalError {}
+
 /// The result of evaluating an expression.
 pub type EvalResult<'a> = Result<Val<'a>, EvalError>;
 
