@@ -116,8 +116,8 @@ async fn convert_by_webhook(
         .unwrap_or(&Value::Null);
     let uid = uuid::Uuid::new_v4().to_string();
     let objects = pending.iter().map(|&i| objs[i].clone()).collect();
-    let review =
-        webhook_review(objects, &desired, &uid, &review_versions).map_err(conversion_failure)?;
+    let review = webhook_review(objects, &desired, &uid, &review_versions)
+        .map_err(|e| conversion_failure(e.to_string()))?;
     let review_version = if review["apiVersion"] == "apiextensions.k8s.io/v1beta1" {
         "v1beta1"
     } else {

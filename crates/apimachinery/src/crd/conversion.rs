@@ -145,30 +145,13 @@ pub fn group_version_string(api_version: &str) -> String {
     }
 }
 
-/// Strategy `Webhook`: the `ConversionReview` kube posts for `objects` (those not yet
-/// in `desired`), in the first of the CRD's `conversionReviewVersions` it speaks.
-pub fn webhook_review(
-    objects: Vec<Value>,
-    desired: &str,
-    uid: &str,
-    review_versions: &[String],
-) -> Result<Value, String> {
-    let version = review_versions
-        .iter()
-        .find(|v| *v == "v1" || *v == "v1beta1")
-        .ok_or_else(|| "no supported conversion review versions".to_string())?;
-    Ok(serde_json::json!({
-        "kind": "ConversionReview",
-        "apiVersion": format!("apiextensions.k8s.io/{version}"),
-        "request": {"uid": uid, "desiredAPIVersion": desired, "objects": objects},
-        "response": {"uid": "", "convertedObjects": null, "result": {"metadata": {}}}
-    }))
-}
-
-/// A conversion webhook's answer kube does not take (to be wrapped as `conversion
-/// webhook for <gvk> failed: <complaint>`).
+/// Why a conversion webhook cannot be asked, or its answer is not taken (an answer's
+/// complaint is wrapped as `conversion webhook for <gvk> failed: <complaint>`).
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-pub enum WebhookAnswerError {
+pub enum ConversionWebhookError {
+    /// None of the CRD's `conversionReviewVersions` is `v1` or `v1beta1`.
+    #[error("no supported conversion review versions")]
+    ReviewVersions,
     /// A `v1` answer that is no `ConversionReview`.
     #[error(
         "expected webhook response of apiextensions.k8s.io/v1, Kind=ConversionReview, got {0}"
@@ -193,25 +176,45 @@ pub enum WebhookAnswerError {
     Status(String),
 }
 
+/// Strategy `Webhook`: the `ConversionReview` kube posts for `objects` (those not yet
+/// in `desired`), in the first of the CRD's `conversionReviewVersions` it speaks.
+pub fn webhook_review(
+    objects: Vec<Value>,
+    desired: &str,
+    uid: &str,
+    review_versions: &[String],
+) -> Result<Value, ConversionWebhookError> {
+    let version = review_versions
+        .iter()
+        .find(|v| *v == "v1" || *v == "v1beta1")
+        .ok_or(ConversionWebhookError::ReviewVersions)?;
+    Ok(serde_json::json!({
+        "kind": "ConversionReview",
+        "apiVersion": format!("apiextensions.k8s.io/{version}"),
+        "request": {"uid": uid, "desiredAPIVersion": desired, "objects": objects},
+        "response": {"uid": "", "convertedObjects": null, "result": {"metadata": {}}}
+    }))
+}
+
 /// The converted objects of a webhook's answer, or kube's complaint about it.
 pub fn webhook_converted_objects(
     review_version: &str,
     expected_uid: &str,
     mut answer: Value,
-) -> Result<Vec<Value>, WebhookAnswerError> {
+) -> Result<Vec<Value>, ConversionWebhookError> {
     if review_version == "v1" {
         let got = gvk_string(&answer);
         if got != "apiextensions.k8s.io/v1, Kind=ConversionReview" {
-            return Err(WebhookAnswerError::NotAReview(got));
+            return Err(ConversionWebhookError::NotAReview(got));
         }
     }
     let response = match answer.get_mut("response") {
         Some(r) if !r.is_null() => r,
-        _ => return Err(WebhookAnswerError::NoResponse),
+        _ => return Err(ConversionWebhookError::NoResponse),
     };
     let uid = response.get("uid").and_then(Value::as_str).unwrap_or("");
     if review_version == "v1" && uid != expected_uid {
-        return Err(WebhookAnswerError::Uid {
+        return Err(ConversionWebhookError::Uid {
             expected: expected_uid.to_string(),
             got: uid.to_string(),
         });
@@ -227,9 +230,9 @@ pub fn webhook_converted_objects(
             .and_then(Value::as_str)
             .unwrap_or("");
         if !message.is_empty() {
-            return Err(WebhookAnswerError::Failed(message.to_string()));
+            return Err(ConversionWebhookError::Failed(message.to_string()));
         }
-        return Err(WebhookAnswerError::Status(status.to_string()));
+        return Err(ConversionWebhookError::Status(status.to_string()));
     }
     match response.get_mut("convertedObjects").map(Value::take) {
         Some(Value::Array(objects)) => Ok(objects),
@@ -534,7 +537,7 @@ mod tests {
         assert_eq!(review["request"]["objects"], json!([obj]));
         assert_eq!(
             webhook_review(Vec::new(), "example.com/v1", "u1", &["v2".into()]),
-            Err("no supported conversion review versions".into())
+            Err(ConversionWebhookError::ReviewVersions)
         );
     }
 
