@@ -284,6 +284,22 @@ fn compact_rules(rules: Vec<PolicyRule>) -> Vec<PolicyRule> {
     out
 }
 
+/// Why RBAC refuses or cannot check a write of roles and bindings; the texts are kube's.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum RbacError {
+    /// The write grants rules the user does not hold (kube's `ConfirmNoEscalation`
+    /// text, see [`escalation_message`]).
+    #[error("{0}")]
+    Escalation(String),
+    /// The rules cache cannot be read.
+    #[error("RBAC cache unavailable")]
+    Unavailable,
+    /// The role a binding references cannot be resolved (the registry's text, e.g.
+    /// `roles.rbac.authorization.k8s.io "x" not found`).
+    #[error("{0}")]
+    RoleReference(String),
+}
+
 /// kube's `ConfirmNoEscalation` message for the rules `user` lacks (`missing` as
 /// [`uncovered`] returns them), with the errors met resolving the user's own rules.
 pub fn escalation_message(user: &UserInfo, missing: Vec<PolicyRule>, errors: &[String]) -> String {
@@ -656,13 +672,15 @@ impl RbacRules {
         user: &UserInfo,
         namespace: &str,
         rules: &[PolicyRule],
-    ) -> Result<(), String> {
+    ) -> Result<(), RbacError> {
         let (owner, errors) = self.collect_rules(user, namespace, ErrorNames::Registry);
         let missing = uncovered(&owner, rules);
         if missing.is_empty() {
             return Ok(());
         }
-        Err(escalation_message(user, missing, &errors))
+        Err(RbacError::Escalation(escalation_message(
+            user, missing, &errors,
+        )))
     }
 
     /// The rules of the role a binding in `namespace` references (`kind` is `Role` or
@@ -672,12 +690,11 @@ impl RbacRules {
         kind: &str,
         name: &str,
         namespace: &str,
-    ) -> Result<Vec<PolicyRule>, String> {
-        let state = self
-            .state
-            .read()
-            .map_err(|_| "RBAC cache unavailable".to_string())?;
-        role_rules(&state, kind, name, namespace, ErrorNames::Registry).map(|r| r.to_vec())
+    ) -> Result<Vec<PolicyRule>, RbacError> {
+        let state = self.state.read().map_err(|_| RbacError::Unavailable)?;
+        role_rules(&state, kind, name, namespace, ErrorNames::Registry)
+            .map(|r| r.to_vec())
+            .map_err(RbacError::RoleReference)
     }
 
     /// Every rule that applies to `user` in `namespace`, and the errors resolving them
@@ -1455,7 +1472,8 @@ mod tests {
         assert_eq!(c.confirm_no_escalation(&alice, "ns1", &get), Ok(()));
         let err = c
             .confirm_no_escalation(&alice, "ns2", &get)
-            .expect_err("not held in ns2");
+            .expect_err("not held in ns2")
+            .to_string();
         assert!(
             err.ends_with("{APIGroups:[\"\"], Resources:[\"pods\"], Verbs:[\"get\"]}"),
             "{err}"
@@ -1464,7 +1482,8 @@ mod tests {
             rules(json!([{"verbs": ["delete"], "apiGroups": [""], "resources": ["pods"]}]));
         let err = c
             .confirm_no_escalation(&alice, "ns1", &delete)
-            .expect_err("not held");
+            .expect_err("not held")
+            .to_string();
         assert!(
             err.ends_with(
                 "; resolution errors: [clusterroles.rbac.authorization.k8s.io \"gone\" not found]"
@@ -1473,7 +1492,9 @@ mod tests {
         );
         assert_eq!(
             c.role_reference_rules("Role", "missing", "ns1"),
-            Err("roles.rbac.authorization.k8s.io \"missing\" not found".into())
+            Err(RbacError::RoleReference(
+                "roles.rbac.authorization.k8s.io \"missing\" not found".into()
+            ))
         );
     }
 

@@ -123,7 +123,7 @@ impl EscalationCheck {
         let rules = PolicyRule::list_from(obj);
         self.rules
             .confirm_no_escalation(user, namespace, &rules)
-            .map_err(|msg| forbidden(gr, name, &msg))?;
+            .map_err(|e| forbidden(gr, name, &e.to_string()))?;
         // An aggregation rule can gather anything (and keep rules from being
         // tightened): setting or changing one takes every permission.
         if gr.resource == "clusterroles"
@@ -197,11 +197,11 @@ impl EscalationCheck {
             .role_reference_rules(kind, role, namespace)
             .map_err(|msg| match role_resource {
                 Some(resource) => Status::not_found(&GroupResource::new(GROUP, resource), role),
-                None => Status::internal(msg),
+                None => Status::internal(msg.to_string()),
             })?;
         self.rules
             .confirm_no_escalation(user, namespace, &rules)
-            .map_err(|msg| forbidden(gr, super::object::name(obj), &msg))
+            .map_err(|e| forbidden(gr, super::object::name(obj), &e.to_string()))
     }
 }
 
