@@ -267,3 +267,79 @@ fn a_forbidden_use_is_reported() {
         ]
     );
 }
+
+/// The public signatures (`pub fn`, `pub(crate) fn`, ...) in `text` whose return type
+/// is a `Result` with a `String` error, by their first line.
+fn string_error_signatures(text: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    let mut rest = text;
+    while let Some(at) = rest.find("pub") {
+        let after = &rest[at..];
+        rest = &after[3..];
+        let head = after[3..].trim_start();
+        let head = match head.strip_prefix('(') {
+            Some(scoped) => match scoped.find(')') {
+                Some(close) => scoped[close + 1..].trim_start(),
+                None => continue,
+            },
+            None => head,
+        };
+        let head = head.strip_prefix("async ").unwrap_or(head);
+        if !head.starts_with("fn ") {
+            continue;
+        }
+        // The signature runs to the body (or to `;` in a trait).
+        let end = head.find(['{', ';']).unwrap_or(head.len());
+        let signature: String = head[..end].split_whitespace().collect::<Vec<_>>().join(" ");
+        let Some((_, ret)) = signature.split_once(") -> ") else {
+            continue;
+        };
+        let ret = ret.split(" where ").next().unwrap_or(ret).trim();
+        if ret.starts_with("Result<") && ret.ends_with(", String>") {
+            found.push(signature.lines().next().unwrap_or_default().to_string());
+        }
+    }
+    found
+}
+
+/// ARCHITECTURE.md, "Errors": no public function of either crate returns
+/// `Result<_, String>`; each layer has its typed error.
+#[test]
+fn no_public_function_returns_a_string_error() {
+    let root = repo();
+    let mut files = Vec::new();
+    rust_files(&root.join("src"), &mut files);
+    rust_files(&root.join("crates/apimachinery/src"), &mut files);
+    assert!(
+        files.len() > 50,
+        "sources not found under {}",
+        root.display()
+    );
+    let mut offenders = Vec::new();
+    for file in files {
+        let text = fs::read_to_string(&file).expect("source file");
+        // Unit tests at the end of a file may use whatever is handy.
+        let code = text.split("#[cfg(test)]").next().unwrap_or(&text);
+        for sig in string_error_signatures(code) {
+            offenders.push(format!("{}: {sig}", file.display()));
+        }
+    }
+    assert!(
+        offenders.is_empty(),
+        "public functions returning Result<_, String>:\n{}",
+        offenders.join("\n")
+    );
+}
+
+#[test]
+fn a_string_error_signature_is_reported() {
+    let text = "pub fn a(x: &str) -> Result<u8, String> {}\n\
+        pub(crate) async fn b(\n    x: &str,\n) -> Result<Vec<String>, String>\nwhere T: X {}\n\
+        fn private() -> Result<(), String> {}\n\
+        pub fn typed() -> Result<String, CodecError> {}\n\
+        pub trait T { fn in_trait(&self) -> Result<(), String>; }\n";
+    let found = string_error_signatures(text);
+    assert_eq!(found.len(), 2, "{found:?}");
+    assert!(found[0].starts_with("fn a("));
+    assert!(found[1].starts_with("fn b("));
+}
