@@ -18,9 +18,10 @@ use crate::field::{Error as FieldError, Path};
 use crate::http::negotiate::{body_type, BodyType, Output};
 use crate::http::response::{self, Body, Reply};
 use crate::http::ApiRequest;
+use crate::rest::store::Written;
 use crate::rest::{FieldValidation, ResourceKind, WriteOptions};
 use crate::status::{GroupResource, Status};
-use http::{Method, Response};
+use http::{Method, Response, StatusCode};
 use serde_json::{json, Value};
 use std::sync::Arc;
 
@@ -369,4 +370,66 @@ pub async fn authorize_create(api: &ApiServer, req: &ApiRequest) -> Result<(), S
     } else {
         Err(crate::auth::authz::forbidden(&attrs, &reason))
     }
+}
+
+/// An update that creates the object when it is missing: a PUT of a kind that allows
+/// create on update, or a server-side apply (`may_create`). `build` makes the desired
+/// object from the stored one (`Some`) or from nothing (`None`, checked by the caller
+/// as its verb requires). A create is authorized as a create, waits on the namespace
+/// lifecycle and answers 201; someone creating the object meanwhile means updating
+/// theirs.
+#[allow(clippy::too_many_arguments)]
+pub async fn update_or_create(
+    api: &Arc<ApiServer>,
+    req: &ApiRequest,
+    kind: &dyn ResourceKind,
+    opts: &WriteOptions,
+    require_rv: bool,
+    may_create: bool,
+    mut build: impl FnMut(Option<&Value>) -> Result<Value, Status>,
+    finish: impl Fn(Written) -> Written,
+) -> Result<Response<Body>, Status> {
+    let d = kind.descriptor();
+    let (ns, name) = (&req.info.namespace, &req.info.name);
+    for _ in 0..2 {
+        match api
+            .store
+            .update(kind, ns, name, opts, require_rv, |cur| build(Some(cur)))
+            .await
+        {
+            Ok(w) => {
+                return Ok(finish_write(
+                    api,
+                    req,
+                    kind,
+                    finish(w),
+                    opts.dry_run,
+                    StatusCode::OK,
+                ))
+            }
+            Err(s) if may_create && s.code == 404 && s.reason == "NotFound" => {}
+            Err(s) => return Err(s),
+        }
+        let obj = build(None)?;
+        authorize_create(api, req).await?;
+        if d.namespaced {
+            api.check_namespace(ns, &d.gr, name).await?;
+        }
+        match api.store.create(kind, obj, opts).await {
+            Ok(w) => {
+                let created = finish(w);
+                return Ok(finish_write(
+                    api,
+                    req,
+                    kind,
+                    created,
+                    opts.dry_run,
+                    StatusCode::CREATED,
+                ));
+            }
+            Err(s) if s.reason == "AlreadyExists" => continue,
+            Err(s) => return Err(s),
+        }
+    }
+    Err(Status::stale(&d.gr, name))
 }

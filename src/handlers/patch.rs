@@ -202,29 +202,14 @@ async fn server_side_apply(
         w
     };
     let (ns, name) = (&req.info.namespace, &req.info.name);
-    for _ in 0..2 {
-        match api
-            .store
-            .update(kind, ns, name, &opts, false, |cur| merge(Some(cur)))
-            .await
-        {
-            Ok(w) => {
-                return Ok(finish_write(
-                    api,
-                    req,
-                    kind,
-                    warn(w),
-                    opts.dry_run,
-                    http::StatusCode::OK,
-                ))
-            }
-            Err(s) if s.code == 404 && s.reason == "NotFound" && opts.subresource.is_empty() => {}
-            Err(s) => return Err(s),
+    // Create on apply: the object is the configuration merged into nothing, checked as
+    // kube's patcher checks it (uid, then namespace, then name: the URL's name is not
+    // filled in).
+    let build = |live: Option<&Value>| {
+        let mut obj = merge(live)?;
+        if live.is_some() {
+            return Ok(obj);
         }
-        // Create on apply: the object is the configuration merged into nothing, checked
-        // as kube's patcher checks it (uid, then namespace, then name: the URL's name
-        // is not filled in).
-        let mut obj = merge(None)?;
         let uid = object::meta(&obj)
             .get("uid")
             .and_then(Value::as_str)
@@ -245,27 +230,10 @@ async fn server_side_apply(
                 object::name(&obj)
             )));
         }
-        super::authorize_create(api, req).await?;
-        if d.namespaced {
-            api.check_namespace(ns, &d.gr, name).await?;
-        }
-        match api.store.create(kind, obj, &opts).await {
-            Ok(w) => {
-                return Ok(finish_write(
-                    api,
-                    req,
-                    kind,
-                    warn(w),
-                    opts.dry_run,
-                    http::StatusCode::CREATED,
-                ))
-            }
-            // Someone created it meanwhile: apply to theirs.
-            Err(s) if s.reason == "AlreadyExists" => continue,
-            Err(s) => return Err(s),
-        }
-    }
-    Err(Status::stale(&d.gr, name))
+        Ok(obj)
+    };
+    let may_create = opts.subresource.is_empty();
+    super::update_or_create(api, req, kind, &opts, false, may_create, build, warn).await
 }
 
 /// The applied configuration, decoded as kube's `yaml.Unmarshal` into a map: `null`
