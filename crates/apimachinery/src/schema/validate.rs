@@ -109,6 +109,12 @@ impl Validator {
 
     /// The OpenAPI schema pass with ratcheting against `old` (`ValidateCustomResourceUpdate`).
     pub fn validate_schema_update(&self, new: &Value, old: &Value, path: &Path) -> ErrorList {
+        // Ratcheting only forgives errors: an object valid without it (the common case)
+        // needs no second, correlated pass.
+        let plain = run_node(&self.root, new, "", None, false);
+        if plain.is_valid() {
+            return to_field_errors(plain, path);
+        }
         let corr = Corr {
             new,
             old,
