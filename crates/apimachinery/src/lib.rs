@@ -14,6 +14,7 @@ pub mod codec;
 pub mod crd;
 pub mod field;
 pub mod goformat;
+pub mod kube_discovery;
 pub mod number;
 pub mod object;
 pub mod pipeline;

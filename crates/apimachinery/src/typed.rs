@@ -9,9 +9,9 @@ use crate::selector::SelectorError;
 use serde_json::{Map, Value};
 use std::sync::OnceLock;
 
-/// Every built-in definition (kube's `definitions` of `/openapi/v2`), extracted
-/// from kube v1.36's API descriptions (as k8s-openapi 0.29 carries them) plus kube's
-/// list-type/GVK extensions; regenerate deliberately rather than edit by hand.
+/// Every built-in definition (kube's `definitions` of `/openapi/v2`): the schemas of
+/// kube v1.36's recorded `/openapi/v3` documents, merged and written in v2's form by
+/// `scripts/kube-api-data.py`; regenerate deliberately rather than edit by hand.
 const BUILTIN_DEFINITIONS: &str = include_str!("openapi_builtin.json");
 
 /// The built-in definitions by name (`io.k8s.api.core.v1.ConfigMap`, ...).
@@ -183,6 +183,14 @@ fn go_value_error(
         if target.get("type").and_then(Value::as_str) == Some("string") {
             return if v.is_string() { None } else { mismatch(kind) };
         }
+        // IntOrString and Quantity (`oneOf` scalars) decode from strings and numbers.
+        if target.get("type").is_none() && target.get("oneOf").is_some() {
+            return if v.is_string() || v.is_number() {
+                None
+            } else {
+                mismatch(kind)
+            };
+        }
         if !v.is_object() {
             return mismatch(kind);
         }
@@ -310,29 +318,57 @@ fn round_trip_value(v: &mut Value, node: &Value, defs: &Map<String, Value>) {
     }
 }
 
-/// How deep `$ref`s are followed (the built-in definitions used here nest far less).
-const MAX_REF_DEPTH: usize = 16;
+/// How deep `$ref`s are followed (a CronJob's pod template nests about 20 levels).
+const MAX_REF_DEPTH: usize = 40;
 
 /// The structural schema of an OpenAPI v2 definition, `$ref`s resolved against `defs`.
-/// The root's `metadata` stays a plain object: pruning treats ObjectMeta itself.
+/// The root's `metadata` stays a plain object: pruning treats ObjectMeta itself. A
+/// definition met again inside itself (JSONSchemaProps) and an object without
+/// properties (RawExtension) keep whatever they hold, as Go's raw JSON does.
 pub fn structural_from_definition(
     def: &Value,
     defs: &Map<String, Value>,
     depth: usize,
 ) -> Structural {
+    structural_at(def, defs, depth, &mut Vec::new())
+}
+
+fn preserve_unknown() -> Structural {
+    Structural {
+        type_: "object".into(),
+        x_preserve_unknown_fields: true,
+        ..Default::default()
+    }
+}
+
+fn structural_at(
+    def: &Value,
+    defs: &Map<String, Value>,
+    depth: usize,
+    expanding: &mut Vec<String>,
+) -> Structural {
     let resolved;
+    let mut expanded = None;
     let def = match def.get("$ref").and_then(Value::as_str) {
-        Some(r) if depth < MAX_REF_DEPTH => {
+        Some(r) => {
             let name = r.rsplit('/').next().unwrap_or("");
+            if depth >= MAX_REF_DEPTH || expanding.iter().any(|n| n == name) {
+                return preserve_unknown();
+            }
             match defs.get(name) {
                 Some(target) => {
-                    // The referring property's extensions apply on top of the target.
+                    // The referring property's extensions and default apply on top of the target.
                     let mut merged = target.clone();
                     if let (Some(m), Some(own)) = (merged.as_object_mut(), def.as_object()) {
-                        for (k, v) in own.iter().filter(|(k, _)| k.starts_with("x-kubernetes-")) {
+                        for (k, v) in own
+                            .iter()
+                            .filter(|(k, _)| k.starts_with("x-kubernetes-") || *k == "default")
+                        {
                             m.insert(k.clone(), v.clone());
                         }
                     }
+                    expanding.push(name.to_string());
+                    expanded = Some(());
                     resolved = merged;
                     &resolved
                 }
@@ -344,6 +380,8 @@ pub fn structural_from_definition(
     let str_of = |k: &str| def.get(k).and_then(Value::as_str).map(str::to_string);
     let mut s = Structural {
         type_: str_of("type").unwrap_or_default(),
+        default: def.get("default").cloned(),
+        x_int_or_string: str_of("format").as_deref() == Some("int-or-string"),
         x_list_type: str_of("x-kubernetes-list-type"),
         x_map_type: str_of("x-kubernetes-map-type"),
         x_list_map_keys: def
@@ -367,7 +405,7 @@ pub fn structural_from_definition(
         }
     }
     if let Some(items) = def.get("items") {
-        s.items = Some(Box::new(structural_from_definition(items, defs, depth + 1)));
+        s.items = Some(Box::new(structural_at(items, defs, depth + 1, expanding)));
     }
     if let Some(props) = def.get("properties").and_then(Value::as_object) {
         for (k, v) in props {
@@ -377,7 +415,7 @@ pub fn structural_from_definition(
                     ..Default::default()
                 }
             } else {
-                structural_from_definition(v, defs, depth + 1)
+                structural_at(v, defs, depth + 1, expanding)
             };
             s.properties.insert(k.clone(), child);
         }
@@ -385,11 +423,20 @@ pub fn structural_from_definition(
     match def.get("additionalProperties") {
         Some(Value::Bool(b)) => s.additional_properties = Some(AdditionalProperties::Bool(*b)),
         Some(v @ Value::Object(_)) => {
-            s.additional_properties = Some(AdditionalProperties::Schema(Box::new(
-                structural_from_definition(v, defs, depth + 1),
-            )))
+            s.additional_properties = Some(AdditionalProperties::Schema(Box::new(structural_at(
+                v,
+                defs,
+                depth + 1,
+                expanding,
+            ))))
         }
         _ => {}
+    }
+    if s.type_ == "object" && def.get("properties").is_none() && s.additional_properties.is_none() {
+        s.x_preserve_unknown_fields = true;
+    }
+    if expanded.is_some() {
+        expanding.pop();
     }
     s
 }
