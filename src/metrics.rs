@@ -881,7 +881,7 @@ impl Storage for MeteredStorage {
 /// Stored objects per group-resource (`-1` when counting failed), sorted.
 async fn object_counts(api: &ApiServer, storage: &dyn Storage) -> Vec<(String, String, i64)> {
     let prefix = api.options.prefix.trim_end_matches('/');
-    let mut roots: Vec<(String, String, String)> = builtin::RESOURCES
+    let mut roots: Vec<(String, String, String)> = builtin::resources()
         .iter()
         .map(|r| {
             (

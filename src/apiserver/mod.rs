@@ -57,7 +57,7 @@ pub struct ApiServer {
     pub rbac: Arc<crate::auth::rbac::RbacRules>,
     /// The authorizer of `--authorization-mode` (the HTTP gate and access reviews ask it).
     pub authorizer: Arc<dyn crate::auth::authz::Authorizer>,
-    /// Every built-in kind by `(group, version, resource)` (`registry::builtin::RESOURCES`).
+    /// Every built-in kind by `(group, version, resource)` (`registry::builtin::resources()`).
     builtins: std::sync::RwLock<std::collections::HashMap<BuiltinKey, Arc<dyn ResourceKind>>>,
     /// The storage revision at which CRDs were loaded and system namespaces ensured
     /// (`None` until then: storage may be down at start-up). Controllers wait on it.
@@ -188,13 +188,20 @@ impl ApiServer {
         let escalation = api.rbac_enabled().then(|| {
             crate::rest::rbac::EscalationCheck::new(api.authorizer.clone(), api.rbac.clone())
         });
-        for r in crate::registry::builtin::RESOURCES {
+        // Every other stored kind is served from its schema.
+        for r in crate::registry::builtin::resources() {
+            if !r.is_stored() || api.builtin(r.group, r.version, r.resource).is_some() {
+                continue;
+            }
             let d = r.descriptor(&api.options.prefix);
-            if let Some(kind) = crate::rest::builtin::kind_for(d.clone(), r.definition) {
+            if let Some(kind) = crate::rest::builtin::kind_for(d.clone(), &r.definition) {
                 api.register_builtin(Arc::new(kind));
             } else if let Some(kind) =
-                crate::rest::rbac::kind_for(d, r.definition, escalation.clone())
+                crate::rest::rbac::kind_for(d.clone(), &r.definition, escalation.clone())
             {
+                api.register_builtin(Arc::new(kind));
+            } else {
+                let kind = crate::rest::builtin::schema_kind(d, &r.definition);
                 api.register_builtin(Arc::new(kind));
             }
         }
@@ -359,13 +366,13 @@ impl ApiServer {
         Ok(())
     }
 
-    /// Serve a built-in kind; its resource must be in `registry::builtin::RESOURCES`
+    /// Serve a built-in kind; its resource must be in `registry::builtin::resources()`
     /// (where discovery and OpenAPI come from), else it is not served and a warning logged.
     pub fn register_builtin(&self, kind: Arc<dyn ResourceKind>) {
         let d = kind.descriptor();
         let Some(entry) = crate::registry::builtin::lookup(&d.gr.group, &d.version, &d.gr.resource)
         else {
-            tracing::warn!(resource = %d.gr, "built-in kind missing from registry::builtin::RESOURCES; not served");
+            tracing::warn!(resource = %d.gr, "built-in kind missing from registry::builtin::resources(); not served");
             return;
         };
         if let Ok(mut map) = self.builtins.write() {

@@ -18,7 +18,7 @@ impl StoreParams {
     /// `(group, version, plural, namespaced)` of a kind.
     fn target(&self, api_version: &str, kind: &str) -> Option<(String, String, String, bool)> {
         let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
-        if let Some(r) = crate::registry::builtin::RESOURCES
+        if let Some(r) = crate::registry::builtin::resources()
             .iter()
             .find(|r| r.group == group && r.version == version && r.kind == kind)
         {

@@ -221,7 +221,7 @@ fn namespace_controller() -> crate::auth::UserInfo {
 /// built-in kinds that can be deleted, and each namespaced CRD in its preferred version.
 fn namespaced_kinds(api: &ApiServer) -> Vec<(String, Arc<dyn ResourceKind>)> {
     let mut out: Vec<(String, Arc<dyn ResourceKind>)> = Vec::new();
-    for r in crate::registry::builtin::RESOURCES {
+    for r in crate::registry::builtin::resources() {
         if !r.namespaced || !r.verbs.contains(&"delete") || r.storage.is_empty() {
             continue;
         }

@@ -1,37 +1,47 @@
 //! The built-in resources this server serves, described once: discovery (legacy and
 //! aggregated), the OpenAPI documents and `ApiServer::resolve` are all derived from
-//! [`RESOURCES`], so a built-in resource exists everywhere or nowhere.
+//! [`resources`], so a built-in resource exists everywhere or nowhere.
 //!
-//! Adding a built-in resource:
-//! 1. an entry in [`RESOURCES`] (its group must be in [`GROUPS`]; its OpenAPI
-//!    definitions `definition` and `definition + "List"` in `openapi_builtin.json`);
-//! 2. its `ResourceKind`, whose `Descriptor` comes from [`BuiltinResource::descriptor`],
-//!    registered in `ApiServer::start` with `ApiServer::register_builtin`.
+//! The table is read from kube v1.36's recorded discovery documents
+//! (`apimachinery::kube_discovery`): names, kinds, scope, verbs, short names,
+//! categories, subresources and storage version hashes are kube's. What discovery does
+//! not carry is the small hand table [`KUBE_STORAGE`] (kube's etcd keys where they are
+//! not the resource name) and [`GENERATION`] (the kinds whose strategy keeps
+//! `metadata.generation`). Each resource's `ResourceKind` is registered in
+//! `ApiServer::start`: a hand strategy where one exists, else the schema strategy.
 
 use crate::status::GroupResource;
 use crate::write::Descriptor;
+use apimachinery::kube_discovery;
+use serde::Deserialize;
+use serde_json::Value;
+use std::collections::HashMap;
+use std::sync::LazyLock;
 
-/// Every verb of a plain collection resource, in kube's discovery order.
-pub const ALL_VERBS: &[&str] = &[
-    "create",
-    "delete",
-    "deletecollection",
-    "get",
-    "list",
-    "patch",
-    "update",
-    "watch",
-];
-
-/// Verbs of a `status` subresource.
-pub const STATUS_VERBS: &[&str] = &["get", "patch", "update"];
+/// One subresource of a built-in resource.
+#[derive(Debug)]
+pub struct Subresource {
+    /// Its name (`status`, `scale`, `eviction`, ...).
+    pub name: &'static str,
+    /// Its verbs, in kube's discovery order.
+    pub verbs: Vec<&'static str>,
+    /// The group of the kind it answers with (the resource's own unless discovery
+    /// names another, as `autoscaling` for `scale`).
+    pub group: &'static str,
+    /// The version of that kind.
+    pub version: &'static str,
+    /// That kind (`Scale`, `Eviction`, `PodExecOptions`, ...).
+    pub kind: &'static str,
+    /// Whether discovery names the group and version (a kind of another group-version).
+    pub foreign: bool,
+}
 
 /// One built-in resource.
 #[derive(Debug)]
 pub struct BuiltinResource {
     /// API group (`""` is core).
     pub group: &'static str,
-    /// The one version served.
+    /// The version this entry serves (a group may serve several: `autoscaling`).
     pub version: &'static str,
     /// Plural resource name.
     pub resource: &'static str,
@@ -42,18 +52,21 @@ pub struct BuiltinResource {
     /// Namespaced or cluster-scoped.
     pub namespaced: bool,
     /// Verbs, in kube's discovery order.
-    pub verbs: &'static [&'static str],
+    pub verbs: Vec<&'static str>,
     /// `kubectl` short names.
-    pub short_names: &'static [&'static str],
+    pub short_names: Vec<&'static str>,
     /// Categories (`kubectl get all`, ...).
-    pub categories: &'static [&'static str],
-    /// `(subresource, verbs)`.
-    pub subresources: &'static [(&'static str, &'static [&'static str])],
+    pub categories: Vec<&'static str>,
+    /// Subresources, in kube's discovery order.
+    pub subresources: Vec<Subresource>,
+    /// kube's `storageVersionHash` (absent for kinds never stored).
+    pub storage_version_hash: Option<&'static str>,
     /// Storage path under the prefix, as kube-apiserver keys it (`configmaps`,
-    /// `apiextensions.k8s.io/customresourcedefinitions`); empty for kinds never stored.
+    /// `services/specs`, `apiextensions.k8s.io/customresourcedefinitions`); empty for
+    /// kinds never stored.
     pub storage: &'static str,
     /// OpenAPI definition name of the kind (`io.k8s.api.core.v1.ConfigMap`).
-    pub definition: &'static str,
+    pub definition: String,
     /// Whether kube maintains `metadata.generation` for this kind.
     pub generation: bool,
 }
@@ -78,23 +91,33 @@ impl BuiltinResource {
         format!("{}List", self.kind)
     }
 
-    /// Whether a subresource is served.
-    pub fn has_subresource(&self, name: &str) -> bool {
-        self.subresources.iter().any(|(s, _)| *s == name)
+    /// A subresource by name.
+    pub fn subresource(&self, name: &str) -> Option<&Subresource> {
+        self.subresources.iter().find(|s| s.name == name)
     }
 
-    /// The `(group, version, kind)` a subresource answers with: the resource's own,
-    /// except kube's TokenRequest for `serviceaccounts/token`.
+    /// Whether a subresource is listed.
+    pub fn has_subresource(&self, name: &str) -> bool {
+        self.subresource(name).is_some()
+    }
+
+    /// The `(group, version, kind)` a subresource answers with.
     pub fn subresource_kind(&self, sub: &str) -> (&'static str, &'static str, &'static str) {
-        match (self.group, self.resource, sub) {
-            ("", "serviceaccounts", "token") => ("authentication.k8s.io", "v1", "TokenRequest"),
-            _ => (self.group, self.version, self.kind),
+        match self.subresource(sub) {
+            Some(s) => (s.group, s.version, s.kind),
+            None => (self.group, self.version, self.kind),
         }
     }
 
     /// Whether a verb is served on the main resource.
     pub fn has_verb(&self, verb: &str) -> bool {
         self.verbs.contains(&verb)
+    }
+
+    /// Whether objects of this resource are stored (reviews, bindings and component
+    /// statuses are not).
+    pub fn is_stored(&self) -> bool {
+        !self.storage.is_empty()
     }
 
     /// The REST descriptor of this resource under the storage key `prefix`.
@@ -113,355 +136,255 @@ impl BuiltinResource {
     }
 }
 
-/// The non-core groups served, in the order kube-apiserver lists them in `/apis`
-/// (the aggregator's group priorities, equal priorities by APIService name
-/// `<version>.<group>`). Custom resource groups come after all of these.
-pub const GROUPS: &[(&str, &str)] = &[
-    ("events.k8s.io", "v1"),
-    ("authentication.k8s.io", "v1"),
-    ("authorization.k8s.io", "v1"),
-    ("rbac.authorization.k8s.io", "v1"),
-    ("admissionregistration.k8s.io", "v1"),
-    ("apiextensions.k8s.io", "v1"),
-    ("coordination.k8s.io", "v1"),
+/// kube-apiserver's etcd keys that are not the resource's name (its special resource
+/// prefixes, and the keys of the apiextensions and aggregator servers).
+pub const KUBE_STORAGE: &[(&str, &str, &str)] = &[
+    ("", "replicationcontrollers", "controllers"),
+    ("", "endpoints", "services/endpoints"),
+    ("", "nodes", "minions"),
+    ("", "services", "services/specs"),
+    ("networking.k8s.io", "ingresses", "ingress"),
+    (
+        "apiextensions.k8s.io",
+        "customresourcedefinitions",
+        "apiextensions.k8s.io/customresourcedefinitions",
+    ),
+    (
+        "apiregistration.k8s.io",
+        "apiservices",
+        "apiregistration.k8s.io/apiservices",
+    ),
 ];
 
-/// Every built-in resource.
-pub const RESOURCES: &[BuiltinResource] = &[
-    BuiltinResource {
-        group: "",
-        version: "v1",
-        resource: "namespaces",
-        singular: "namespace",
-        kind: "Namespace",
-        namespaced: false,
-        verbs: &[
-            "create", "delete", "get", "list", "patch", "update", "watch",
-        ],
-        short_names: &["ns"],
-        categories: &[],
-        subresources: &[("finalize", &["update"]), ("status", STATUS_VERBS)],
-        storage: "namespaces",
-        definition: "io.k8s.api.core.v1.Namespace",
-        generation: false,
-    },
-    BuiltinResource {
-        group: "apiextensions.k8s.io",
-        version: "v1",
-        resource: "customresourcedefinitions",
-        singular: "customresourcedefinition",
-        kind: "CustomResourceDefinition",
-        namespaced: false,
-        verbs: ALL_VERBS,
-        short_names: &["crd", "crds"],
-        categories: &["api-extensions"],
-        subresources: &[("status", STATUS_VERBS)],
-        storage: "apiextensions.k8s.io/customresourcedefinitions",
-        definition:
-            "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.CustomResourceDefinition",
-        generation: true,
-    },
-    BuiltinResource {
-        group: "admissionregistration.k8s.io",
-        version: "v1",
-        resource: "mutatingwebhookconfigurations",
-        singular: "mutatingwebhookconfiguration",
-        kind: "MutatingWebhookConfiguration",
-        namespaced: false,
-        verbs: ALL_VERBS,
-        short_names: &[],
-        categories: &["api-extensions"],
-        subresources: &[],
-        storage: "mutatingwebhookconfigurations",
-        definition: "io.k8s.api.admissionregistration.v1.MutatingWebhookConfiguration",
-        generation: true,
-    },
-    BuiltinResource {
-        group: "admissionregistration.k8s.io",
-        version: "v1",
-        resource: "validatingwebhookconfigurations",
-        singular: "validatingwebhookconfiguration",
-        kind: "ValidatingWebhookConfiguration",
-        namespaced: false,
-        verbs: ALL_VERBS,
-        short_names: &[],
-        categories: &["api-extensions"],
-        subresources: &[],
-        storage: "validatingwebhookconfigurations",
-        definition: "io.k8s.api.admissionregistration.v1.ValidatingWebhookConfiguration",
-        generation: true,
-    },
-    BuiltinResource {
-        group: "admissionregistration.k8s.io",
-        version: "v1",
-        resource: "validatingadmissionpolicies",
-        singular: "validatingadmissionpolicy",
-        kind: "ValidatingAdmissionPolicy",
-        namespaced: false,
-        verbs: ALL_VERBS,
-        short_names: &[],
-        categories: &["api-extensions"],
-        subresources: &[("status", STATUS_VERBS)],
-        storage: "validatingadmissionpolicies",
-        definition: "io.k8s.api.admissionregistration.v1.ValidatingAdmissionPolicy",
-        generation: true,
-    },
-    BuiltinResource {
-        group: "admissionregistration.k8s.io",
-        version: "v1",
-        resource: "validatingadmissionpolicybindings",
-        singular: "validatingadmissionpolicybinding",
-        kind: "ValidatingAdmissionPolicyBinding",
-        namespaced: false,
-        verbs: ALL_VERBS,
-        short_names: &[],
-        categories: &["api-extensions"],
-        subresources: &[],
-        storage: "validatingadmissionpolicybindings",
-        definition: "io.k8s.api.admissionregistration.v1.ValidatingAdmissionPolicyBinding",
-        generation: true,
-    },
-    BuiltinResource {
-        group: "",
-        version: "v1",
-        resource: "configmaps",
-        singular: "configmap",
-        kind: "ConfigMap",
-        namespaced: true,
-        verbs: ALL_VERBS,
-        short_names: &["cm"],
-        categories: &[],
-        subresources: &[],
-        storage: "configmaps",
-        definition: "io.k8s.api.core.v1.ConfigMap",
-        generation: false,
-    },
-    BuiltinResource {
-        group: "",
-        version: "v1",
-        resource: "events",
-        singular: "event",
-        kind: "Event",
-        namespaced: true,
-        verbs: ALL_VERBS,
-        short_names: &["ev"],
-        categories: &[],
-        subresources: &[],
-        storage: "events",
-        definition: "io.k8s.api.core.v1.Event",
-        generation: false,
-    },
-    BuiltinResource {
-        group: "",
-        version: "v1",
-        resource: "secrets",
-        singular: "secret",
-        kind: "Secret",
-        namespaced: true,
-        verbs: ALL_VERBS,
-        short_names: &[],
-        categories: &[],
-        subresources: &[],
-        storage: "secrets",
-        definition: "io.k8s.api.core.v1.Secret",
-        generation: false,
-    },
-    BuiltinResource {
-        group: "",
-        version: "v1",
-        resource: "serviceaccounts",
-        singular: "serviceaccount",
-        kind: "ServiceAccount",
-        namespaced: true,
-        verbs: ALL_VERBS,
-        short_names: &["sa"],
-        categories: &[],
-        subresources: &[("token", &["create"])],
-        storage: "serviceaccounts",
-        definition: "io.k8s.api.core.v1.ServiceAccount",
-        generation: false,
-    },
-    BuiltinResource {
-        group: "events.k8s.io",
-        version: "v1",
-        resource: "events",
-        singular: "event",
-        kind: "Event",
-        namespaced: true,
-        verbs: ALL_VERBS,
-        short_names: &["ev"],
-        categories: &[],
-        subresources: &[],
-        storage: "events",
-        definition: "io.k8s.api.events.v1.Event",
-        generation: false,
-    },
-    BuiltinResource {
-        group: "coordination.k8s.io",
-        version: "v1",
-        resource: "leases",
-        singular: "lease",
-        kind: "Lease",
-        namespaced: true,
-        verbs: ALL_VERBS,
-        short_names: &[],
-        categories: &[],
-        subresources: &[],
-        storage: "leases",
-        definition: "io.k8s.api.coordination.v1.Lease",
-        generation: false,
-    },
-    BuiltinResource {
-        group: "rbac.authorization.k8s.io",
-        version: "v1",
-        resource: "roles",
-        singular: "role",
-        kind: "Role",
-        namespaced: true,
-        verbs: ALL_VERBS,
-        short_names: &[],
-        categories: &[],
-        subresources: &[],
-        storage: "roles",
-        definition: "io.k8s.api.rbac.v1.Role",
-        generation: false,
-    },
-    BuiltinResource {
-        group: "rbac.authorization.k8s.io",
-        version: "v1",
-        resource: "clusterroles",
-        singular: "clusterrole",
-        kind: "ClusterRole",
-        namespaced: false,
-        verbs: ALL_VERBS,
-        short_names: &[],
-        categories: &[],
-        subresources: &[],
-        storage: "clusterroles",
-        definition: "io.k8s.api.rbac.v1.ClusterRole",
-        generation: false,
-    },
-    BuiltinResource {
-        group: "rbac.authorization.k8s.io",
-        version: "v1",
-        resource: "rolebindings",
-        singular: "rolebinding",
-        kind: "RoleBinding",
-        namespaced: true,
-        verbs: ALL_VERBS,
-        short_names: &[],
-        categories: &[],
-        subresources: &[],
-        storage: "rolebindings",
-        definition: "io.k8s.api.rbac.v1.RoleBinding",
-        generation: false,
-    },
-    BuiltinResource {
-        group: "rbac.authorization.k8s.io",
-        version: "v1",
-        resource: "clusterrolebindings",
-        singular: "clusterrolebinding",
-        kind: "ClusterRoleBinding",
-        namespaced: false,
-        verbs: ALL_VERBS,
-        short_names: &[],
-        categories: &[],
-        subresources: &[],
-        storage: "clusterrolebindings",
-        definition: "io.k8s.api.rbac.v1.ClusterRoleBinding",
-        generation: false,
-    },
-    BuiltinResource {
-        group: "authentication.k8s.io",
-        version: "v1",
-        resource: "selfsubjectreviews",
-        singular: "selfsubjectreview",
-        kind: "SelfSubjectReview",
-        namespaced: false,
-        verbs: &["create"],
-        short_names: &[],
-        categories: &[],
-        subresources: &[],
-        storage: "",
-        definition: "io.k8s.api.authentication.v1.SelfSubjectReview",
-        generation: false,
-    },
-    BuiltinResource {
-        group: "authentication.k8s.io",
-        version: "v1",
-        resource: "tokenreviews",
-        singular: "tokenreview",
-        kind: "TokenReview",
-        namespaced: false,
-        verbs: &["create"],
-        short_names: &[],
-        categories: &[],
-        subresources: &[],
-        storage: "",
-        definition: "io.k8s.api.authentication.v1.TokenReview",
-        generation: false,
-    },
-    BuiltinResource {
-        group: "authorization.k8s.io",
-        version: "v1",
-        resource: "localsubjectaccessreviews",
-        singular: "localsubjectaccessreview",
-        kind: "LocalSubjectAccessReview",
-        namespaced: true,
-        verbs: &["create"],
-        short_names: &[],
-        categories: &[],
-        subresources: &[],
-        storage: "",
-        definition: "io.k8s.api.authorization.v1.LocalSubjectAccessReview",
-        generation: false,
-    },
-    BuiltinResource {
-        group: "authorization.k8s.io",
-        version: "v1",
-        resource: "selfsubjectaccessreviews",
-        singular: "selfsubjectaccessreview",
-        kind: "SelfSubjectAccessReview",
-        namespaced: false,
-        verbs: &["create"],
-        short_names: &[],
-        categories: &[],
-        subresources: &[],
-        storage: "",
-        definition: "io.k8s.api.authorization.v1.SelfSubjectAccessReview",
-        generation: false,
-    },
-    BuiltinResource {
-        group: "authorization.k8s.io",
-        version: "v1",
-        resource: "selfsubjectrulesreviews",
-        singular: "selfsubjectrulesreview",
-        kind: "SelfSubjectRulesReview",
-        namespaced: false,
-        verbs: &["create"],
-        short_names: &[],
-        categories: &[],
-        subresources: &[],
-        storage: "",
-        definition: "io.k8s.api.authorization.v1.SelfSubjectRulesReview",
-        generation: false,
-    },
-    BuiltinResource {
-        group: "authorization.k8s.io",
-        version: "v1",
-        resource: "subjectaccessreviews",
-        singular: "subjectaccessreview",
-        kind: "SubjectAccessReview",
-        namespaced: false,
-        verbs: &["create"],
-        short_names: &[],
-        categories: &[],
-        subresources: &[],
-        storage: "",
-        definition: "io.k8s.api.authorization.v1.SubjectAccessReview",
-        generation: false,
-    },
+/// The resources whose kube strategy sets `metadata.generation` on create (and moves
+/// it when the content changes).
+pub const GENERATION: &[(&str, &str)] = &[
+    ("", "pods"),
+    ("", "podtemplates"),
+    ("", "replicationcontrollers"),
+    ("admissionregistration.k8s.io", "mutatingadmissionpolicies"),
+    (
+        "admissionregistration.k8s.io",
+        "mutatingadmissionpolicybindings",
+    ),
+    (
+        "admissionregistration.k8s.io",
+        "mutatingwebhookconfigurations",
+    ),
+    (
+        "admissionregistration.k8s.io",
+        "validatingadmissionpolicies",
+    ),
+    (
+        "admissionregistration.k8s.io",
+        "validatingadmissionpolicybindings",
+    ),
+    (
+        "admissionregistration.k8s.io",
+        "validatingwebhookconfigurations",
+    ),
+    ("apiextensions.k8s.io", "customresourcedefinitions"),
+    ("apps", "daemonsets"),
+    ("apps", "deployments"),
+    ("apps", "replicasets"),
+    ("apps", "statefulsets"),
+    ("batch", "cronjobs"),
+    ("batch", "jobs"),
+    ("discovery.k8s.io", "endpointslices"),
+    ("flowcontrol.apiserver.k8s.io", "flowschemas"),
+    (
+        "flowcontrol.apiserver.k8s.io",
+        "prioritylevelconfigurations",
+    ),
+    ("networking.k8s.io", "ingresses"),
+    ("networking.k8s.io", "ingressclasses"),
+    ("networking.k8s.io", "networkpolicies"),
+    ("policy", "poddisruptionbudgets"),
+    ("resource.k8s.io", "deviceclasses"),
+    ("resource.k8s.io", "resourceslices"),
+    ("scheduling.k8s.io", "priorityclasses"),
 ];
+
+/// Resources listed in discovery that are never stored: answered (reviews) or not
+/// served yet (bindings, component statuses).
+const NOT_STORED: &[(&str, &str)] = &[
+    ("", "bindings"),
+    ("", "componentstatuses"),
+    ("authentication.k8s.io", "selfsubjectreviews"),
+    ("authentication.k8s.io", "tokenreviews"),
+    ("authorization.k8s.io", "localsubjectaccessreviews"),
+    ("authorization.k8s.io", "selfsubjectaccessreviews"),
+    ("authorization.k8s.io", "selfsubjectrulesreviews"),
+    ("authorization.k8s.io", "subjectaccessreviews"),
+];
+
+/// An entry of a recorded legacy `APIResourceList` (borrowed from the embedded document).
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct RecordedResource<'a> {
+    name: &'a str,
+    #[serde(default)]
+    singular_name: &'a str,
+    namespaced: bool,
+    #[serde(default)]
+    group: Option<&'a str>,
+    #[serde(default)]
+    version: Option<&'a str>,
+    kind: &'a str,
+    #[serde(borrow)]
+    verbs: Vec<&'a str>,
+    #[serde(default, borrow)]
+    short_names: Vec<&'a str>,
+    #[serde(default, borrow)]
+    categories: Vec<&'a str>,
+    #[serde(default)]
+    storage_version_hash: Option<&'a str>,
+}
+
+#[derive(Deserialize)]
+struct RecordedList<'a> {
+    #[serde(borrow)]
+    resources: Vec<RecordedResource<'a>>,
+}
+
+/// The built-in groups and their versions (preferred first), in `/apis` order.
+static GROUP_TABLE: LazyLock<Vec<(&'static str, Vec<&'static str>)>> = LazyLock::new(|| {
+    let doc: Value = serde_json::from_str(kube_discovery::AGGREGATED_APIS).unwrap_or(Value::Null);
+    let items = doc.get("items").and_then(Value::as_array);
+    let mut out = Vec::new();
+    for item in items.into_iter().flatten() {
+        let Some(name) = item.pointer("/metadata/name").and_then(Value::as_str) else {
+            continue;
+        };
+        let versions: Vec<&'static str> = item
+            .get("versions")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|v| v.get("version").and_then(Value::as_str))
+            .filter_map(|v| recorded_version(name, v))
+            .collect();
+        if let Some((group, _, _)) = kube_discovery::GROUP_VERSIONS
+            .iter()
+            .find(|(g, _, _)| *g == name)
+        {
+            out.push((*group, versions));
+        }
+    }
+    out
+});
+
+/// The recorded `(group, version)` as `'static` strings, if there is a document for it.
+fn recorded_version(group: &str, version: &str) -> Option<&'static str> {
+    kube_discovery::GROUP_VERSIONS
+        .iter()
+        .find(|(g, v, _)| *g == group && *v == version)
+        .map(|(_, v, _)| *v)
+}
+
+/// OpenAPI definition names by `(group, version, kind)`.
+fn definitions_by_gvk() -> HashMap<(String, String, String), String> {
+    let mut out = HashMap::new();
+    for (name, def) in crate::registry::openapi::builtin_definitions() {
+        let gvks = def
+            .get("x-kubernetes-group-version-kind")
+            .and_then(Value::as_array);
+        let Some([gvk]) = gvks.map(Vec::as_slice) else {
+            continue;
+        };
+        let field = |k: &str| gvk.get(k).and_then(Value::as_str).unwrap_or("").to_string();
+        out.insert(
+            (field("group"), field("version"), field("kind")),
+            name.clone(),
+        );
+    }
+    out
+}
+
+/// The resources of one recorded `APIResourceList`.
+fn read_list(
+    group: &'static str,
+    version: &'static str,
+    json: &'static str,
+    defs: &HashMap<(String, String, String), String>,
+    out: &mut Vec<BuiltinResource>,
+) {
+    let list: RecordedList<'static> = match serde_json::from_str(json) {
+        Ok(l) => l,
+        Err(e) => unreachable!("recorded discovery of {group}/{version} is invalid: {e}"),
+    };
+    for r in list.resources {
+        if let Some((parent, sub)) = r.name.split_once('/') {
+            let Some(owner) = out
+                .iter_mut()
+                .rev()
+                .find(|o| o.group == group && o.version == version && o.resource == parent)
+            else {
+                continue;
+            };
+            let foreign = r.group.is_some() || r.version.is_some();
+            owner.subresources.push(Subresource {
+                name: sub,
+                verbs: r.verbs,
+                group: r.group.unwrap_or(group),
+                version: r.version.unwrap_or(version),
+                kind: r.kind,
+                foreign,
+            });
+            continue;
+        }
+        let gr = (group, r.name);
+        let storage = if NOT_STORED.contains(&gr) {
+            ""
+        } else {
+            KUBE_STORAGE
+                .iter()
+                .find(|(g, res, _)| (*g, *res) == gr)
+                .map_or(r.name, |(_, _, key)| *key)
+        };
+        out.push(BuiltinResource {
+            group,
+            version,
+            resource: r.name,
+            singular: r.singular_name,
+            kind: r.kind,
+            namespaced: r.namespaced,
+            verbs: r.verbs,
+            short_names: r.short_names,
+            categories: r.categories,
+            subresources: Vec::new(),
+            storage_version_hash: r.storage_version_hash,
+            storage,
+            definition: defs
+                .get(&(group.to_string(), version.to_string(), r.kind.to_string()))
+                .cloned()
+                .unwrap_or_default(),
+            generation: GENERATION.contains(&gr),
+        });
+    }
+}
+
+static TABLE: LazyLock<Vec<BuiltinResource>> = LazyLock::new(|| {
+    let defs = definitions_by_gvk();
+    let mut out = Vec::new();
+    read_list("", "v1", kube_discovery::CORE_V1, &defs, &mut out);
+    for (group, version, json) in kube_discovery::GROUP_VERSIONS {
+        read_list(group, version, json, &defs, &mut out);
+    }
+    out
+});
+
+/// Every built-in resource, core first, then by group and version.
+pub fn resources() -> &'static [BuiltinResource] {
+    &TABLE
+}
+
+/// The non-core groups served with their versions (preferred first), in the order
+/// kube-apiserver lists them in `/apis` (the aggregator's group priorities). Custom
+/// resource groups come after all of these.
+pub fn groups() -> &'static [(&'static str, Vec<&'static str>)] {
+    &GROUP_TABLE
+}
 
 /// Whether a request may ask for a Table: kube converts only what a table convertor
 /// serves, which every lister has and create-only kinds (access and token reviews)
@@ -472,10 +395,10 @@ pub fn serves_tables(group: &str, version: &str, resource: &str, subresource: &s
         return true;
     };
     let verbs = if subresource.is_empty() {
-        r.verbs
+        &r.verbs
     } else {
-        match r.subresources.iter().find(|(s, _)| *s == subresource) {
-            Some((_, verbs)) => verbs,
+        match r.subresource(subresource) {
+            Some(s) => &s.verbs,
             None => return true,
         }
     };
@@ -484,32 +407,33 @@ pub fn serves_tables(group: &str, version: &str, resource: &str, subresource: &s
 
 /// The entry for `group/version/resource`.
 pub fn lookup(group: &str, version: &str, resource: &str) -> Option<&'static BuiltinResource> {
-    RESOURCES
+    resources()
         .iter()
         .find(|r| r.group == group && r.version == version && r.resource == resource)
 }
 
-/// The REST descriptor of the built-in `group`/`resource` under the storage key
-/// `prefix`, for the kinds' constructors. A kind missing from [`RESOURCES`] is a
-/// programming error that every server start (so every integration test) reveals.
+/// The REST descriptor of the built-in `group`/`resource` (its preferred version: the
+/// first listed) under the storage key `prefix`, for the kinds' constructors. A kind
+/// missing from the table is a programming error that every server start (so every
+/// integration test) reveals.
 pub fn descriptor(group: &str, resource: &str, prefix: &str) -> Descriptor {
-    let entry = RESOURCES
+    let entry = resources()
         .iter()
         .find(|r| r.group == group && r.resource == resource);
     match entry {
         Some(r) => r.descriptor(prefix),
-        None => unreachable!("{group}/{resource} is not in registry::builtin::RESOURCES"),
+        None => unreachable!("{group}/{resource} is not in registry::builtin::resources()"),
     }
 }
 
 /// Whether `group` is served by this server itself (no CRD may take it over).
 pub fn is_builtin_group(group: &str) -> bool {
-    group.is_empty() || GROUPS.iter().any(|(g, _)| *g == group)
+    group.is_empty() || groups().iter().any(|(g, _)| *g == group)
 }
 
 /// The resources of one group-version, sorted by name as kube's discovery lists them.
 pub fn resources_of(group: &str, version: &str) -> Vec<&'static BuiltinResource> {
-    let mut out: Vec<&BuiltinResource> = RESOURCES
+    let mut out: Vec<&BuiltinResource> = resources()
         .iter()
         .filter(|r| r.group == group && r.version == version)
         .collect();
@@ -517,11 +441,12 @@ pub fn resources_of(group: &str, version: &str) -> Vec<&'static BuiltinResource>
     out
 }
 
-/// The non-core group-versions that serve at least one resource, in `/apis` order.
+/// The non-core group-versions that serve at least one resource, in `/apis` order
+/// (within a group, the preferred version first).
 pub fn served_groups() -> Vec<(&'static str, &'static str)> {
-    GROUPS
+    groups()
         .iter()
-        .copied()
+        .flat_map(|(g, vs)| vs.iter().map(move |v| (*g, *v)))
         .filter(|(g, v)| !resources_of(g, v).is_empty())
         .collect()
 }
@@ -532,9 +457,9 @@ mod tests {
 
     #[test]
     fn every_resource_belongs_to_a_listed_group() {
-        for r in RESOURCES {
+        for r in resources() {
             assert!(
-                r.group.is_empty() || GROUPS.contains(&(r.group, r.version)),
+                r.group.is_empty() || served_groups().contains(&(r.group, r.version)),
                 "{} has an unlisted group {}",
                 r.resource,
                 r.group
@@ -544,15 +469,54 @@ mod tests {
 
     #[test]
     fn resources_are_unique() {
-        for (i, a) in RESOURCES.iter().enumerate() {
-            for b in &RESOURCES[i + 1..] {
+        let all = resources();
+        for (i, a) in all.iter().enumerate() {
+            for b in &all[i + 1..] {
                 assert!(
-                    (a.group, a.resource) != (b.group, b.resource),
+                    (a.group, a.version, a.resource) != (b.group, b.version, b.resource),
                     "{} twice",
                     a.resource
                 );
             }
         }
+    }
+
+    #[test]
+    fn every_stored_resource_has_an_openapi_definition() {
+        for r in resources().iter().filter(|r| r.is_stored()) {
+            assert!(!r.definition.is_empty(), "{}/{}", r.group, r.resource);
+        }
+    }
+
+    #[test]
+    fn the_table_carries_kubes_discovery() {
+        let deploy = lookup("apps", "v1", "deployments").expect("deployments");
+        assert_eq!(deploy.short_names, ["deploy"]);
+        assert_eq!(deploy.categories, ["all"]);
+        assert_eq!(deploy.storage_version_hash, Some("8aSe+NMegvE="));
+        assert_eq!(
+            deploy.subresource_kind("scale"),
+            ("autoscaling", "v1", "Scale")
+        );
+        assert_eq!(
+            deploy.subresource_kind("status"),
+            ("apps", "v1", "Deployment")
+        );
+        assert!(deploy.generation);
+        assert_eq!(deploy.definition, "io.k8s.api.apps.v1.Deployment");
+        let sa = lookup("", "v1", "serviceaccounts").expect("serviceaccounts");
+        assert_eq!(
+            sa.subresource_kind("token"),
+            ("authentication.k8s.io", "v1", "TokenRequest")
+        );
+        assert_eq!(
+            groups()
+                .iter()
+                .find(|(g, _)| *g == "autoscaling")
+                .map(|(_, v)| v.clone()),
+            Some(vec!["v2", "v1"])
+        );
+        assert!(!lookup("", "v1", "services").expect("services").generation);
     }
 
     #[test]
@@ -567,14 +531,26 @@ mod tests {
             crd.descriptor("/registry").key("", "a.b"),
             "/registry/apiextensions.k8s.io/customresourcedefinitions/a.b"
         );
+        let svc = lookup("", "v1", "services").expect("services");
+        assert_eq!(
+            svc.descriptor("/registry").key("default", "s"),
+            "/registry/services/specs/default/s"
+        );
+        let deploy = lookup("apps", "v1", "deployments").expect("deployments");
+        assert_eq!(
+            deploy.descriptor("/registry").key("default", "d"),
+            "/registry/deployments/default/d"
+        );
     }
 
     #[test]
     fn groups_are_listed_in_kubes_priority_order() {
-        let names: Vec<&str> = GROUPS.iter().map(|(g, _)| *g).collect();
+        let names: Vec<&str> = groups().iter().map(|(g, _)| *g).collect();
+        assert_eq!(names.first(), Some(&"apiregistration.k8s.io"));
+        assert_eq!(names.last(), Some(&"flowcontrol.apiserver.k8s.io"));
         let pos = |g: &str| names.iter().position(|n| *n == g).expect("listed");
+        assert!(pos("apps") < pos("events.k8s.io"));
         assert!(pos("events.k8s.io") < pos("authorization.k8s.io"));
-        assert!(pos("authorization.k8s.io") < pos("rbac.authorization.k8s.io"));
         assert!(pos("rbac.authorization.k8s.io") < pos("admissionregistration.k8s.io"));
         assert!(pos("admissionregistration.k8s.io") < pos("apiextensions.k8s.io"));
         assert!(pos("apiextensions.k8s.io") < pos("coordination.k8s.io"));

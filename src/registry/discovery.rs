@@ -58,7 +58,6 @@ fn legacy(r: &BuiltinResource) -> Vec<Value> {
         "namespaced": r.namespaced,
         "kind": r.kind,
         "verbs": r.verbs,
-        "storageVersionHash": storage_version_hash(r.group, r.version, r.kind),
     });
     if !r.short_names.is_empty() {
         main["shortNames"] = json!(r.short_names);
@@ -66,41 +65,51 @@ fn legacy(r: &BuiltinResource) -> Vec<Value> {
     if !r.categories.is_empty() {
         main["categories"] = json!(r.categories);
     }
+    if let Some(hash) = r.storage_version_hash {
+        main["storageVersionHash"] = json!(hash);
+    }
     let mut out = vec![main];
-    for (sub, verbs) in r.subresources {
-        let (group, version, kind) = r.subresource_kind(sub);
+    for sub in &r.subresources {
         let mut entry = json!({
-            "name": format!("{}/{sub}", r.resource),
+            "name": format!("{}/{}", r.resource, sub.name),
             "singularName": "",
             "namespaced": r.namespaced,
-            "kind": kind,
-            "verbs": verbs,
+            "kind": sub.kind,
+            "verbs": sub.verbs,
         });
         // kube names the group and version of a subresource of another group's kind.
-        if (group, version) != (r.group, r.version) {
-            entry["group"] = json!(group);
-            entry["version"] = json!(version);
+        if sub.foreign {
+            entry["group"] = json!(sub.group);
+            entry["version"] = json!(sub.version);
         }
         out.push(entry);
     }
     out
 }
 
+/// A kind in aggregated discovery: kube leaves group and version empty for a kind of
+/// the group-version listed.
+fn response_kind(group: &str, version: &str, kind: &str, foreign: bool) -> Value {
+    if foreign {
+        json!({"group": group, "version": version, "kind": kind})
+    } else {
+        json!({"group": "", "version": "", "kind": kind})
+    }
+}
+
 /// A built-in resource in aggregated discovery.
 fn aggregated(r: &BuiltinResource) -> Value {
-    let gvk = json!({"group": r.group, "version": r.version, "kind": r.kind});
     let subresources: Vec<Value> = r
         .subresources
         .iter()
-        .map(|(sub, verbs)| {
-            let (group, version, kind) = r.subresource_kind(sub);
-            let kind = json!({"group": group, "version": version, "kind": kind});
-            json!({"subresource": sub, "responseKind": kind, "verbs": verbs})
+        .map(|sub| {
+            let kind = response_kind(sub.group, sub.version, sub.kind, sub.foreign);
+            json!({"subresource": sub.name, "responseKind": kind, "verbs": sub.verbs})
         })
         .collect();
     let mut out = json!({
         "resource": r.resource,
-        "responseKind": gvk,
+        "responseKind": response_kind(r.group, r.version, r.kind, false),
         "scope": if r.namespaced { "Namespaced" } else { "Cluster" },
         "singularResource": r.singular,
         "verbs": r.verbs,
@@ -176,11 +185,27 @@ fn api_group_json(name: &str, versions: &[String]) -> Value {
     })
 }
 
+/// The built-in groups with the versions they serve (preferred first), in `/apis` order.
+fn builtin_group_versions() -> Vec<(&'static str, Vec<String>)> {
+    builtin::groups()
+        .iter()
+        .map(|(g, vs)| {
+            let served = vs
+                .iter()
+                .filter(|v| !builtin::resources_of(g, v).is_empty())
+                .map(|v| v.to_string())
+                .collect::<Vec<_>>();
+            (*g, served)
+        })
+        .filter(|(_, vs)| !vs.is_empty())
+        .collect()
+}
+
 /// The built-in groups' `APIGroup` entries, in `/apis` order.
 fn builtin_groups() -> Vec<Value> {
-    builtin::served_groups()
+    builtin_group_versions()
         .into_iter()
-        .map(|(g, v)| api_group_json(g, &[v.to_string()]))
+        .map(|(g, vs)| api_group_json(g, &vs))
         .collect()
 }
 
@@ -206,11 +231,11 @@ pub fn api_group_list(crds: &[CrdInfo]) -> Value {
 
 /// `GET /apis/{group}`; `None` (404) for an unknown group.
 pub fn api_group(group: &str, crds: &[CrdInfo]) -> Option<Value> {
-    let builtin_version = builtin::served_groups()
+    let builtin_versions = builtin_group_versions()
         .into_iter()
         .find(|(g, _)| *g == group);
-    let mut doc = if let Some((g, v)) = builtin_version {
-        api_group_json(g, &[v.to_string()])
+    let mut doc = if let Some((g, vs)) = builtin_versions {
+        api_group_json(g, &vs)
     } else {
         let groups = crd_groups(crds);
         api_group_json(group, groups.get(group)?)
@@ -342,9 +367,12 @@ pub fn aggregated_core() -> Value {
 /// Aggregated discovery for `GET /apis`: `admissionregistration.k8s.io` and
 /// `apiextensions.k8s.io` (the higher group priorities), then the CRD groups alphabetically, versions by kube's version priority.
 pub fn aggregated_apis(crds: &[CrdInfo]) -> Value {
-    let mut items: Vec<Value> = builtin::served_groups()
+    let mut items: Vec<Value> = builtin_group_versions()
         .into_iter()
-        .map(|(g, v)| group_discovery(g, vec![builtin_version_discovery(g, v)]))
+        .map(|(g, vs)| {
+            let versions = vs.iter().map(|v| builtin_version_discovery(g, v)).collect();
+            group_discovery(g, versions)
+        })
         .collect();
     for (group, versions) in crd_groups(crds) {
         if builtin::is_builtin_group(&group) {
@@ -407,7 +435,7 @@ mod tests {
 
     /// The built-in groups, which `/apis` lists before any CRD group.
     fn builtin_group_names() -> Vec<&'static str> {
-        builtin::served_groups().iter().map(|(g, _)| *g).collect()
+        builtin_group_versions().iter().map(|(g, _)| *g).collect()
     }
 
     fn info(group: &str, plural: &str, kind: &str, versions: &[(&str, bool, bool)]) -> CrdInfo {
@@ -629,7 +657,7 @@ mod tests {
         assert_eq!(ns["scope"], "Cluster");
         assert_eq!(
             ns["responseKind"],
-            json!({"group": "", "version": "v1", "kind": "Namespace"})
+            json!({"group": "", "version": "", "kind": "Namespace"})
         );
         assert_eq!(core["items"][0]["versions"][0]["freshness"], "Current");
 

@@ -138,7 +138,7 @@ impl Resource {
             kind: r.kind.into(),
             plural: r.resource.into(),
             namespaced: r.namespaced,
-            kind_def: r.definition.into(),
+            kind_def: r.definition.clone(),
             list_def: format!("{}List", r.definition),
             status: r.has_subresource("status"),
             scale: r.has_subresource("scale"),
@@ -929,6 +929,11 @@ fn builtin_in_flavor(def: &Value, flavor: Flavor) -> Value {
             for (k, v) in m {
                 out.insert(k.clone(), builtin_in_flavor(v, flavor));
             }
+            // v2 has no `oneOf`: kube writes IntOrString and Quantity there as strings.
+            if flavor == Flavor::V2 && out.contains_key("oneOf") && !out.contains_key("type") {
+                out.remove("oneOf");
+                out.insert("type".into(), json!("string"));
+            }
             if flavor == Flavor::V3 {
                 if let Some(Value::String(r)) = out.get("$ref").cloned() {
                     let v3 = r.replacen("#/definitions/", "#/components/schemas/", 1);
@@ -1070,7 +1075,7 @@ pub fn openapi_v2(crds: &[CrdInfo]) -> Value {
         paths.extend(p.paths);
         definitions.extend(p.schemas);
     };
-    for r in builtin::RESOURCES {
+    for r in builtin::resources() {
         add(publish_builtin(&Resource::builtin(r), Flavor::V2));
     }
     for (group, version) in custom_group_versions(crds).into_keys() {
@@ -1252,8 +1257,8 @@ mod tests {
         for name in [OBJECT_META, LIST_META, STATUS, DELETE_OPTIONS, PATCH, SCALE] {
             assert!(defs.contains_key(name), "{name}");
         }
-        for r in builtin::RESOURCES {
-            assert!(defs.contains_key(r.definition), "{}", r.definition);
+        for r in builtin::resources() {
+            assert!(defs.contains_key(&r.definition), "{}", r.definition);
             if r.verbs == ["create"] {
                 continue;
             }

@@ -19,6 +19,8 @@ use crate::schema::structural::Structural;
 use crate::status::Status;
 use crate::table::BuiltinPrinter;
 use serde_json::{json, Value};
+use std::collections::HashMap;
+use std::sync::{Arc, LazyLock, Mutex};
 
 pub use apimachinery::typed::{
     check_base64, go_round_trip, go_type_error, meta_field_value, str_at,
@@ -84,13 +86,46 @@ pub trait TypedStrategy: Send + Sync {
     fn on_read(&self, obj: &mut Value) {
         let _ = obj;
     }
+
+    /// Whether the OpenAPI `default`s of the kind's schema apply (kube's generated
+    /// defaulters of `+default` markers, and the zero values Go writes for fields
+    /// without `omitempty`); kinds with hand defaults write their own.
+    fn schema_defaults(&self) -> bool {
+        false
+    }
+}
+
+/// The structural schema of OpenAPI definition `definition`, derived once per process
+/// and shared by every server in it.
+fn schema_of(definition: &str) -> Arc<Structural> {
+    static SCHEMAS: LazyLock<Mutex<HashMap<String, Arc<Structural>>>> =
+        LazyLock::new(Default::default);
+    let build = || {
+        let defs = crate::registry::openapi::builtin_definitions();
+        Arc::new(
+            defs.get(definition)
+                .map(|d| structural_from_definition(d, defs, 0))
+                .unwrap_or_else(|| Structural {
+                    type_: "object".into(),
+                    x_preserve_unknown_fields: true,
+                    ..Default::default()
+                }),
+        )
+    };
+    let Ok(mut cache) = SCHEMAS.lock() else {
+        return build();
+    };
+    cache
+        .entry(definition.to_string())
+        .or_insert_with(build)
+        .clone()
 }
 
 /// One typed built-in resource.
 pub struct TypedKind {
     descriptor: Descriptor,
     definition: String,
-    schema: Structural,
+    schema: Arc<Structural>,
     strategy: Box<dyn TypedStrategy>,
     printer: BuiltinPrinter,
 }
@@ -99,15 +134,7 @@ impl TypedKind {
     /// The kind served at `descriptor`, its schema derived from the OpenAPI definition
     /// `definition` (e.g. `io.k8s.api.core.v1.ConfigMap`).
     pub fn new(descriptor: Descriptor, definition: &str, strategy: Box<dyn TypedStrategy>) -> Self {
-        let defs = crate::registry::openapi::builtin_definitions();
-        let schema = defs
-            .get(definition)
-            .map(|d| structural_from_definition(d, defs, 0))
-            .unwrap_or_else(|| Structural {
-                type_: "object".into(),
-                x_preserve_unknown_fields: true,
-                ..Default::default()
-            });
+        let schema = schema_of(definition);
         let printer = strategy.printer();
         TypedKind {
             descriptor,
@@ -171,11 +198,11 @@ impl TypedKind {
         }
         let (now, api_version) = (object::now(), self.descriptor.api_version());
         let scope = apply::Scope {
-            schema: &self.schema,
+            schema: self.schema.as_ref(),
             api_version: &api_version,
             kind: &self.descriptor.kind,
             subresource: &opts.subresource,
-            status_subresource: false,
+            status_subresource: self.descriptor.status_subresource,
             versions: &[],
             now: &now,
         };
@@ -238,6 +265,9 @@ impl Strategy for TypedKind {
     }
 
     fn default(&self, obj: &mut Value, _t: &mut Trace) {
+        if self.strategy.schema_defaults() {
+            crate::schema::default::apply_defaults(obj, &self.schema);
+        }
         self.strategy.default(obj);
     }
 
@@ -249,11 +279,29 @@ impl Strategy for TypedKind {
         self.descriptor.has_generation
     }
 
+    fn status_subresource(&self) -> bool {
+        self.descriptor.status_subresource
+    }
+
     fn prepare_for_create(&self, obj: &mut Value) {
+        // With a status subresource, kube's strategies start every object without status.
+        if self.descriptor.status_subresource {
+            object::keep_status(obj, None);
+            if self.strategy.schema_defaults() {
+                crate::schema::default::apply_defaults(obj, &self.schema);
+            }
+        }
         self.strategy.prepare_for_create(obj);
     }
 
-    fn prepare_for_update(&self, new: &mut Value, old: &Value, _opts: &WriteOptions) {
+    fn prepare_for_update(&self, new: &mut Value, old: &Value, opts: &WriteOptions) {
+        if opts.subresource == "status" {
+            *new = object::status_only(new, old);
+            return;
+        }
+        if self.descriptor.status_subresource {
+            object::keep_status(new, Some(old));
+        }
         self.strategy.prepare_for_update(new, old);
     }
 

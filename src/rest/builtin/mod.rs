@@ -5,6 +5,7 @@
 pub mod configmap;
 pub mod event;
 pub mod lease;
+pub mod schema;
 pub mod secret;
 pub mod service_account;
 pub mod token_request;
@@ -24,8 +25,8 @@ pub const FIELD_IMMUTABLE: &str = "field is immutable";
 /// kube's message when an `immutable: true` ConfigMap or Secret is changed.
 pub const IMMUTABLE_WHEN_SET: &str = "field is immutable when `immutable` is set";
 
-/// The typed kind for the built-in resource at `group/version/resource`, if it is one
-/// of these (its `Descriptor` comes from `registry::builtin`).
+/// The typed kind for the built-in resource at `group/version/resource`, if it has a
+/// hand strategy here (its `Descriptor` comes from `registry::builtin`).
 pub fn kind_for(descriptor: Descriptor, definition: &str) -> Option<TypedKind> {
     let strategy: Box<dyn super::typed::TypedStrategy> = match (
         descriptor.gr.group.as_str(),
@@ -40,6 +41,14 @@ pub fn kind_for(descriptor: Descriptor, definition: &str) -> Option<TypedKind> {
         _ => return None,
     };
     Some(TypedKind::new(descriptor, definition, strategy))
+}
+
+/// The kind of a built-in resource without a hand strategy: served from its schema.
+pub fn schema_kind(descriptor: Descriptor, definition: &str) -> TypedKind {
+    let strategy = schema::SchemaStrategy {
+        namespaced: descriptor.namespaced,
+    };
+    TypedKind::new(descriptor, definition, Box::new(strategy))
 }
 
 /// kube's `IsConfigMapKey`: the rules for keys of `data`, `binaryData`, `stringData`.
