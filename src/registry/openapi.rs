@@ -37,6 +37,17 @@ const STATUS: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.Status";
 const DELETE_OPTIONS: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.DeleteOptions";
 const PATCH: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.Patch";
 const SCALE: &str = "io.k8s.api.autoscaling.v1.Scale";
+/// The verbs of a custom resource's main resource.
+const ALL_VERBS: &[&str] = &[
+    "create",
+    "delete",
+    "deletecollection",
+    "get",
+    "list",
+    "patch",
+    "update",
+    "watch",
+];
 const CRD_DEF: &str =
     "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.CustomResourceDefinition";
 
@@ -110,6 +121,8 @@ struct Resource {
     builtin: bool,
     /// Only `create` is served (access reviews): one POST, no list kind.
     create_only: bool,
+    /// The verbs of the main resource (a built-in may serve fewer than all).
+    verbs: Vec<&'static str>,
 }
 
 impl Resource {
@@ -128,6 +141,7 @@ impl Resource {
             finalize: false,
             builtin: false,
             create_only: false,
+            verbs: ALL_VERBS.to_vec(),
         }
     }
 
@@ -146,7 +160,18 @@ impl Resource {
             finalize: r.has_subresource("finalize"),
             builtin: true,
             create_only: r.verbs == ["create"],
+            verbs: r.verbs.clone(),
         }
+    }
+
+    /// Whether an operation of `action` (`post`, `put`, ...) is one of its verbs.
+    fn serves(&self, action: &str) -> bool {
+        let verb = match action {
+            "post" => "create",
+            "put" => "update",
+            other => other,
+        };
+        self.verbs.contains(&verb)
     }
 
     fn prefix(&self) -> String {
@@ -387,6 +412,11 @@ fn operations(r: &Resource) -> Vec<(String, Vec<Operation>)> {
             },
         ],
     ));
+    // Only the verbs the resource serves (component statuses: get and list).
+    for (_, ops) in out.iter_mut() {
+        ops.retain(|op| r.serves(op.action));
+    }
+    out.retain(|(_, ops)| !ops.is_empty());
     let subresource = |sub: &str, def: &str, sub_title: &str| -> Vec<Operation> {
         vec![
             Operation {
