@@ -9,6 +9,7 @@
 
 pub mod access;
 pub mod apply;
+pub mod builtin_defaults;
 pub mod cel;
 pub mod codec;
 pub mod crd;

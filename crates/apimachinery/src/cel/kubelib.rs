@@ -102,7 +102,7 @@ impl Ext {
     /// Equality between two library values.
     pub fn equals(&self, other: &Ext) -> bool {
         match (self, other) {
-            (Ext::Quantity(a), Ext::Quantity(b)) => a.cmp(b) == Ordering::Equal,
+            (Ext::Quantity(a), Ext::Quantity(b)) => a.compare(b) == Ordering::Equal,
             (Ext::Semver(a), Ext::Semver(b)) => a.compare(b) == Ordering::Equal,
             _ => self == other,
         }
@@ -612,7 +612,8 @@ impl Quantity {
         self.mantissa as f64 * 10f64.powi(self.exp)
     }
 
-    fn cmp(&self, other: &Quantity) -> Ordering {
+    /// Compares two quantities by value (`1` equals `1000m`).
+    pub fn compare(&self, other: &Quantity) -> Ordering {
         match self.aligned(other) {
             Some((a, b, _)) => a.cmp(&b),
             None => self
@@ -636,7 +637,8 @@ impl Quantity {
         i64::try_from(self.mantissa / d).ok()
     }
 
-    fn add(&self, other: &Quantity, negate: bool) -> Result<Quantity, String> {
+    /// The sum (or, with `negate`, the difference) of two quantities.
+    pub fn add(&self, other: &Quantity, negate: bool) -> Result<Quantity, String> {
         let (a, b, e) = self
             .aligned(other)
             .ok_or_else(|| "quantity overflow".to_string())?;
@@ -678,9 +680,9 @@ fn quantity_method<'a>(q: &Quantity, name: &str, rest: &[Val<'a>]) -> Option<Eva
                 .map(|r| ext(Ext::Quantity(r)))
                 .map_err(EvalError::new)
         }
-        ("isLessThan", [o]) => Ok(Val::Bool(q.cmp(&other(o)?) == Ordering::Less)),
-        ("isGreaterThan", [o]) => Ok(Val::Bool(q.cmp(&other(o)?) == Ordering::Greater)),
-        ("compareTo", [o]) => Ok(Val::Int(match q.cmp(&other(o)?) {
+        ("isLessThan", [o]) => Ok(Val::Bool(q.compare(&other(o)?) == Ordering::Less)),
+        ("isGreaterThan", [o]) => Ok(Val::Bool(q.compare(&other(o)?) == Ordering::Greater)),
+        ("compareTo", [o]) => Ok(Val::Int(match q.compare(&other(o)?) {
             Ordering::Less => -1,
             Ordering::Equal => 0,
             Ordering::Greater => 1,
@@ -1078,10 +1080,10 @@ mod tests {
     #[test]
     fn quantities_compare_exactly() {
         let q = |s: &str| Quantity::parse(s).expect(s);
-        assert_eq!(q("1").cmp(&q("1000m")), Ordering::Equal);
-        assert_eq!(q("1Ki").cmp(&q("1024")), Ordering::Equal);
-        assert_eq!(q("1.5G").cmp(&q("1500M")), Ordering::Equal);
-        assert_eq!(q("100m").cmp(&q("0.2")), Ordering::Less);
+        assert_eq!(q("1").compare(&q("1000m")), Ordering::Equal);
+        assert_eq!(q("1Ki").compare(&q("1024")), Ordering::Equal);
+        assert_eq!(q("1.5G").compare(&q("1500M")), Ordering::Equal);
+        assert_eq!(q("100m").compare(&q("0.2")), Ordering::Less);
         assert_eq!(q("1e3").as_int64(), Some(1000));
         assert_eq!(q("1500m").as_int64(), None);
         assert!(Quantity::parse("1x").is_err());
