@@ -41,9 +41,12 @@ const UNLIMITED_BACKOFF: i64 = i32::MAX as i64;
 
 /// `SetDefaults_Job`.
 fn job(obj: &mut Value) {
-    let template_labels = obj.pointer("/spec/template/metadata/labels").cloned();
+    let template_labels = obj
+        .pointer("/spec/template/metadata/labels")
+        .filter(|l| l.as_object().is_some_and(|m| !m.is_empty()))
+        .cloned();
     let unset_labels = is_empty_collection(obj.get("metadata").unwrap_or(&Value::Null), "labels");
-    if let (true, Some(labels @ Value::Object(_))) = (unset_labels, template_labels) {
+    if let (true, Some(labels)) = (unset_labels, template_labels) {
         if let Some(meta) = struct_at(obj, "/metadata") {
             meta.insert("labels".into(), labels);
         }
@@ -122,7 +125,10 @@ pub fn job_prepare_for_create(obj: &mut Value, uid: &str) {
         .and_then(Value::as_str)
         .unwrap_or("")
         .to_string();
-    let template_labels = obj.pointer("/spec/template/metadata/labels").cloned();
+    let template_labels = obj
+        .pointer("/spec/template/metadata/labels")
+        .filter(|l| l.as_object().is_some_and(|m| !m.is_empty()))
+        .cloned();
     let shared = template_labels.as_ref().is_some_and(|t| {
         t.as_object().is_some_and(|m| !m.is_empty()) && obj.pointer("/metadata/labels") == Some(t)
     });

@@ -530,8 +530,12 @@ const REPLICATION_CONTROLLER: &[FieldDefault] = &[ptr("/spec/replicas", Int(1))]
 /// `SetDefaults_ReplicationController`: the selector and the labels default to the
 /// template's labels; its template (a pointer) only when present.
 fn replication_controller(obj: &mut Value) {
-    let labels = obj.pointer("/spec/template/metadata/labels").cloned();
-    if let Some(labels @ Value::Object(_)) = labels {
+    // An empty map would not be written back (`omitempty`): only labels count.
+    let labels = obj
+        .pointer("/spec/template/metadata/labels")
+        .filter(|l| l.as_object().is_some_and(|m| !m.is_empty()))
+        .cloned();
+    if let Some(labels) = labels {
         if is_empty_collection(obj.get("spec").unwrap_or(&Value::Null), "selector") {
             if let Some(spec) = struct_at(obj, "/spec") {
                 spec.insert("selector".into(), labels.clone());

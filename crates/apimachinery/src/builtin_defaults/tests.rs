@@ -748,3 +748,14 @@ fn the_comparison_sees_an_extra_field() {
     ours["spec"]["minReadySeconds"] = json!(0);
     assert_body(&ours, &golden_body(APPS_GOLDEN, "replicaset-create"), &[]);
 }
+
+#[test]
+fn empty_template_labels_are_not_copied() {
+    let mut rc = json!({"spec": {"template": {"metadata": {"labels": {}}, "spec": {}}}});
+    apply("", "v1", "ReplicationController", &mut rc);
+    assert!(rc["spec"].get("selector").is_none());
+    assert!(rc.pointer("/metadata/labels").is_none());
+    let mut job = json!({"spec": {"template": {"metadata": {"labels": {}}}}});
+    apply("batch", "v1", "Job", &mut job);
+    assert!(job.pointer("/metadata/labels").is_none());
+}
