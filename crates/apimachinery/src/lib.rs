@@ -10,6 +10,7 @@
 pub mod access;
 pub mod apply;
 pub mod builtin_defaults;
+pub mod builtin_validation;
 pub mod cel;
 pub mod codec;
 pub mod crd;
