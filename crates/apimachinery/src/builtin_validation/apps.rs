@@ -2,6 +2,8 @@
 
 use super::core::{persistent_volume_claim_spec, pod_template_spec, template_restart_always};
 use super::*;
+use crate::field::BadValue;
+use crate::goformat::go_json;
 
 /// Validate a new apps object.
 pub fn validate(kind: &str, obj: &Value) -> ErrorList {
@@ -147,13 +149,19 @@ fn deployment_strategy(strategy: &Value, path: &Path) -> ErrorList {
             Some(r) => rolling_update_deployment(r, &path.child("rollingUpdate")),
         },
         other => {
-            let value = serde_json::json!({"Type": other, "RollingUpdate": rolling.map(|r| {
-                serde_json::json!({"MaxUnavailable": value_at(r, "maxUnavailable"), "MaxSurge": value_at(r, "maxSurge")})
-            })});
-            vec![Error::not_supported(
-                path,
-                value,
-                &["Recreate", "RollingUpdate"],
+            let rolling = rolling.map_or("null".to_string(), |r| {
+                go_struct_text(&[
+                    ("MaxUnavailable", go_json(value_at(r, "maxUnavailable"))),
+                    ("MaxSurge", go_json(value_at(r, "maxSurge"))),
+                ])
+            });
+            let value = go_struct_text(&[
+                ("Type", go_json(&Value::from(other))),
+                ("RollingUpdate", rolling),
+            ]);
+            vec![with_value(
+                Error::not_supported(path, Value::Null, &["Recreate", "RollingUpdate"]),
+                BadValue::Raw(value),
             )]
         }
     }
@@ -216,10 +224,17 @@ fn stateful_set_spec(
         "" => errs.push(Error::required(&strategy_path, "")),
         "OnDelete" => {
             if let Some(r) = rolling {
-                errs.push(Error::invalid(
-                    &strategy_path.child("rollingUpdate"),
-                    serde_json::json!({"Partition": int_at(r, "partition"), "MaxUnavailable": value_at(r, "maxUnavailable")}),
-                    "only allowed for updateStrategy 'RollingUpdate'",
+                let value = go_struct(&[
+                    ("Partition", &Value::from(int_at(r, "partition"))),
+                    ("MaxUnavailable", value_at(r, "maxUnavailable")),
+                ]);
+                errs.push(with_value(
+                    Error::invalid(
+                        &strategy_path.child("rollingUpdate"),
+                        Value::Null,
+                        "only allowed for updateStrategy 'RollingUpdate'",
+                    ),
+                    value,
                 ));
             }
         }
@@ -237,10 +252,16 @@ fn stateful_set_spec(
                 }
             }
         }
-        other => errs.push(Error::invalid(
-            &strategy_path,
-            serde_json::json!({"Type": other, "RollingUpdate": null}),
-            "must be 'RollingUpdate' or 'OnDelete'",
+        other => errs.push(with_value(
+            Error::invalid(
+                &strategy_path,
+                Value::Null,
+                "must be 'RollingUpdate' or 'OnDelete'",
+            ),
+            go_struct(&[
+                ("Type", &Value::from(other)),
+                ("RollingUpdate", &Value::Null),
+            ]),
         )),
     }
     if let Some(policy) = obj_at(spec, "persistentVolumeClaimRetentionPolicy") {
@@ -425,10 +446,12 @@ pub fn daemon_set_spec(spec: &Value, path: &Path) -> ErrorList {
                 &strategy_path.child("rollingUpdate"),
             )),
         },
-        other => errs.push(Error::not_supported(
-            &strategy_path,
-            serde_json::json!({"Type": other, "RollingUpdate": null}),
-            &["RollingUpdate", "OnDelete"],
+        other => errs.push(with_value(
+            Error::not_supported(&strategy_path, Value::Null, &["RollingUpdate", "OnDelete"]),
+            go_struct(&[
+                ("Type", &Value::from(other)),
+                ("RollingUpdate", &Value::Null),
+            ]),
         )),
     }
     if let Some(limit) = opt_int(spec, "revisionHistoryLimit") {

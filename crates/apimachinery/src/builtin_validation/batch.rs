@@ -3,6 +3,8 @@
 use super::core::{one_of, pod_template_spec};
 use super::cron::{is_time_zone, parse_standard};
 use super::*;
+use crate::field::BadValue;
+use crate::goformat::go_json;
 
 /// Validate a new batch object.
 pub fn validate(kind: &str, obj: &Value) -> ErrorList {
@@ -339,10 +341,9 @@ fn template_update(ns: &Value, os: &Value, path: &Path) -> ErrorList {
     if semantic_eq(Some(new_template), Some(&old_template)) {
         ErrorList::new()
     } else {
-        vec![Error::invalid(
-            &path.child("template"),
-            new_template.clone(),
-            "field is immutable",
+        vec![with_value(
+            Error::invalid(&path.child("template"), Value::Null, "field is immutable"),
+            BadValue::Raw(pod_template_text(&new_template)),
         )]
     }
 }
@@ -445,4 +446,16 @@ fn time_zone_errors(tz: &str, path: &Path) -> ErrorList {
         errs.extend(invalid(format!("unknown time zone {tz}")));
     }
     errs
+}
+
+/// kube's internal `PodTemplateSpec` as it prints: the metadata's fields inline (they
+/// carry JSON tags), then `"Spec"` (ours as JSON: kube prints its Go field names there).
+fn pod_template_text(template: &Value) -> String {
+    let mut fields: Vec<(&str, String)> = obj_at(template, "metadata")
+        .into_iter()
+        .flatten()
+        .map(|(k, v)| (k.as_str(), go_json(v)))
+        .collect();
+    fields.push(("Spec", go_json(value_at(template, "spec"))));
+    go_struct_text(&fields)
 }

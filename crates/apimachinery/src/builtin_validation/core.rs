@@ -1356,12 +1356,17 @@ fn is_headless(spec: &Value) -> bool {
     ips.len() == 1 && ips[0] == "None"
 }
 
-/// The Go `%v`-free JSON kube's internal `core.ServicePort` key prints as.
-fn service_port_key(protocol: &str, port: i64) -> Value {
-    serde_json::json!({
-        "Name": "", "Protocol": protocol, "AppProtocol": null, "Port": port,
-        "TargetPort": 0, "NodePort": 0
-    })
+/// kube's internal `core.ServicePort` holding only a protocol and a port (the key of
+/// its duplicate check), as it prints.
+fn service_port_key(protocol: &str, port: i64) -> crate::field::BadValue {
+    go_struct(&[
+        ("Name", &Value::from("")),
+        ("Protocol", &Value::from(protocol)),
+        ("AppProtocol", &Value::Null),
+        ("Port", &Value::from(port)),
+        ("TargetPort", &Value::from(0)),
+        ("NodePort", &Value::from(0)),
+    ])
 }
 
 /// `validateService` (node ports' range is the allocator's, not here).
@@ -1484,8 +1489,8 @@ pub fn service(svc: &Value, old: Option<&Value>) -> ErrorList {
     for (i, port) in ports.iter().enumerate() {
         let key = (str_at(port, "protocol"), int_at(port, "port"));
         if !seen.insert(key) {
-            errs.push(Error::duplicate(
-                &spec_path.child("ports").index(i),
+            errs.push(with_value(
+                Error::duplicate(&spec_path.child("ports").index(i), Value::Null),
                 service_port_key(key.0, key.1),
             ));
         }

@@ -363,3 +363,28 @@ pub(crate) fn not_more_than_100_percent(v: Option<&Value>, path: &Path) -> Error
         _ => ErrorList::new(),
     }
 }
+
+/// How kube prints one of its internal Go structs (no JSON tags): the fields by their Go
+/// names, in declaration order, values as JSON.
+pub(crate) fn go_struct(fields: &[(&str, &Value)]) -> crate::field::BadValue {
+    let rendered: Vec<(&str, String)> = fields
+        .iter()
+        .map(|(name, value)| (*name, crate::goformat::go_json(value)))
+        .collect();
+    crate::field::BadValue::Raw(go_struct_text(&rendered))
+}
+
+/// [`go_struct`] over values already printed (nested structs).
+pub(crate) fn go_struct_text(fields: &[(&str, String)]) -> String {
+    let body: Vec<String> = fields
+        .iter()
+        .map(|(name, value)| format!("\"{name}\":{value}"))
+        .collect();
+    format!("{{{}}}", body.join(","))
+}
+
+/// `err` with its value replaced (for values kube prints as Go structs).
+pub(crate) fn with_value(mut err: Error, value: crate::field::BadValue) -> Error {
+    err.bad_value = value;
+    err
+}

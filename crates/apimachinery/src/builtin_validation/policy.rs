@@ -19,16 +19,22 @@ pub fn pod_disruption_budget_spec(spec: &Value, path: &Path) -> ErrorList {
     let min = spec.get("minAvailable").filter(|v| !v.is_null());
     let max = spec.get("maxUnavailable").filter(|v| !v.is_null());
     if min.is_some() && max.is_some() {
-        let value = serde_json::json!({
-            "MinAvailable": value_at(spec, "minAvailable"),
-            "Selector": value_at(spec, "selector"),
-            "MaxUnavailable": value_at(spec, "maxUnavailable"),
-            "UnhealthyPodEvictionPolicy": value_at(spec, "unhealthyPodEvictionPolicy"),
-        });
-        errs.push(Error::invalid(
-            path,
+        let value = go_struct(&[
+            ("MinAvailable", value_at(spec, "minAvailable")),
+            ("Selector", value_at(spec, "selector")),
+            ("MaxUnavailable", value_at(spec, "maxUnavailable")),
+            (
+                "UnhealthyPodEvictionPolicy",
+                value_at(spec, "unhealthyPodEvictionPolicy"),
+            ),
+        ]);
+        errs.push(with_value(
+            Error::invalid(
+                path,
+                Value::Null,
+                "minAvailable and maxUnavailable cannot be both set",
+            ),
             value,
-            "minAvailable and maxUnavailable cannot be both set",
         ));
     }
     for (key, v) in [("minAvailable", min), ("maxUnavailable", max)] {
