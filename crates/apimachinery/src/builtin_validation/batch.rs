@@ -343,7 +343,7 @@ fn template_update(ns: &Value, os: &Value, path: &Path) -> ErrorList {
     } else {
         vec![with_value(
             Error::invalid(&path.child("template"), Value::Null, "field is immutable"),
-            BadValue::Raw(pod_template_text(&new_template)),
+            BadValue::Raw(pod_template_text(new_template)),
         )]
     }
 }

@@ -299,3 +299,163 @@ fn recorded_ingress_pdb_and_hpa() {
         assert_eq!(causes(&validate_obj(&obj)), vec![], "{step}");
     }
 }
+
+// ---------------------------------------------------------------------------------------
+// One test per rule
+
+fn pod(spec: Value) -> Value {
+    let mut obj =
+        json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": spec});
+    builtin_defaults::apply("", "v1", "Pod", &mut obj);
+    obj
+}
+
+fn messages(errs: &ErrorList) -> Vec<String> {
+    errs.iter().map(ToString::to_string).collect()
+}
+
+#[test]
+fn pod_ports_env_mounts_and_resources() {
+    let obj = pod(json!({"containers": [{
+        "name": "c", "image": "i",
+        "ports": [{"containerPort": 70000, "name": "Bad--"}],
+        "env": [{"name": "A=B"}],
+        "volumeMounts": [{"name": "missing", "mountPath": "/m"}],
+        "resources": {"requests": {"cpu": "2"}, "limits": {"cpu": "1"}}
+    }]}));
+    let got = messages(&validate_obj(&obj));
+    for want in [
+        "spec.containers[0].ports[0].containerPort: Invalid value: 70000: must be between 1 and 65535, inclusive",
+        "spec.containers[0].ports[0].name: Invalid value: \"Bad--\": must contain only alpha-numeric characters (a-z, 0-9), and hyphens (-)",
+        "spec.containers[0].ports[0].name: Invalid value: \"Bad--\": must not contain consecutive hyphens",
+        "spec.containers[0].env[0].name: Invalid value: \"A=B\": a valid environment variable name must consist only of printable ASCII characters other than '='",
+        "spec.containers[0].volumeMounts[0].name: Not found: \"missing\"",
+        "spec.containers[0].resources.requests: Invalid value: \"2\": must be less than or equal to cpu limit of 1",
+    ] {
+        assert!(got.contains(&want.to_string()), "{want}\n{got:#?}");
+    }
+}
+
+#[test]
+fn pod_volumes_unique_with_one_source() {
+    // A volume without a source is given an emptyDir by kube's defaulting.
+    let obj = pod(
+        json!({"containers": [{"name": "c", "image": "i"}], "volumes": [
+            {"name": "a", "emptyDir": {}},
+            {"name": "a", "emptyDir": {}},
+            {"name": "b"},
+            {"name": "c", "emptyDir": {}, "configMap": {"name": "x"}}
+        ]}),
+    );
+    assert_eq!(
+        messages(&validate_obj(&obj)),
+        vec![
+            "spec.volumes[1].name: Duplicate value: \"a\"",
+            "spec.volumes[3].configMap: Forbidden: may not specify more than 1 volume type",
+        ]
+    );
+}
+
+#[test]
+fn pod_dns_policy_and_grace_period() {
+    let mut obj = pod(json!({"containers": [{"name": "c", "image": "i"}], "dnsPolicy": "Nope"}));
+    obj["spec"]["terminationGracePeriodSeconds"] = Value::Null;
+    assert_eq!(
+        messages(&validate_obj(&obj)),
+        vec![
+            "spec.terminationGracePeriodSeconds: Required value",
+            "spec.dnsPolicy: Unsupported value: \"Nope\": supported values: \"ClusterFirstWithHostNet\", \"ClusterFirst\", \"Default\", \"None\"",
+        ]
+    );
+}
+
+#[test]
+fn deployment_rolling_update_may_not_be_all_zero() {
+    let mut obj = json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"},
+        "spec": {"selector": {"matchLabels": {"a": "b"}},
+            "strategy": {"rollingUpdate": {"maxUnavailable": 0, "maxSurge": "0%"}},
+            "template": {"metadata": {"labels": {"a": "b"}}, "spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "i"}]}}}});
+    builtin_defaults::apply("apps", "v1", "Deployment", &mut obj);
+    assert_eq!(
+        messages(&validate_obj(&obj)),
+        vec![
+            "spec.template.spec.restartPolicy: Unsupported value: \"Never\": supported values: \"Always\"",
+            "spec.strategy.rollingUpdate.maxUnavailable: Invalid value: 0: may not be 0 when `maxSurge` is 0",
+        ]
+    );
+}
+
+#[test]
+fn stateful_set_spec_updates_are_limited() {
+    let mut old = json!({"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "s"},
+        "spec": {"serviceName": "s", "selector": {"matchLabels": {"a": "b"}},
+            "template": {"metadata": {"labels": {"a": "b"}}, "spec": {"containers": [{"name": "c", "image": "i"}]}}}});
+    builtin_defaults::apply("apps", "v1", "StatefulSet", &mut old);
+    let mut new = old.clone();
+    new["spec"]["serviceName"] = json!("other");
+    new["spec"]["replicas"] = json!(3);
+    assert_eq!(
+        messages(&validate_update_obj(&new, &old)),
+        vec!["spec: Forbidden: updates to statefulset spec for fields other than 'replicas', 'ordinals', 'template', 'updateStrategy', 'revisionHistoryLimit', 'persistentVolumeClaimRetentionPolicy' and 'minReadySeconds' are forbidden"]
+    );
+}
+
+#[test]
+fn service_ports_unique_and_cluster_ip_fixed() {
+    let mut old = json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s"},
+        "spec": {"clusterIP": "10.96.0.10", "ports": [{"name": "a", "port": 80}, {"name": "a", "port": 80}]}});
+    builtin_defaults::apply("", "v1", "Service", &mut old);
+    let got = messages(&validate_obj(&old));
+    assert_eq!(
+        got,
+        vec![
+            "spec.ports[1].name: Duplicate value: \"a\"",
+            "spec.ports[1]: Duplicate value: {\"Name\":\"\",\"Protocol\":\"TCP\",\"AppProtocol\":null,\"Port\":80,\"TargetPort\":0,\"NodePort\":0}",
+        ]
+    );
+    let mut new = old.clone();
+    new["spec"]["clusterIP"] = json!("10.96.0.11");
+    assert!(messages(&validate_update_obj(&new, &old)).contains(
+        &"spec.clusterIPs[0]: Invalid value: [\"10.96.0.11\"]: may not change once set".to_string()
+    ));
+}
+
+#[test]
+fn persistent_volume_claim_spec_is_immutable() {
+    let old = json!({"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "c"},
+        "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}});
+    assert_eq!(messages(&validate_obj(&old)), Vec::<String>::new());
+    let mut new = old.clone();
+    new["spec"]["accessModes"] = json!(["ReadWriteMany"]);
+    let got = messages(&validate_update_obj(&new, &old));
+    assert_eq!(got.len(), 1);
+    assert!(got[0].starts_with("spec: Forbidden: spec is immutable after creation except resources.requests and volumeAttributesClassName for bound claims\n"));
+    let empty = json!({"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "c"}, "spec": {}});
+    assert_eq!(
+        messages(&validate_obj(&empty)),
+        vec![
+            "spec.accessModes: Required value: at least 1 access mode is required",
+            "spec.resources[storage]: Required value",
+        ]
+    );
+}
+
+#[test]
+fn cron_schedules_as_robfig_parses_them() {
+    use super::cron::parse_standard;
+    assert_eq!(parse_standard("*/5 * * * *"), Ok(()));
+    assert_eq!(parse_standard("@hourly"), Ok(()));
+    assert_eq!(parse_standard("0 0 * JAN-mar mon"), Ok(()));
+    assert_eq!(
+        parse_standard("61 * * * *"),
+        Err("end of range (61) above maximum (59): 61".into())
+    );
+    assert_eq!(
+        parse_standard("x * * * *"),
+        Err("failed to parse int from x: strconv.Atoi: parsing \"x\": invalid syntax".into())
+    );
+    assert_eq!(
+        parse_standard("@sometimes"),
+        Err("unrecognized descriptor: @sometimes".into())
+    );
+}
