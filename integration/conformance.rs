@@ -80,10 +80,25 @@ fn run_case_file(name: &str, backend: Backend) {
     let results = run_case(&client, &case, &case_name, &golden);
 
     let total = results.len();
+    let gaps = known_gaps(&case_name);
     let failed: Vec<&(String, Vec<String>)> = results
         .iter()
-        .filter(|(_, errs)| !errs.is_empty())
+        .filter(|(id, errs)| !errs.is_empty() && !gaps.contains(&step_of(id)))
         .collect();
+    // A known gap that passes now must leave the list: the list only shrinks.
+    let closed: Vec<&str> = gaps
+        .iter()
+        .copied()
+        .filter(|gap| {
+            results
+                .iter()
+                .any(|(id, errs)| step_of(id) == *gap && errs.is_empty())
+        })
+        .collect();
+    assert!(
+        closed.is_empty(),
+        "case {case_name} on {backend:?}: known gaps that pass now, remove them from KNOWN_GAPS: {closed:?}"
+    );
     if failed.is_empty() {
         assert!(total > 0, "case {case_name} has no steps");
         return;
@@ -108,6 +123,86 @@ fn run_case_file(name: &str, backend: Backend) {
         server.stderr_tail(40)
     ));
     panic!("conformance case {case_name} on {backend:?}:\n{report}");
+}
+
+/// Recorded steps this server does not answer as kube yet, per case: each is reported
+/// by the test as a known gap (it must fail; once it passes the test says to remove
+/// it). Issue 16 tracks them: admission plugins (Priority, DefaultTolerationSeconds,
+/// StorageObjectInUseProtection), Service IP allocation, `/scale`, graceful pod
+/// deletion, orphan finalizers, deprecation warnings of built-in kinds.
+const KNOWN_GAPS: &[(&str, &[&str])] = &[
+    (
+        "builtins-apps",
+        &[
+            "create-namespace",
+            "scale-get",
+            "scale-put",
+            "deploy-after-scale",
+            "status-put",
+            "status-update-keeps-spec-and-generation",
+            "strategic-merge-container-by-name",
+            "daemonset-create",
+            "statefulset-scale-get",
+            "deletecollection-daemonsets",
+            "delete-namespace",
+        ],
+    ),
+    (
+        "builtins-batch-net",
+        &[
+            "create-namespace",
+            "job-delete-default-orphans",
+            "job-remove-orphan-finalizer",
+            "hpa-create-defaults",
+            "priorityclass-value-immutable",
+            "storageclass-parameters-immutable",
+            "delete-storageclass",
+            "delete-namespace",
+        ],
+    ),
+    (
+        "builtins-core",
+        &[
+            "create-namespace",
+            "pod-create-defaults",
+            "pod-create-besteffort-latest",
+            "pod-get",
+            "pod-update-image-allowed",
+            "pod-status-patch",
+            "pod-after-status-patch",
+            "service-create-clusterip",
+            "service-create-explicit-clusterip",
+            "service-clusterip-already-allocated",
+            "service-clusterip-out-of-range",
+            "service-headless",
+            "service-nodeport-explicit",
+            "service-nodeport-allocated",
+            "service-nodeport-out-of-range",
+            "pvc-create-defaults",
+            "pvc-delete-held-by-protection-finalizer",
+            "pvc-remove-finalizer",
+            "endpoints-create",
+            "pod-delete",
+            "deletecollection-pods",
+            "deletecollection-endpoints",
+            "delete-default-serviceaccount",
+            "delete-namespace",
+        ],
+    ),
+];
+
+/// The known gaps of a case.
+fn known_gaps(case: &str) -> Vec<&'static str> {
+    KNOWN_GAPS
+        .iter()
+        .filter(|(c, _)| *c == case)
+        .flat_map(|(_, steps)| steps.iter().copied())
+        .collect()
+}
+
+/// `case#step` → `step`.
+fn step_of(id: &str) -> &str {
+    id.split_once('#').map_or(id, |(_, step)| step)
 }
 
 /// Where the server under test keeps its objects.
@@ -151,6 +246,9 @@ conformance_cases! {
     ssa => "ssa",
     immutable_kep => "immutable-kep",
     fidelity => "fidelity",
+    builtins_core => "builtins-core",
+    builtins_apps => "builtins-apps",
+    builtins_batch_net => "builtins-batch-net",
 }
 
 // ---------------------------------------------------------------------------

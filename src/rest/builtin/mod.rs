@@ -46,6 +46,9 @@ pub fn kind_for(descriptor: Descriptor, definition: &str) -> Option<TypedKind> {
 /// The kind of a built-in resource without a hand strategy: served from its schema.
 pub fn schema_kind(descriptor: Descriptor, definition: &str) -> TypedKind {
     let strategy = schema::SchemaStrategy {
+        group: descriptor.gr.group.clone(),
+        version: descriptor.version.clone(),
+        kind: descriptor.kind.clone(),
         namespaced: descriptor.namespaced,
     };
     TypedKind::new(descriptor, definition, Box::new(strategy))

@@ -1,19 +1,26 @@
 //! The schema strategy: how a built-in kind without a hand strategy of its own is
 //! served. Its OpenAPI schema decodes it (types, unknown fields per `fieldValidation`)
-//! and defaults it (`default`s, Go's zero values); object metadata is validated;
+//! and defaults it (`default`s, Go's zero values); kube's defaulting functions
+//! (`builtin_defaults`) and validation (`builtin_validation`) of the kind follow;
 //! `TypedKind` keeps `status` apart when the kind has a status subresource and moves
-//! the generation where kube does (`registry::builtin::GENERATION`). What kube's own
-//! strategy of such a kind adds (its defaulting functions, validation, printer
-//! columns) is not here yet.
+//! the generation where kube does (`registry::builtin::GENERATION`). Printer columns
+//! per kind are not here yet (NAME, AGE).
 
 use super::age_cell;
 use crate::field::{ErrorList, Path};
 use crate::rest::typed::TypedStrategy;
 use crate::table::{BuiltinColumn, BuiltinPrinter};
+use apimachinery::{builtin_defaults, builtin_validation};
 use serde_json::{json, Value};
 
-/// The strategy of a kind served from its schema alone.
+/// The strategy of a kind served from its schema and kube's rules for it.
 pub struct SchemaStrategy {
+    /// API group (`""`: core).
+    pub group: String,
+    /// Version served.
+    pub version: String,
+    /// `Kind`.
+    pub kind: String,
     /// Whether objects live in namespaces.
     pub namespaced: bool,
 }
@@ -23,18 +30,47 @@ impl TypedStrategy for SchemaStrategy {
         true
     }
 
+    fn default(&self, obj: &mut Value) {
+        builtin_defaults::apply(&self.group, &self.version, &self.kind, obj);
+        builtin_defaults::round_trip(&self.group, &self.version, &self.kind, obj);
+    }
+
+    fn prepare_for_create(&self, obj: &mut Value) {
+        // kube answers a create with the stored object decoded again, defaults
+        // included: those of a status just reset (a claim's `phase: Pending`) too.
+        self.default(obj);
+        match (self.group.as_str(), self.kind.as_str()) {
+            ("", "Pod") => {
+                builtin_defaults::core::pod_prepare_for_create(obj, &crate::rest::object::now())
+            }
+            ("apps", "DaemonSet") => builtin_defaults::apps::daemon_set_prepare_for_create(obj),
+            ("batch", "Job") => {
+                let uid = crate::rest::object::meta_str(obj, "uid").to_string();
+                builtin_defaults::batch::job_prepare_for_create(obj, &uid);
+            }
+            _ => {}
+        }
+    }
+
     fn validate(&self, obj: &Value) -> ErrorList {
         let meta = obj.get("metadata").cloned().unwrap_or(Value::Null);
-        crate::schema::objectmeta::validate_object_meta(
+        let mut errs = crate::schema::objectmeta::validate_object_meta(
             &meta,
             self.namespaced,
             &Path::new("metadata"),
-        )
+        );
+        errs.extend(builtin_validation::validate(
+            &self.group,
+            &self.version,
+            &self.kind,
+            obj,
+        ));
+        errs
     }
 
-    fn validate_update(&self, _new: &Value, _old: &Value) -> ErrorList {
-        // `TypedKind` checks the metadata update; the kind adds nothing yet.
-        Vec::new()
+    fn validate_update(&self, new: &Value, old: &Value) -> ErrorList {
+        // `TypedKind` checks the metadata update; the kind's own rules follow.
+        builtin_validation::validate_update(&self.group, &self.version, &self.kind, new, old)
     }
 
     fn printer(&self) -> BuiltinPrinter {
@@ -49,12 +85,21 @@ impl TypedStrategy for SchemaStrategy {
 mod tests {
     use super::*;
 
+    fn strategy(namespaced: bool) -> SchemaStrategy {
+        SchemaStrategy {
+            group: "example.test".into(),
+            version: "v1".into(),
+            kind: "Thing".into(),
+            namespaced,
+        }
+    }
+
     #[test]
     fn cluster_scoped_objects_may_not_name_a_namespace() {
-        let s = SchemaStrategy { namespaced: false };
+        let s = strategy(false);
         let errs = s.validate(&json!({"metadata": {"name": "x", "namespace": "default"}}));
         assert_eq!(errs.len(), 1, "{errs:?}");
-        let s = SchemaStrategy { namespaced: true };
+        let s = strategy(true);
         assert!(s
             .validate(&json!({"metadata": {"name": "x", "namespace": "default"}}))
             .is_empty());
