@@ -32,8 +32,23 @@ const FORBIDDEN: &[(&str, &str)] = &[("handlers", "storage")];
 
 /// The pure layer's modules, re-exported by the server crate: every layer may use them.
 const PURE: &[&str] = &[
-    "access", "apply", "cel", "codec", "crd", "field", "goformat", "object", "pipeline", "schema",
-    "selector", "status", "table", "typed", "user", "write",
+    "access",
+    "apply",
+    "cel",
+    "codec",
+    "crd",
+    "field",
+    "goformat",
+    "object",
+    "pipeline",
+    "schema",
+    "selector",
+    "service_alloc",
+    "status",
+    "table",
+    "typed",
+    "user",
+    "write",
 ];
 
 /// Crates the pure layer may never depend on.

@@ -105,6 +105,12 @@ struct Flags {
     /// How long Events are kept after their last write (a Go duration; 0 keeps them).
     #[arg(long = "event-ttl", default_value = "1h0m0s", value_parser = parse_duration)]
     event_ttl: std::time::Duration,
+    /// Service cluster IPs are allocated from this CIDR (one IPv4 range).
+    #[arg(long = "service-cluster-ip-range", value_name = "CIDR", default_value = crd_apiserver::service_alloc::DEFAULT_SERVICE_CIDR)]
+    service_cluster_ip_range: String,
+    /// Service node ports are allocated from this range (`min-max` or `min+offset`).
+    #[arg(long = "service-node-port-range", value_name = "RANGE", default_value = crd_apiserver::service_alloc::DEFAULT_NODE_PORT_RANGE)]
+    service_node_port_range: String,
     /// How many revisions the embedded store keeps for watches to resume from (kube's
     /// watch cache window); older resourceVersions get 410 Expired. etcd keeps its own.
     #[arg(long = "watch-history", value_name = "REVISIONS", default_value_t = crd_apiserver::storage::memory::DEFAULT_HISTORY)]
@@ -208,6 +214,8 @@ async fn main() {
         request_timeout: flags.request_timeout,
         event_ttl: flags.event_ttl,
         watch_history: flags.watch_history,
+        service_cluster_ip_range: flags.service_cluster_ip_range,
+        service_node_port_range: flags.service_node_port_range,
         kubeconfig_out: flags.kubeconfig_out,
         load: flags.load,
         etcd_servers: flags

@@ -33,6 +33,13 @@ pub struct ApiOptions {
     pub authorization_modes: Vec<crate::auth::authz::Mode>,
     /// The issuer of service account tokens (the `serviceaccounts/token` subresource).
     pub service_account_tokens: Option<Arc<crate::auth::service_account::ServiceAccountTokens>>,
+    /// `--service-cluster-ip-range` (empty: kube's default).
+    pub service_cluster_ip_range: String,
+    /// `--service-node-port-range` (empty: kube's default).
+    pub service_node_port_range: String,
+    /// The address and secure port the `kubernetes` Service's endpoints name (`None`:
+    /// no `kubernetes` Service).
+    pub kubernetes_endpoint: Option<std::net::SocketAddr>,
 }
 
 /// Shared state of one API server.
@@ -57,6 +64,8 @@ pub struct ApiServer {
     pub rbac: Arc<crate::auth::rbac::RbacRules>,
     /// The authorizer of `--authorization-mode` (the HTTP gate and access reviews ask it).
     pub authorizer: Arc<dyn crate::auth::authz::Authorizer>,
+    /// Services' cluster IP and node port allocators.
+    pub service_allocators: crate::rest::builtin::service::ServiceAllocators,
     /// Every built-in kind by `(group, version, resource)` (`registry::builtin::resources()`).
     builtins: std::sync::RwLock<std::collections::HashMap<BuiltinKey, Arc<dyn ResourceKind>>>,
     /// The storage revision at which CRDs were loaded and system namespaces ensured
@@ -120,6 +129,25 @@ impl ApiServer {
             Arc::new(crate::auth::rbac::RbacAuthorizer::new(rbac.clone())),
         );
         let (cleanups, cleanup_queue) = tokio::sync::mpsc::unbounded_channel();
+        let or_default = |flag: &str, default: &'static str| {
+            if flag.is_empty() {
+                default.to_string()
+            } else {
+                flag.to_string()
+            }
+        };
+        let allocators = crate::service_alloc::Allocators::new(
+            &or_default(
+                &options.service_cluster_ip_range,
+                crate::service_alloc::DEFAULT_SERVICE_CIDR,
+            ),
+            &or_default(
+                &options.service_node_port_range,
+                crate::service_alloc::DEFAULT_NODE_PORT_RANGE,
+            ),
+            rand::random(),
+        )
+        .map_err(|e| Status::bad_request(e.to_string()))?;
         let api = Arc::new(ApiServer {
             admission: store.admission.clone(),
             store,
@@ -137,6 +165,7 @@ impl ApiServer {
             options,
             rbac,
             authorizer,
+            service_allocators: crate::rest::builtin::service::ServiceAllocators::new(allocators),
             builtins: Default::default(),
             bootstrapped: tokio::sync::watch::Sender::new(None),
             undecodable: Default::default(),
@@ -200,6 +229,12 @@ impl ApiServer {
                 crate::rest::rbac::kind_for(d.clone(), &r.definition, escalation.clone())
             {
                 api.register_builtin(Arc::new(kind));
+            } else if r.group.is_empty() && r.resource == "services" {
+                let kind = crate::rest::builtin::service::ServiceKind::new(
+                    crate::rest::builtin::schema_kind(d, &r.definition),
+                    api.service_allocators.clone(),
+                );
+                api.register_builtin(Arc::new(kind));
             } else {
                 let kind = crate::rest::builtin::schema_kind(d, &r.definition);
                 api.register_builtin(Arc::new(kind));
@@ -227,6 +262,8 @@ impl ApiServer {
     async fn bootstrap(&self) -> Result<i64, Status> {
         let revision = self.load_crds().await?;
         self.ensure_system_namespaces().await?;
+        self.restore_service_allocations().await?;
+        self.ensure_kubernetes_service().await?;
         if self.rbac_enabled() {
             self.serve_rbac().await?;
         }
@@ -348,6 +385,77 @@ impl ApiServer {
             }
         }
         Ok(res.revision)
+    }
+
+    /// Rebuild the taken cluster IPs and node ports from the stored Services.
+    async fn restore_service_allocations(&self) -> Result<(), Status> {
+        let Some(kind) = self.builtin("", "v1", "services") else {
+            return Ok(());
+        };
+        let d = kind.descriptor();
+        let res = self
+            .store
+            .storage
+            .list(&d.list_prefix(""), &ListOptions::default())
+            .await
+            .map_err(|e| crate::storage::storage_status(e, &d.gr, ""))?;
+        let services: Vec<Value> = res
+            .items
+            .iter()
+            .filter_map(|kv| decode_stored(kv).ok())
+            .collect();
+        self.service_allocators.restore(&services);
+        Ok(())
+    }
+
+    /// Create the `kubernetes` Service, its Endpoints and EndpointSlice in `default`
+    /// when missing, as kube's bootstrap controller does.
+    async fn ensure_kubernetes_service(&self) -> Result<(), Status> {
+        use crate::rest::builtin::service;
+        let Some(endpoint) = self.options.kubernetes_endpoint else {
+            return Ok(());
+        };
+        let objects = [
+            (
+                "",
+                "services",
+                service::kubernetes_service(&self.service_allocators.first_ip(), endpoint.port()),
+            ),
+            ("", "endpoints", service::kubernetes_endpoints(endpoint)),
+            (
+                service::DISCOVERY_GROUP,
+                "endpointslices",
+                service::kubernetes_endpoint_slice(endpoint),
+            ),
+        ];
+        for (group, resource, obj) in objects {
+            let Some(kind) = self.builtin(group, "v1", resource) else {
+                continue;
+            };
+            // An existing one is kept (its IP is taken already: a create would say so).
+            match self
+                .store
+                .get(kind.as_ref(), service::KUBERNETES_NAMESPACE, "kubernetes")
+                .await
+            {
+                Ok(_) => continue,
+                Err(s) if s.code == 404 => {}
+                Err(s) => return Err(s),
+            }
+            match self
+                .store
+                .create(kind.as_ref(), obj, &WriteOptions::default())
+                .await
+            {
+                Ok(_) => {}
+                Err(s) if s.reason == "AlreadyExists" => {}
+                Err(s) if s.code == 422 => {
+                    tracing::warn!(resource, error = %s.message, "the kubernetes Service's objects cannot be created");
+                }
+                Err(s) => return Err(s),
+            }
+        }
+        Ok(())
     }
 
     async fn ensure_system_namespaces(&self) -> Result<(), Status> {

@@ -44,10 +44,19 @@ pub async fn dispatch(api: &Arc<ApiServer>, req: ApiRequest) -> Response<Body> {
     resp
 }
 
-/// The deprecation warning of the served CRD version a resource request addresses.
+/// The deprecation warning of the built-in resource or served CRD version a resource
+/// request addresses.
 fn deprecation_warning(api: &ApiServer, req: &ApiRequest) -> Option<String> {
     let info = &req.info;
-    if !info.is_resource_request || info.group.is_empty() {
+    if !info.is_resource_request {
+        return None;
+    }
+    if let Some(w) =
+        crate::registry::builtin::deprecation_warning(&info.group, &info.version, &info.resource)
+    {
+        return Some(w.to_string());
+    }
+    if info.group.is_empty() {
         return None;
     }
     let crd = api.catalog.lookup(&info.group, &info.resource)?;

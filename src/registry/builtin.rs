@@ -451,6 +451,17 @@ pub fn served_groups() -> Vec<(&'static str, &'static str)> {
         .collect()
 }
 
+/// kube's deprecation warning of a built-in resource version still served (its
+/// `rest.Storage` says `Deprecated`), sent on every request to it.
+pub fn deprecation_warning(group: &str, version: &str, resource: &str) -> Option<&'static str> {
+    match (group, version, resource) {
+        ("", "v1", "endpoints") => {
+            Some("v1 Endpoints is deprecated in v1.33+; use discovery.k8s.io/v1 EndpointSlice")
+        }
+        _ => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

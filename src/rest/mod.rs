@@ -57,6 +57,38 @@ impl std::future::Future for Conversion<'_> {
     }
 }
 
+/// What a write took from a kind's allocators (kube's `FinishFunc` of `BeginCreate`
+/// and `BeginUpdate`): [`Reservation::commit`] once the object is stored keeps it;
+/// dropping it uncommitted (the write failed, or was a dry run) gives it back.
+#[must_use = "a reservation not committed is given back"]
+pub struct Reservation {
+    finish: Option<Box<dyn FnOnce(bool) + Send + Sync>>,
+}
+
+impl Reservation {
+    /// A reservation finished by `finish(stored)`.
+    pub fn new(finish: impl FnOnce(bool) + Send + Sync + 'static) -> Self {
+        Reservation {
+            finish: Some(Box::new(finish)),
+        }
+    }
+
+    /// The write was stored.
+    pub fn commit(mut self) {
+        if let Some(finish) = self.finish.take() {
+            finish(true);
+        }
+    }
+}
+
+impl Drop for Reservation {
+    fn drop(&mut self) {
+        if let Some(finish) = self.finish.take() {
+            finish(false);
+        }
+    }
+}
+
 /// One kind of object as the store serves it: its [`Strategy`] (every rule of its
 /// writes, pure, run by `pipeline::order`) and the IO around it.
 pub trait ResourceKind: Send + Sync {
@@ -77,6 +109,24 @@ pub trait ResourceKind: Send + Sync {
     ) -> Option<futures::future::BoxFuture<'a, Result<(), Status>>> {
         let _ = (obj, old, opts);
         None
+    }
+
+    /// What a create (`old`: `None`) or an update of the main resource takes from the
+    /// kind's allocators, written into the object (kube's `BeginCreate`/`BeginUpdate`:
+    /// a Service's cluster IPs and node ports); `None` (the default): nothing.
+    fn begin_write(
+        &self,
+        obj: &mut Value,
+        old: Option<&Value>,
+    ) -> Result<Option<Reservation>, Status> {
+        let _ = (obj, old);
+        Ok(None)
+    }
+
+    /// The object was removed from storage (kube's `AfterDelete`: a Service gives
+    /// back its cluster IPs and node ports).
+    fn after_delete(&self, obj: &Value) {
+        let _ = obj;
     }
 
     /// Convert an admitted object to the form kept in storage (custom resources: the

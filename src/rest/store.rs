@@ -1,7 +1,9 @@
 //! The generic object store (kube's `genericregistry.Store`): get, list, create,
 //! guaranteed update, delete with finalizers, over any `Storage` backend.
 
-use super::{object, Admitted, DeleteOptions, Descriptor, Operation, ResourceKind, WriteOptions};
+use super::{
+    object, Admitted, DeleteOptions, Descriptor, Operation, Reservation, ResourceKind, WriteOptions,
+};
 use crate::admission::{Admission, Attributes};
 use crate::codec;
 use crate::pipeline::order::{self, IoFuture};
@@ -113,6 +115,24 @@ struct KindAdmission<'a> {
     admission: &'a Admission,
     attrs: Attributes<'a>,
     kind: &'a dyn ResourceKind,
+    /// What the write took from the kind's allocators.
+    taken: std::sync::Mutex<Option<Reservation>>,
+}
+
+impl<'a> KindAdmission<'a> {
+    fn new(admission: &'a Admission, attrs: Attributes<'a>, kind: &'a dyn ResourceKind) -> Self {
+        KindAdmission {
+            admission,
+            attrs,
+            kind,
+            taken: std::sync::Mutex::new(None),
+        }
+    }
+
+    /// What the write took (to commit once stored).
+    fn into_taken(self) -> Option<Reservation> {
+        self.taken.into_inner().unwrap_or_else(|e| e.into_inner())
+    }
 }
 
 impl order::Admit for KindAdmission<'_> {
@@ -134,6 +154,18 @@ impl order::Admit for KindAdmission<'_> {
             Some(check) => check,
             None => Box::pin(std::future::ready(Ok(()))),
         }
+    }
+
+    fn allocate(&self, obj: &mut Value, old: Option<&Value>) -> Result<(), Status> {
+        // Subresources (`/status`) allocate nothing: kube's status store has no BeginUpdate.
+        if !self.attrs.opts.subresource.is_empty() {
+            return Ok(());
+        }
+        let taken = self.kind.begin_write(obj, old)?;
+        if let Some(taken) = taken {
+            *self.taken.lock().unwrap_or_else(|e| e.into_inner()) = Some(taken);
+        }
+        Ok(())
     }
 
     fn validate<'a>(
@@ -181,19 +213,21 @@ impl Store {
         }
     }
 
-    /// A create's stages, with this store's admission (order: `pipeline::order`).
+    /// A create's stages, with this store's admission (order: `pipeline::order`), and
+    /// what it took from the kind's allocators (committed once stored).
     async fn admit_create(
         &self,
         kind: &dyn ResourceKind,
         body: Value,
         opts: &WriteOptions,
-    ) -> Result<Admitted, Status> {
-        let io = KindAdmission {
-            admission: &self.admission,
-            attrs: Attributes::new(kind.descriptor(), Operation::Create, opts),
+    ) -> Result<(Admitted, Option<Reservation>), Status> {
+        let io = KindAdmission::new(
+            &self.admission,
+            Attributes::new(kind.descriptor(), Operation::Create, opts),
             kind,
-        };
-        order::create(kind.strategy(), &io, body, opts).await
+        );
+        let admitted = order::create(kind.strategy(), &io, body, opts).await?;
+        Ok((admitted, io.into_taken()))
     }
 
     /// An update's stages, with this store's admission (as `admit_create`).
@@ -203,13 +237,14 @@ impl Store {
         desired: Value,
         old: &Value,
         opts: &WriteOptions,
-    ) -> Result<Admitted, Status> {
-        let io = KindAdmission {
-            admission: &self.admission,
-            attrs: Attributes::new(kind.descriptor(), Operation::Update, opts),
+    ) -> Result<(Admitted, Option<Reservation>), Status> {
+        let io = KindAdmission::new(
+            &self.admission,
+            Attributes::new(kind.descriptor(), Operation::Update, opts),
             kind,
-        };
-        order::update(kind.strategy(), &io, desired, old, opts).await
+        );
+        let admitted = order::update(kind.strategy(), &io, desired, old, opts).await?;
+        Ok((admitted, io.into_taken()))
     }
 
     /// Read one object, decorated for reading.
@@ -422,11 +457,14 @@ impl Store {
             object::name(&body).is_empty() && !object::meta_str(&body, "generateName").is_empty();
         let mut attempts = 0;
         loop {
-            let Admitted {
-                object: obj,
-                warnings,
-                trace,
-            } = self.admit_create(kind, body.clone(), opts).await?;
+            let (
+                Admitted {
+                    object: obj,
+                    warnings,
+                    trace,
+                },
+                taken,
+            ) = self.admit_create(kind, body.clone(), opts).await?;
             let name = object::name(&obj).to_string();
             let key = d.key(object::namespace(&obj), &name);
             let mut stored = obj;
@@ -451,6 +489,9 @@ impl Store {
             }
             match created {
                 Ok(kv) => {
+                    if let Some(taken) = taken {
+                        taken.commit();
+                    }
                     object::set_resource_version(&mut stored, kv.mod_revision);
                     kind.on_read(&mut stored).await?;
                     return Ok(Written {
@@ -519,15 +560,21 @@ impl Store {
                 Some(rv) if rv != kv.mod_revision => return Err(Status::stale(&d.gr, name)),
                 _ => {}
             }
-            let Admitted {
-                object: mut obj,
-                warnings,
-                trace,
-            } = self.admit_update(kind, desired, &old, opts).await?;
+            let (
+                Admitted {
+                    object: mut obj,
+                    warnings,
+                    trace,
+                },
+                taken,
+            ) = self.admit_update(kind, desired, &old, opts).await?;
             object::set_resource_version(&mut obj, kv.mod_revision);
             let remove = object::is_terminating(&obj) && !kind.strategy().finalizers_pending(&obj);
             if obj == old && !remove {
                 // kube skips writes that change nothing: no new resourceVersion.
+                if let Some(taken) = taken {
+                    taken.commit();
+                }
                 return Ok(Written {
                     object: old,
                     warnings,
@@ -551,6 +598,10 @@ impl Store {
             if remove {
                 match self.storage.delete(&key, Some(kv.mod_revision)).await {
                     Ok(deleted) => {
+                        if let Some(taken) = taken {
+                            taken.commit();
+                        }
+                        kind.after_delete(&obj);
                         object::set_resource_version(&mut obj, deleted.mod_revision);
                         return Ok(Written {
                             object: obj,
@@ -580,6 +631,9 @@ impl Store {
             }
             match updated {
                 Ok(new_kv) => {
+                    if let Some(taken) = taken {
+                        taken.commit();
+                    }
                     object::set_resource_version(&mut obj, new_kv.mod_revision);
                     kind.on_read(&mut obj).await?;
                     return Ok(Written {
@@ -630,11 +684,11 @@ impl Store {
         for _ in 0..MAX_RETRIES {
             let (kv, mut obj) = self.read(kind, &key, name).await?;
             warnings.clear();
-            let io = KindAdmission {
-                admission: &self.admission,
-                attrs: Attributes::for_delete(&d, &write_opts, opts),
+            let io = KindAdmission::new(
+                &self.admission,
+                Attributes::for_delete(&d, &write_opts, opts),
                 kind,
-            };
+            );
             order::admit_delete(&io, &d, &obj, kv.mod_revision, opts, warnings).await?;
             if object::is_terminating(&obj) {
                 return Ok(obj);
@@ -674,11 +728,11 @@ impl Store {
             let (kv, obj) = self.read(kind, &key, name).await?;
             // Warnings of an attempt lost to a concurrent writer are not repeated.
             warnings.clear();
-            let io = KindAdmission {
-                admission: &self.admission,
-                attrs: Attributes::for_delete(&d, &write_opts, opts),
+            let io = KindAdmission::new(
+                &self.admission,
+                Attributes::for_delete(&d, &write_opts, opts),
                 kind,
-            };
+            );
             let deletion = order::delete(
                 &io,
                 &d,
@@ -705,7 +759,10 @@ impl Store {
                 }
                 order::Deletion::Remove(obj) => {
                     match self.storage.delete(&key, Some(kv.mod_revision)).await {
-                        Ok(_) => Ok(Deleted::Gone(obj)),
+                        Ok(_) => {
+                            kind.after_delete(&obj);
+                            Ok(Deleted::Gone(obj))
+                        }
                         Err(e) => Err(e),
                     }
                 }

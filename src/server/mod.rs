@@ -69,6 +69,10 @@ pub struct Config {
     /// Revisions the embedded store keeps for watches and reads at a resourceVersion
     /// (`--watch-history`); older ones are 410 Expired.
     pub watch_history: usize,
+    /// Where Services' cluster IPs come from (`--service-cluster-ip-range`).
+    pub service_cluster_ip_range: String,
+    /// Where Services' node ports come from (`--service-node-port-range`).
+    pub service_node_port_range: String,
 }
 
 impl Default for Config {
@@ -94,6 +98,8 @@ impl Default for Config {
             request_timeout: crate::http::DEFAULT_REQUEST_TIMEOUT,
             event_ttl: crate::controllers::event_ttl::DEFAULT_TTL,
             watch_history: crate::storage::memory::DEFAULT_HISTORY,
+            service_cluster_ip_range: crate::service_alloc::DEFAULT_SERVICE_CIDR.into(),
+            service_node_port_range: crate::service_alloc::DEFAULT_NODE_PORT_RANGE.into(),
         }
     }
 }
@@ -262,6 +268,9 @@ impl Server {
             advertise_address: addr.to_string(),
             authorization_modes: config.auth.authorization_modes.clone(),
             service_account_tokens: Some(sa_tokens),
+            service_cluster_ip_range: config.service_cluster_ip_range.clone(),
+            service_node_port_range: config.service_node_port_range.clone(),
+            kubernetes_endpoint: Some(addr),
         };
         // Every storage call is timed; object counts read the backend itself.
         let metrics = Arc::new(Metrics::new());

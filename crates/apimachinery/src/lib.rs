@@ -22,6 +22,7 @@ pub mod object;
 pub mod pipeline;
 pub mod schema;
 pub mod selector;
+pub mod service_alloc;
 pub mod status;
 pub mod table;
 pub mod typed;

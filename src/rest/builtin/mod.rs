@@ -7,6 +7,7 @@ pub mod event;
 pub mod lease;
 pub mod schema;
 pub mod secret;
+pub mod service;
 pub mod service_account;
 pub mod token_request;
 pub mod token_review;

@@ -4,7 +4,7 @@
 //! (`builtin_defaults`) and validation (`builtin_validation`) of the kind follow;
 //! `TypedKind` keeps `status` apart when the kind has a status subresource and moves
 //! the generation where kube does (`registry::builtin::GENERATION`). Printer columns
-//! per kind are not here yet (NAME, AGE).
+//! per kind are not here yet (NAME, AGE), but for Services (`service::printer`).
 
 use super::age_cell;
 use crate::field::{ErrorList, Path};
@@ -74,6 +74,9 @@ impl TypedStrategy for SchemaStrategy {
     }
 
     fn printer(&self) -> BuiltinPrinter {
+        if self.group.is_empty() && self.kind == "Service" {
+            return super::service::printer();
+        }
         BuiltinPrinter {
             columns: vec![BuiltinColumn::name(0), BuiltinColumn::age()],
             cells: |obj, now| vec![json!(crate::rest::object::name(obj)), age_cell(obj, now)],

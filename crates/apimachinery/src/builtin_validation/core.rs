@@ -1449,7 +1449,10 @@ pub fn service(svc: &Value, old: Option<&Value>) -> ErrorList {
         ));
     }
     if service_type != "ExternalName" {
-        errs.extend(cluster_ip_fields(spec, old.map(|o| value_at(o, "spec"))));
+        errs.extend(service_cluster_ip_fields(
+            spec,
+            old.map(|o| value_at(o, "spec")),
+        ));
     }
     for (i, ip) in list_at(spec, "externalIPs").iter().enumerate() {
         let ip = ip.as_str().unwrap_or("");
@@ -1579,7 +1582,9 @@ fn sloppy_ipv4(ip: &str) -> bool {
 
 /// `ValidateServiceClusterIPsRelatedFields` (dual-stack families checked by count and
 /// kind only).
-fn cluster_ip_fields(spec: &Value, old: Option<&Value>) -> ErrorList {
+/// kube's `ValidateServiceClusterIPsRelatedFields` over a Service's `spec` (the
+/// service allocator runs it before allocating, as kube's registry does).
+pub fn service_cluster_ip_fields(spec: &Value, old: Option<&Value>) -> ErrorList {
     let mut errs = ErrorList::new();
     let path = Path::new("spec").child("clusterIPs");
     let ips = cluster_ips(spec);

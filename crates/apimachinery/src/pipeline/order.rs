@@ -57,6 +57,15 @@ pub trait Admit: Send + Sync {
         old: Option<&'a Value>,
     ) -> IoFuture<'a, Result<(), Status>>;
 
+    /// What the object takes from the kind's allocators (kube's `BeginCreate` and
+    /// `BeginUpdate`: a Service's cluster IPs and node ports), written into it. The
+    /// caller holds what was taken until the write is stored (kept) or fails (given
+    /// back). Default: nothing.
+    fn allocate(&self, obj: &mut Value, old: Option<&Value>) -> Result<(), Status> {
+        let _ = (obj, old);
+        Ok(())
+    }
+
     /// Validating admission (webhooks, hooks and policies, in parallel).
     fn validate<'a>(
         &'a self,
@@ -135,11 +144,14 @@ pub async fn create(
     // 6. decode and default what admission returned
     kind.decode_admitted(&mut obj, &mut t);
     kind.default(&mut obj, &mut t);
-    // 7. prepare: system metadata, then the kind's
+    // 7. the kind's allocations (a Service's cluster IPs and node ports)
+    io.allocate(&mut obj, None)
+        .map_err(|e| e.with_warnings_before(&warnings))?;
+    // 8. prepare: system metadata, then the kind's
     object::prepare_for_create(&mut obj, kind.has_generation());
     kind.prepare_for_create(&mut obj);
     t.note("prepare", "system metadata set");
-    // 8. validate (schema, metadata, CEL rules); then the fields the server computes
+    // 9. validate (schema, metadata, CEL rules); then the fields the server computes
     let mut rule_warnings = Vec::new();
     let errs = kind.validate(&obj, &mut rule_warnings, &mut t);
     if !errs.is_empty() {
@@ -147,7 +159,7 @@ pub async fn create(
     }
     warnings.extend(rule_warnings);
     kind.canonicalize(&mut obj, None, opts);
-    // 9. validating admission
+    // 10. validating admission
     io.validate(&obj, None, &mut warnings)
         .await
         .map_err(|e| e.with_warnings_before(&warnings))?;
@@ -192,7 +204,10 @@ pub async fn update(
     // 7. decode and default what admission returned
     kind.decode_admitted(&mut new, &mut t);
     kind.default(&mut new, &mut t);
-    // 8. prepare: the kind's (which half this write changes), system metadata carried
+    // 8. the kind's allocations: kept, taken or given back by the update
+    io.allocate(&mut new, Some(old))
+        .map_err(|e| e.with_warnings_before(&warnings))?;
+    // 9. prepare: the kind's (which half this write changes), system metadata carried
     //    over, generation, and no managedFields change that moves only timestamps
     kind.prepare_for_update(&mut new, old, opts);
     object::prepare_for_update(&mut new, old);
@@ -201,7 +216,7 @@ pub async fn update(
     }
     apply::revert_time_only_change(&mut new, old);
     t.note("prepare", "system metadata carried over");
-    // 9. validate: immutability first (its own 400), then schema, metadata, CEL rules
+    // 10. validate: immutability first (its own 400), then schema, metadata, CEL rules
     let mut rule_warnings = Vec::new();
     let errs = kind
         .validate_update(&new, old, opts, &mut rule_warnings, &mut t)
@@ -211,7 +226,7 @@ pub async fn update(
     }
     warnings.extend(rule_warnings);
     kind.canonicalize(&mut new, Some(old), opts);
-    // 10. validating admission
+    // 11. validating admission
     io.validate(&new, Some(old), &mut warnings)
         .await
         .map_err(|e| e.with_warnings_before(&warnings))?;
@@ -451,6 +466,10 @@ mod tests {
             self.note("check");
             Box::pin(std::future::ready(Ok(())))
         }
+        fn allocate(&self, _: &mut Value, _: Option<&Value>) -> Result<(), Status> {
+            self.note("allocate");
+            Ok(())
+        }
         fn validate<'a>(
             &'a self,
             _: &'a Value,
@@ -497,6 +516,7 @@ mod tests {
                 "check",
                 "decode admitted",
                 "default",
+                "allocate",
                 "prepare",
                 "validate",
                 "canonicalize",
@@ -526,6 +546,7 @@ mod tests {
                 "check",
                 "decode admitted",
                 "default",
+                "allocate",
                 "prepare",
                 "validate",
                 "canonicalize",
