@@ -358,8 +358,8 @@ fn cron_job_spec(spec: &Value, old: Option<&Value>, path: &Path) -> ErrorList {
         errs.push(Error::required(&schedule_path, ""));
     } else {
         let allow_tz = old.is_some_and(|o| str_at(o, "schedule").contains("TZ"));
-        if let Err(msg) = parse_standard(schedule) {
-            errs.push(Error::invalid(&schedule_path, Value::from(schedule), msg));
+        if let Err(e) = parse_standard(schedule) {
+            errs.push(Error::invalid(&schedule_path, Value::from(schedule), e.0));
         }
         if allow_tz && schedule.contains("TZ") && is_set(spec, "timeZone") {
             errs.push(Error::invalid(

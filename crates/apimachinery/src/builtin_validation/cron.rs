@@ -63,8 +63,17 @@ const DOW: Bounds = Bounds {
     ],
 };
 
-/// `cron.ParseStandard`: `Err` carries the parser's message.
-pub fn parse_standard(spec: &str) -> Result<(), String> {
+/// A schedule `cron.ParseStandard` refuses, with the parser's message.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct CronError(pub String);
+
+/// `cron.ParseStandard`.
+pub fn parse_standard(spec: &str) -> Result<(), CronError> {
+    parse_standard_text(spec).map_err(CronError)
+}
+
+fn parse_standard_text(spec: &str) -> Result<(), String> {
     if spec.is_empty() {
         return Err("empty spec string".into());
     }

@@ -442,20 +442,22 @@ fn persistent_volume_claim_spec_is_immutable() {
 
 #[test]
 fn cron_schedules_as_robfig_parses_them() {
-    use super::cron::parse_standard;
+    use super::cron::{parse_standard, CronError};
     assert_eq!(parse_standard("*/5 * * * *"), Ok(()));
     assert_eq!(parse_standard("@hourly"), Ok(()));
     assert_eq!(parse_standard("0 0 * JAN-mar mon"), Ok(()));
     assert_eq!(
         parse_standard("61 * * * *"),
-        Err("end of range (61) above maximum (59): 61".into())
+        Err(CronError("end of range (61) above maximum (59): 61".into()))
     );
     assert_eq!(
         parse_standard("x * * * *"),
-        Err("failed to parse int from x: strconv.Atoi: parsing \"x\": invalid syntax".into())
+        Err(CronError(
+            "failed to parse int from x: strconv.Atoi: parsing \"x\": invalid syntax".into()
+        ))
     );
     assert_eq!(
         parse_standard("@sometimes"),
-        Err("unrecognized descriptor: @sometimes".into())
+        Err(CronError("unrecognized descriptor: @sometimes".into()))
     );
 }

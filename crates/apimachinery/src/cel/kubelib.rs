@@ -321,6 +321,9 @@ pub enum ParseError {
     /// A quantity too large to represent.
     #[error("quantity too large")]
     QuantityTooLarge,
+    /// A sum or difference of quantities out of range.
+    #[error("quantity overflow")]
+    QuantityOverflow,
     /// A quantity whose suffix is no unit or exponent.
     #[error("unable to parse quantity's suffix")]
     QuantitySuffix,
@@ -638,15 +641,11 @@ impl Quantity {
     }
 
     /// The sum (or, with `negate`, the difference) of two quantities.
-    pub fn add(&self, other: &Quantity, negate: bool) -> Result<Quantity, String> {
-        let (a, b, e) = self
-            .aligned(other)
-            .ok_or_else(|| "quantity overflow".to_string())?;
+    pub fn add(&self, other: &Quantity, negate: bool) -> Result<Quantity, ParseError> {
+        let (a, b, e) = self.aligned(other).ok_or(ParseError::QuantityOverflow)?;
         let b = if negate { -b } else { b };
         Ok(Quantity {
-            mantissa: a
-                .checked_add(b)
-                .ok_or_else(|| "quantity overflow".to_string())?,
+            mantissa: a.checked_add(b).ok_or(ParseError::QuantityOverflow)?,
             exp: e,
         })
     }
@@ -678,7 +677,7 @@ fn quantity_method<'a>(q: &Quantity, name: &str, rest: &[Val<'a>]) -> Option<Eva
             let o = other(o)?;
             q.add(&o, name == "sub")
                 .map(|r| ext(Ext::Quantity(r)))
-                .map_err(EvalError::new)
+                .map_err(|e| EvalError::new(e.to_string()))
         }
         ("isLessThan", [o]) => Ok(Val::Bool(q.compare(&other(o)?) == Ordering::Less)),
         ("isGreaterThan", [o]) => Ok(Val::Bool(q.compare(&other(o)?) == Ordering::Greater)),
