@@ -141,7 +141,6 @@ const KNOWN_GAPS: &[(&str, &[&str])] = &[
     (
         "builtins-apps",
         &[
-            "create-namespace",
             "scale-get",
             "scale-put",
             "deploy-after-scale",
@@ -151,26 +150,22 @@ const KNOWN_GAPS: &[(&str, &[&str])] = &[
             "daemonset-create",
             "statefulset-scale-get",
             "deletecollection-daemonsets",
-            "delete-namespace",
         ],
     ),
     (
         "builtins-batch-net",
         &[
-            "create-namespace",
             "job-delete-default-orphans",
             "job-remove-orphan-finalizer",
             "hpa-create-defaults",
             "priorityclass-value-immutable",
             "storageclass-parameters-immutable",
             "delete-storageclass",
-            "delete-namespace",
         ],
     ),
     (
         "builtins-core",
         &[
-            "create-namespace",
             "pod-create-defaults",
             "pod-create-besteffort-latest",
             "pod-get",
@@ -183,7 +178,6 @@ const KNOWN_GAPS: &[(&str, &[&str])] = &[
             "pod-delete",
             "deletecollection-pods",
             "delete-default-serviceaccount",
-            "delete-namespace",
         ],
     ),
 ];

@@ -19,6 +19,7 @@ const DEFINITION: &str = "io.k8s.api.core.v1.Namespace";
 /// The `namespaces` resource.
 pub struct NamespaceKind {
     descriptor: Descriptor,
+    schema: std::sync::Arc<crate::schema::structural::Structural>,
 }
 
 impl NamespaceKind {
@@ -26,6 +27,7 @@ impl NamespaceKind {
     pub fn new(prefix: &str) -> Self {
         NamespaceKind {
             descriptor: crate::registry::builtin::descriptor("", "namespaces", prefix),
+            schema: super::typed::schema_of(DEFINITION),
         }
     }
 
@@ -92,6 +94,22 @@ impl Strategy for NamespaceKind {
 
     fn has_generation(&self) -> bool {
         false
+    }
+
+    fn default(&self, obj: &mut Value, _t: &mut Trace) {
+        // kube's SetDefaults_Namespace: the name label is a default, so the write's
+        // managedFields entry owns it.
+        if !object::name(obj).is_empty() {
+            label_with_name(obj);
+        }
+    }
+
+    fn record_managed_fields(&self, old: Option<&Value>, obj: &mut Value, opts: &WriteOptions) {
+        super::typed::record_update_entry(&self.descriptor, &self.schema, old, obj, opts);
+    }
+
+    fn merge_schema(&self) -> &crate::schema::structural::Structural {
+        &self.schema
     }
 
     fn prepare_for_create(&self, obj: &mut Value) {

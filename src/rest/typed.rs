@@ -97,7 +97,33 @@ pub trait TypedStrategy: Send + Sync {
 
 /// The structural schema of OpenAPI definition `definition`, derived once per process
 /// and shared by every server in it.
-fn schema_of(definition: &str) -> Arc<Structural> {
+/// The managedFields `Update` entry of a write that is not an apply (kube's
+/// FieldManager on every create, update and patch of a built-in kind).
+pub fn record_update_entry(
+    d: &Descriptor,
+    schema: &Structural,
+    old: Option<&Value>,
+    obj: &mut Value,
+    opts: &WriteOptions,
+) {
+    if opts.is_apply {
+        return;
+    }
+    let (now, api_version) = (object::now(), d.api_version());
+    let scope = apply::Scope {
+        schema,
+        api_version: &api_version,
+        kind: &d.kind,
+        subresource: &opts.subresource,
+        status_subresource: d.status_subresource,
+        versions: &[],
+        now: &now,
+    };
+    apply::record_update(old, obj, &opts.field_manager, &scope);
+}
+
+/// The structural schema of an OpenAPI definition, built once.
+pub fn schema_of(definition: &str) -> Arc<Structural> {
     static SCHEMAS: LazyLock<Mutex<HashMap<String, Arc<Structural>>>> =
         LazyLock::new(Default::default);
     let build = || {
@@ -192,23 +218,6 @@ impl TypedKind {
         }
     }
 
-    fn managed_fields_stage(&self, old: Option<&Value>, obj: &mut Value, opts: &WriteOptions) {
-        if opts.is_apply {
-            return;
-        }
-        let (now, api_version) = (object::now(), self.descriptor.api_version());
-        let scope = apply::Scope {
-            schema: self.schema.as_ref(),
-            api_version: &api_version,
-            kind: &self.descriptor.kind,
-            subresource: &opts.subresource,
-            status_subresource: self.descriptor.status_subresource,
-            versions: &[],
-            now: &now,
-        };
-        apply::record_update(old, obj, &opts.field_manager, &scope);
-    }
-
     fn type_meta_errors(&self, obj: &Value) -> ErrorList {
         let d = &self.descriptor;
         crate::pipeline::decode::type_meta_errors(obj, &d.api_version(), &d.kind, true)
@@ -272,7 +281,7 @@ impl Strategy for TypedKind {
     }
 
     fn record_managed_fields(&self, old: Option<&Value>, obj: &mut Value, opts: &WriteOptions) {
-        self.managed_fields_stage(old, obj, opts);
+        record_update_entry(&self.descriptor, &self.schema, old, obj, opts);
     }
 
     fn has_generation(&self) -> bool {
