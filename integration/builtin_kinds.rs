@@ -450,3 +450,175 @@ fn kubectl_lists_and_explains_the_built_in_kinds() {
     assert!(got.starts_with("NAME"), "{got}");
     assert!(got.contains("web"), "{got}");
 }
+
+/// Sends `body` to `path` with `method` and content type `ct`.
+fn send_as(server: &TestServer, method: &str, path: &str, ct: &str, body: &Value) -> Value {
+    let headers = [
+        ("Content-Type".to_string(), ct.to_string()),
+        ("Accept".to_string(), "application/json".to_string()),
+    ];
+    let bytes = serde_json::to_vec(body).expect("json");
+    let resp = server
+        .http()
+        .request(method, path, &[], &headers, Some(bytes))
+        .expect("request");
+    let mut out = resp.json().unwrap_or_else(|| json!({"text": resp.text()}));
+    out["code"] = json!(resp.status);
+    out
+}
+
+#[test]
+fn workloads_scale_through_their_scale_subresource() {
+    let server = TestServer::start();
+    let http = server.http();
+    let base = "/apis/apps/v1/namespaces/default/deployments";
+    let deployment = json!({"apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "d"},
+        "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "a"},
+                "matchExpressions": [{"key": "env", "operator": "NotIn", "values": ["b", "a"]}]},
+            "template": {"metadata": {"labels": {"app": "a"}},
+                "spec": {"containers": [{"name": "c", "image": "busybox"}]}}}});
+    let resp = http.send_json("POST", base, &deployment);
+    assert_eq!(resp.status, 201, "{}", resp.text());
+    let created = resp.json().expect("json");
+
+    let scale = http.get(&format!("{base}/d/scale")).json().expect("json");
+    assert_eq!(scale["kind"], "Scale");
+    assert_eq!(scale["apiVersion"], "autoscaling/v1");
+    assert_eq!(scale["spec"], json!({"replicas": 2}));
+    assert_eq!(
+        scale["status"],
+        json!({"replicas": 0, "selector": "app=a,env notin (a,b)"})
+    );
+    assert_eq!(scale["metadata"]["uid"], created["metadata"]["uid"]);
+
+    // The parent missing: the parent's 404.
+    let resp = http.get(&format!("{base}/nope/scale"));
+    assert_eq!(resp.status, 404, "{}", resp.text());
+    assert_eq!(
+        resp.json().expect("json")["message"],
+        "deployments.apps \"nope\" not found"
+    );
+    let mut put = scale.clone();
+    put["metadata"]["name"] = json!("nope");
+    put["metadata"].as_object_mut().expect("meta").remove("uid");
+    put["metadata"]
+        .as_object_mut()
+        .expect("meta")
+        .remove("resourceVersion");
+    let r = send_as(
+        &server,
+        "PUT",
+        &format!("{base}/nope/scale"),
+        "application/json",
+        &put,
+    );
+    assert_eq!(r["code"], 404, "{r}");
+
+    // kube's ValidateScale, uid and resourceVersion preconditions.
+    let mut put = scale.clone();
+    put["spec"]["replicas"] = json!(-1);
+    let r = send_as(
+        &server,
+        "PUT",
+        &format!("{base}/d/scale"),
+        "application/json",
+        &put,
+    );
+    assert_eq!(r["code"], 422, "{r}");
+    assert_eq!(
+        r["message"],
+        "Scale.autoscaling \"d\" is invalid: spec.replicas: Invalid value: -1: must be greater than or equal to 0"
+    );
+    put["spec"]["replicas"] = json!(3);
+    put["metadata"]["uid"] = json!("00000000-0000-0000-0000-000000000000");
+    let r = send_as(
+        &server,
+        "PUT",
+        &format!("{base}/d/scale"),
+        "application/json",
+        &put,
+    );
+    assert_eq!(r["code"], 409, "{r}");
+    assert_eq!(
+        r["message"],
+        format!(
+            "Operation cannot be fulfilled on deployments/scale.apps \"d\": Precondition failed: UID in precondition: 00000000-0000-0000-0000-000000000000, UID in object meta: {}",
+            created["metadata"]["uid"].as_str().expect("uid")
+        )
+    );
+    put["metadata"]["uid"] = created["metadata"]["uid"].clone();
+    put["metadata"]["resourceVersion"] = json!("1");
+    let r = send_as(
+        &server,
+        "PUT",
+        &format!("{base}/d/scale"),
+        "application/json",
+        &put,
+    );
+    assert_eq!(r["code"], 409, "{r}");
+    assert_eq!(
+        r["message"],
+        "Operation cannot be fulfilled on deployments.apps \"d\": the object has been modified; please apply your changes to the latest version and try again"
+    );
+    let r = send_as(
+        &server,
+        "PUT",
+        &format!("{base}/d/scale"),
+        "application/json",
+        &json!({"spec": {"replicas": 3}}),
+    );
+    assert_eq!(r["code"], 200, "{r}");
+    assert_eq!(r["spec"]["replicas"], 3);
+
+    // Merge and JSON patches of the Scale change only spec.replicas; generation moves.
+    let r = send_as(
+        &server,
+        "PATCH",
+        &format!("{base}/d/scale"),
+        "application/merge-patch+json",
+        &json!({"spec": {"replicas": 4}, "status": {"replicas": 9}}),
+    );
+    assert_eq!(r["code"], 200, "{r}");
+    assert_eq!(r["spec"]["replicas"], 4);
+    assert_eq!(r["status"]["replicas"], 0);
+    let r = send_as(
+        &server,
+        "PATCH",
+        &format!("{base}/d/scale"),
+        "application/json-patch+json",
+        &json!([{"op": "replace", "path": "/spec/replicas", "value": 6}]),
+    );
+    assert_eq!(r["code"], 200, "{r}");
+    let got = http.get(&format!("{base}/d")).json().expect("json");
+    assert_eq!(got["spec"]["replicas"], 6);
+    assert_eq!(got["metadata"]["generation"], 4);
+    assert_eq!(got["status"], json!({}));
+
+    // ReplicationControllers show their label map as the selector.
+    let rc = json!({"apiVersion": "v1", "kind": "ReplicationController", "metadata": {"name": "rc"},
+        "spec": {"replicas": 1, "selector": {"b": "2", "a": "1"},
+            "template": {"metadata": {"labels": {"a": "1", "b": "2"}},
+                "spec": {"containers": [{"name": "c", "image": "busybox"}]}}}});
+    let rcs = "/api/v1/namespaces/default/replicationcontrollers";
+    let resp = http.send_json("POST", rcs, &rc);
+    assert_eq!(resp.status, 201, "{}", resp.text());
+    let scale = http.get(&format!("{rcs}/rc/scale")).json().expect("json");
+    assert_eq!(
+        scale["status"],
+        json!({"replicas": 0, "selector": "a=1,b=2"})
+    );
+    let r = send_as(
+        &server,
+        "PATCH",
+        &format!("{rcs}/rc/scale"),
+        "application/merge-patch+json",
+        &json!({"spec": {"replicas": 0}}),
+    );
+    assert_eq!(r["code"], 200, "{r}");
+    assert_eq!(r["spec"], json!({}));
+    assert_eq!(
+        http.get(&format!("{rcs}/rc")).json().expect("json")["spec"]["replicas"],
+        0
+    );
+}

@@ -141,14 +141,8 @@ const KNOWN_GAPS: &[(&str, &[&str])] = &[
     (
         "builtins-apps",
         &[
-            "scale-get",
-            "scale-put",
-            "deploy-after-scale",
-            "status-put",
-            "status-update-keeps-spec-and-generation",
             "strategic-merge-container-by-name",
             "daemonset-create",
-            "statefulset-scale-get",
             "deletecollection-daemonsets",
         ],
     ),

@@ -148,7 +148,7 @@ async fn resource(api: &Arc<ApiServer>, req: &ApiRequest) -> Result<Response<Bod
         };
     }
     let status_ok = d.status_subresource;
-    let scale_ok = matches!(&resolved, Resolved::Custom(k) if k.schema().scale.is_some());
+    let scale_ok = scale::ScaleTarget::of(&resolved).is_some();
     match (verb, sub) {
         ("get", "") => read::get(api, req, kind).await,
         ("list", "") => read::list(api, req, kind).await,

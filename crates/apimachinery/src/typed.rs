@@ -239,6 +239,79 @@ const NOT_OMITEMPTY: [(&str, &str); 4] = [
     ),
 ];
 
+/// Time fields kube's types hold as Go structs (`metav1.Time`, not a pointer): Go writes
+/// their zero value as `null`, `omitempty` or not, so they are always written.
+const ZERO_TIME_IS_NULL: [(&str, &str); 26] = [
+    (
+        "io.k8s.api.apps.v1.DaemonSetCondition",
+        "lastTransitionTime",
+    ),
+    (
+        "io.k8s.api.apps.v1.DeploymentCondition",
+        "lastTransitionTime",
+    ),
+    ("io.k8s.api.apps.v1.DeploymentCondition", "lastUpdateTime"),
+    (
+        "io.k8s.api.apps.v1.ReplicaSetCondition",
+        "lastTransitionTime",
+    ),
+    (
+        "io.k8s.api.apps.v1.StatefulSetCondition",
+        "lastTransitionTime",
+    ),
+    (
+        "io.k8s.api.autoscaling.v2.HorizontalPodAutoscalerCondition",
+        "lastTransitionTime",
+    ),
+    (
+        "io.k8s.api.autoscaling.v1.HorizontalPodAutoscalerCondition",
+        "lastTransitionTime",
+    ),
+    ("io.k8s.api.batch.v1.JobCondition", "lastProbeTime"),
+    ("io.k8s.api.batch.v1.JobCondition", "lastTransitionTime"),
+    (
+        "io.k8s.api.certificates.v1.CertificateSigningRequestCondition",
+        "lastTransitionTime",
+    ),
+    (
+        "io.k8s.api.certificates.v1.CertificateSigningRequestCondition",
+        "lastUpdateTime",
+    ),
+    ("io.k8s.api.core.v1.ContainerStateRunning", "startedAt"),
+    ("io.k8s.api.core.v1.ContainerStateTerminated", "finishedAt"),
+    ("io.k8s.api.core.v1.ContainerStateTerminated", "startedAt"),
+    (
+        "io.k8s.api.core.v1.NamespaceCondition",
+        "lastTransitionTime",
+    ),
+    ("io.k8s.api.core.v1.NodeCondition", "lastHeartbeatTime"),
+    ("io.k8s.api.core.v1.NodeCondition", "lastTransitionTime"),
+    (
+        "io.k8s.api.core.v1.PersistentVolumeClaimCondition",
+        "lastProbeTime",
+    ),
+    (
+        "io.k8s.api.core.v1.PersistentVolumeClaimCondition",
+        "lastTransitionTime",
+    ),
+    ("io.k8s.api.core.v1.PodCondition", "lastProbeTime"),
+    ("io.k8s.api.core.v1.PodCondition", "lastTransitionTime"),
+    ("io.k8s.api.core.v1.PreferAvoidPodsEntry", "evictionTime"),
+    (
+        "io.k8s.api.core.v1.ReplicationControllerCondition",
+        "lastTransitionTime",
+    ),
+    (
+        "io.k8s.api.flowcontrol.v1.FlowSchemaCondition",
+        "lastTransitionTime",
+    ),
+    (
+        "io.k8s.api.flowcontrol.v1.PriorityLevelConfigurationCondition",
+        "lastTransitionTime",
+    ),
+    ("io.k8s.api.storage.v1.VolumeError", "time"),
+];
+
 /// The definition metadata is round-tripped by (`schema::prune` treats ObjectMeta).
 const OBJECT_META: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta";
 
@@ -266,11 +339,16 @@ fn round_trip_struct(obj: &mut Value, name: &str, def: &Value, defs: &Map<String
             .and_then(Value::as_array)
             .is_some_and(|r| r.iter().any(|f| f.as_str() == Some(k)))
     };
+    for (_, field) in ZERO_TIME_IS_NULL.iter().filter(|(d, _)| *d == name) {
+        fields.entry(*field).or_insert(Value::Null);
+    }
     fields.retain(|k, v| {
         let Some(prop) = props.get(k) else {
             return true;
         };
-        if NOT_OMITEMPTY.contains(&(name, k.as_str())) {
+        if NOT_OMITEMPTY.contains(&(name, k.as_str()))
+            || ZERO_TIME_IS_NULL.contains(&(name, k.as_str()))
+        {
             return true;
         }
         let empty_collection = match v {
@@ -446,6 +524,25 @@ mod tests {
     use super::*;
     use crate::schema::prune;
     use serde_json::json;
+
+    #[test]
+    fn typed_round_trip_writes_zero_struct_times_as_null() {
+        let mut d = json!({"status": {"conditions": [
+            {"type": "Progressing", "status": "True"},
+            {"type": "Available", "status": "True", "lastUpdateTime": "2024-01-01T00:00:00Z",
+             "lastTransitionTime": null}
+        ]}});
+        go_round_trip(&mut d, "io.k8s.api.apps.v1.Deployment");
+        assert_eq!(
+            d["status"]["conditions"],
+            json!([
+                {"type": "Progressing", "status": "True", "lastUpdateTime": null,
+                 "lastTransitionTime": null},
+                {"type": "Available", "status": "True", "lastUpdateTime": "2024-01-01T00:00:00Z",
+                 "lastTransitionTime": null}
+            ])
+        );
+    }
 
     #[test]
     fn typed_round_trip_drops_nulls_and_empty_omitempty_collections_like_go() {

@@ -11,16 +11,19 @@
 //! - [`record_update`]: every other write (POST, PUT, merge and JSON patches, on the
 //!   main resource or `/status`): records an `Update` entry for the fields the write
 //!   changed.
+//! - [`scale::record_scale_update`]: a write of `/scale`, which moves only the
+//!   ownership of the replicas field.
 //!
 //! Module map: `fieldpath` (path elements, field sets, `FieldsV1`), `schema` (the
 //! structural schema as merge types), `fieldset` (fields of an object, comparisons),
 //! `merge` (merging, removal, ownership bookkeeping), `managed` (entries, identities,
-//! kube's field manager layers).
+//! kube's field manager layers), `scale` (the scale handler).
 
 pub mod fieldpath;
 pub mod fieldset;
 pub mod managed;
 pub mod merge;
+pub mod scale;
 pub mod schema;
 
 use crate::schema::structural::Structural;

@@ -190,8 +190,10 @@ pub async fn update(
     }
     // 3. default
     kind.default(&mut new, &mut t);
-    // 4. managedFields
-    kind.record_managed_fields(Some(old), &mut new, opts);
+    // 4. managedFields (a `/scale` write brings its own: `apply::scale`)
+    if opts.subresource != "scale" {
+        kind.record_managed_fields(Some(old), &mut new, opts);
+    }
     // 5. mutating admission
     new = io
         .mutate(new, Some(old), &mut warnings)
