@@ -622,3 +622,75 @@ fn workloads_scale_through_their_scale_subresource() {
         0
     );
 }
+
+#[test]
+fn kubectl_patches_sets_images_and_scales_deployments() {
+    let server = TestServer::start();
+    let deployment = json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"},
+        "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "web"}},
+            "template": {"metadata": {"labels": {"app": "web"}},
+                "spec": {"containers": [{"name": "app", "image": "nginx:1"},
+                                        {"name": "side", "image": "busybox:1"}]}}}});
+    let resp = server.http().send_json(
+        "POST",
+        "/apis/apps/v1/namespaces/default/deployments",
+        &deployment,
+    );
+    assert_eq!(resp.status, 201, "{}", resp.text());
+    let get = |server: &TestServer| -> Value {
+        let out = kubectl_ok(server, &["get", "deployment", "web", "-o", "json"]);
+        serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"))
+    };
+
+    // A strategic merge patch merges containers by name.
+    let out = kubectl_ok(
+        &server,
+        &[
+            "patch",
+            "deployment",
+            "web",
+            "--type",
+            "strategic",
+            "-p",
+            r#"{"spec":{"template":{"spec":{"containers":[{"name":"side","args":["sleep","1"]}]}}}}"#,
+        ],
+    );
+    assert_eq!(out, "deployment.apps/web patched\n");
+    let got = get(&server);
+    let containers = &got["spec"]["template"]["spec"]["containers"];
+    assert_eq!(containers[0]["image"], "nginx:1", "{containers}");
+    assert_eq!(containers[1]["image"], "busybox:1", "{containers}");
+    assert_eq!(containers[1]["args"], json!(["sleep", "1"]), "{containers}");
+
+    // `kubectl set image` sends a strategic merge patch of one container.
+    let out = kubectl_ok(
+        &server,
+        &["set", "image", "deployment/web", "side=busybox:2"],
+    );
+    assert_eq!(out, "deployment.apps/web image updated\n");
+    let got = get(&server);
+    let containers = &got["spec"]["template"]["spec"]["containers"];
+    assert_eq!(containers.as_array().map(Vec::len), Some(2), "{containers}");
+    assert_eq!(containers[0]["image"], "nginx:1", "{containers}");
+    assert_eq!(containers[1]["image"], "busybox:2", "{containers}");
+    assert_eq!(got["metadata"]["generation"], 3);
+
+    // `kubectl scale` writes the Scale; `--current-replicas` is its precondition.
+    let out = kubectl_ok(&server, &["scale", "deployment", "web", "--replicas", "4"]);
+    assert_eq!(out, "deployment.apps/web scaled\n");
+    let got = get(&server);
+    assert_eq!(got["spec"]["replicas"], 4);
+    assert_eq!(got["metadata"]["generation"], 4);
+    let out = server.kubectl(&[
+        "scale",
+        "deployment",
+        "web",
+        "--current-replicas=1",
+        "--replicas=5",
+    ]);
+    assert!(!out.status.success(), "{}", describe_output(&out));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "error: Expected replicas to be 1, was 4\n"
+    );
+}

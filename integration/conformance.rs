@@ -141,7 +141,6 @@ const KNOWN_GAPS: &[(&str, &[&str])] = &[
     (
         "builtins-apps",
         &[
-            "strategic-merge-container-by-name",
             "daemonset-create",
             "deletecollection-daemonsets",
         ],

@@ -30,8 +30,8 @@ pub enum Patch {
     Json(json_patch::Patch),
     /// RFC 7386 merge document.
     Merge(Value),
-    /// Strategic merge patch (built-in kinds): keyed lists merge by key
-    /// (`rest::strategic`), everything else as a merge patch.
+    /// Strategic merge patch (built-in kinds, `rest::strategic`): merged by the patch
+    /// metadata of the kind's OpenAPI definition.
     Strategic(Value),
 }
 
@@ -58,8 +58,7 @@ impl Patch {
                 Ok(Patch::Json(p))
             }
             BodyType::MergePatch => Ok(Patch::Merge(parse_merge(body)?)),
-            // Built-in kinds accept strategic merge patches; for the map fields they
-            // carry here (labels, annotations, spec) it merges like a merge patch.
+            // Built-in kinds accept strategic merge patches.
             BodyType::StrategicMergePatch if builtin => Ok(Patch::Strategic(parse_merge(body)?)),
             _ => Err(Status::unsupported_media_type(if builtin {
                 "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/strategic-merge-patch+json, application/apply-patch+yaml"
@@ -75,10 +74,9 @@ impl Patch {
         match self {
             Patch::Json(p) => apply_json_patch(&mut out, p)?,
             Patch::Merge(m) => json_patch::merge(&mut out, m),
-            // kube answers a bad directive with the strategic patch package's error
-            // as is (a 500); it is the client's mistake: 400.
-            Patch::Strategic(m) => crate::rest::strategic::apply(&mut out, m)
-                .map_err(|e| Status::bad_request(e.to_string()))?,
+            Patch::Strategic(m) => {
+                crate::rest::strategic::apply(&mut out, m).map_err(|e| e.to_status())?
+            }
         }
         Ok(out)
     }
