@@ -139,20 +139,10 @@ fn run_case_file(name: &str, backend: Backend) {
 /// deletion, orphan finalizers, deprecation warnings of built-in kinds.
 const KNOWN_GAPS: &[(&str, &[&str])] = &[
     (
-        "builtins-apps",
-        &[
-            "daemonset-create",
-            "deletecollection-daemonsets",
-        ],
-    ),
-    (
         "builtins-batch-net",
         &[
             "job-delete-default-orphans",
             "job-remove-orphan-finalizer",
-            "hpa-create-defaults",
-            "priorityclass-value-immutable",
-            "storageclass-parameters-immutable",
             "delete-storageclass",
         ],
     ),

@@ -299,6 +299,8 @@ impl Strategy for TypedKind {
             if self.strategy.schema_defaults() {
                 crate::schema::default::apply_defaults(obj, &self.schema);
             }
+            // The empty status as Go writes it (fields without `omitempty`).
+            go_round_trip(obj, &self.definition);
         }
         self.strategy.prepare_for_create(obj);
     }

@@ -239,9 +239,14 @@ const NOT_OMITEMPTY: [(&str, &str); 4] = [
     ),
 ];
 
-/// Time fields kube's types hold as Go structs (`metav1.Time`, not a pointer): Go writes
-/// their zero value as `null`, `omitempty` or not, so they are always written.
-const ZERO_TIME_IS_NULL: [(&str, &str); 26] = [
+/// Fields Go always writes, as `null` when zero: times kube's types hold as Go structs
+/// (`metav1.Time`, not a pointer; `omitempty` does not apply to structs) and lists
+/// without `omitempty`.
+const WRITTEN_WHEN_ZERO: [(&str, &str); 27] = [
+    (
+        "io.k8s.api.autoscaling.v2.HorizontalPodAutoscalerStatus",
+        "currentMetrics",
+    ),
     (
         "io.k8s.api.apps.v1.DaemonSetCondition",
         "lastTransitionTime",
@@ -339,7 +344,7 @@ fn round_trip_struct(obj: &mut Value, name: &str, def: &Value, defs: &Map<String
             .and_then(Value::as_array)
             .is_some_and(|r| r.iter().any(|f| f.as_str() == Some(k)))
     };
-    for (_, field) in ZERO_TIME_IS_NULL.iter().filter(|(d, _)| *d == name) {
+    for (_, field) in WRITTEN_WHEN_ZERO.iter().filter(|(d, _)| *d == name) {
         fields.entry(*field).or_insert(Value::Null);
     }
     fields.retain(|k, v| {
@@ -347,7 +352,7 @@ fn round_trip_struct(obj: &mut Value, name: &str, def: &Value, defs: &Map<String
             return true;
         };
         if NOT_OMITEMPTY.contains(&(name, k.as_str()))
-            || ZERO_TIME_IS_NULL.contains(&(name, k.as_str()))
+            || WRITTEN_WHEN_ZERO.contains(&(name, k.as_str()))
         {
             return true;
         }

@@ -52,6 +52,12 @@ impl TypedStrategy for SchemaStrategy {
         }
     }
 
+    fn prepare_for_update(&self, new: &mut Value, old: &Value) {
+        if (self.group.as_str(), self.kind.as_str()) == ("apps", "DaemonSet") {
+            builtin_defaults::apps::daemon_set_prepare_for_update(new, old);
+        }
+    }
+
     fn validate(&self, obj: &Value) -> ErrorList {
         let meta = obj.get("metadata").cloned().unwrap_or(Value::Null);
         let mut errs = crate::schema::objectmeta::validate_object_meta(

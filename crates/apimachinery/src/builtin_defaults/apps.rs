@@ -44,6 +44,15 @@ pub fn round_trip(kind: &str, obj: &mut Value) {
         return;
     }
     service_account_alias(obj.pointer_mut("/spec/template/spec"));
+    if kind == "DaemonSet" {
+        // kube's internal DaemonSet holds the template generation as a field, written
+        // back as the annotation (0 when it was not set) whenever it is served.
+        match template_generation(obj) {
+            Some(Some(g)) => set_template_generation(obj, g),
+            Some(None) => {}
+            None => set_template_generation(obj, 0),
+        }
+    }
     if kind != "StatefulSet" {
         return;
     }
@@ -141,23 +150,40 @@ fn stateful_set(obj: &mut Value) {
     }
 }
 
+/// The annotation a DaemonSet's template generation is served as.
+const TEMPLATE_GENERATION: &str = "deprecated.daemonset.template.generation";
+
+/// A DaemonSet's template generation: `None` without the annotation, `Some(None)`
+/// when it is not a number (kube's decoding refuses those).
+fn template_generation(obj: &Value) -> Option<Option<i64>> {
+    let value = obj
+        .pointer("/metadata/annotations")?
+        .get(TEMPLATE_GENERATION)?;
+    Some(value.as_str().and_then(|v| v.parse().ok()))
+}
+
+fn set_template_generation(obj: &mut Value, generation: i64) {
+    if let Some(annotations) = struct_at(obj, "/metadata/annotations") {
+        annotations.insert(TEMPLATE_GENERATION.into(), json!(generation.to_string()));
+    }
+}
+
 /// The DaemonSet's `PrepareForCreate`: its template generation starts at 1, served as
 /// the `deprecated.daemonset.template.generation` annotation.
 pub fn daemon_set_prepare_for_create(obj: &mut Value) {
-    const ANNOTATION: &str = "deprecated.daemonset.template.generation";
-    let Some(annotations) = struct_at(obj, "/metadata/annotations") else {
-        return;
-    };
-    let generation = annotations
-        .get(ANNOTATION)
-        .and_then(Value::as_str)
-        .map(|g| g.parse::<i64>().ok());
-    match generation {
-        // Not a number: kube's decoding rejects the object before this.
+    match template_generation(obj) {
         Some(None) => {}
         Some(Some(g)) if g >= 1 => {}
-        _ => {
-            annotations.insert(ANNOTATION.into(), json!("1"));
-        }
+        _ => set_template_generation(obj, 1),
     }
+}
+
+/// The DaemonSet's `PrepareForUpdate`: the template generation is the server's, one
+/// more when the pod template changed.
+pub fn daemon_set_prepare_for_update(new: &mut Value, old: &Value) {
+    let mut generation = template_generation(old).flatten().unwrap_or(0);
+    if new.pointer("/spec/template") != old.pointer("/spec/template") {
+        generation += 1;
+    }
+    set_template_generation(new, generation);
 }

@@ -606,6 +606,27 @@ fn daemon_set_rolling_update_and_template_generation() {
 }
 
 #[test]
+fn daemon_set_template_generation_is_the_servers_and_moves_with_the_template() {
+    let annotation = |d: &Value| {
+        d["metadata"]["annotations"]["deprecated.daemonset.template.generation"].clone()
+    };
+    // Served (before the strategy sets it) as kube's conversion writes it: 0 when unset.
+    let mut d = json!({"metadata": {}, "spec": {"template": {"spec": {}}}});
+    round_trip("apps", "v1", "DaemonSet", &mut d);
+    assert_eq!(annotation(&d), "0");
+    apps::daemon_set_prepare_for_create(&mut d);
+    assert_eq!(annotation(&d), "1");
+    let old = d.clone();
+    let mut new = old.clone();
+    new["metadata"]["annotations"]["deprecated.daemonset.template.generation"] = json!("9");
+    apps::daemon_set_prepare_for_update(&mut new, &old);
+    assert_eq!(annotation(&new), "1");
+    new["spec"]["template"]["spec"]["hostNetwork"] = json!(true);
+    apps::daemon_set_prepare_for_update(&mut new, &old);
+    assert_eq!(annotation(&new), "2");
+}
+
+#[test]
 fn job_parallelism_backoff_and_replacement_policy() {
     let mut j = json!({"spec": {"parallelism": 3, "backoffLimitPerIndex": 1, "completionMode": "Indexed",
         "completions": 3, "podFailurePolicy": {"rules": [{"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget"}]}]}}});

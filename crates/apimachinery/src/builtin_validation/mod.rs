@@ -19,6 +19,8 @@ pub mod core;
 mod cron;
 pub mod networking;
 pub mod policy;
+pub mod scheduling;
+pub mod storage;
 
 #[cfg(test)]
 mod tests;
@@ -56,6 +58,8 @@ pub fn validate_update(
         ("networking.k8s.io", "v1") => networking::validate(kind, new),
         ("policy", "v1") => policy::validate(kind, new),
         ("autoscaling", "v2") => autoscaling::validate_v2(kind, new),
+        ("scheduling.k8s.io", "v1") => scheduling::validate_update(kind, new, old),
+        ("storage.k8s.io", "v1") => storage::validate_update(kind, new, old),
         _ => ErrorList::new(),
     }
 }

@@ -235,6 +235,48 @@ fn recorded_deployment_selector_is_immutable() {
     );
 }
 
+#[test]
+fn recorded_priority_class_value_is_immutable() {
+    let old = defaulted(BATCH_CASE, "priorityclass-create");
+    let mut new = old.clone();
+    merge_patch(
+        &mut new,
+        &step_body(BATCH_CASE, "priorityclass-value-immutable"),
+    );
+    assert_eq!(
+        causes(&validate_update_obj(&new, &old)),
+        golden_causes(BATCH_GOLDEN, "priorityclass-value-immutable")
+    );
+    let mut policy = old.clone();
+    policy["preemptionPolicy"] = json!("Never");
+    assert_eq!(
+        causes(&validate_update_obj(&policy, &old)),
+        [(
+            "preemptionPolicy".to_string(),
+            "FieldValueInvalid".to_string(),
+            "Invalid value: \"Never\": field is immutable".to_string()
+        )]
+    );
+}
+
+#[test]
+fn recorded_storage_class_parameters_are_immutable() {
+    let old = defaulted(BATCH_CASE, "storageclass-create-defaults");
+    let mut new = old.clone();
+    merge_patch(
+        &mut new,
+        &step_body(BATCH_CASE, "storageclass-parameters-immutable"),
+    );
+    assert_eq!(
+        causes(&validate_update_obj(&new, &old)),
+        golden_causes(BATCH_GOLDEN, "storageclass-parameters-immutable")
+    );
+    let mut mode = old.clone();
+    mode["volumeBindingMode"] = json!("WaitForFirstConsumer");
+    mode["provisioner"] = json!("example.com/other");
+    assert_eq!(causes(&validate_update_obj(&mode, &old)).len(), 2);
+}
+
 const JOB_UID: &str = "e5edb1f9-0b00-4372-8638-3f75f016844c";
 
 fn created_job(step: &str) -> Value {
