@@ -124,14 +124,16 @@ impl ScaleTarget {
                     .to_string()
             }
             SelectorSource::Map => {
-                let mut pairs: Vec<String> = selector
+                // kube's SelectorFromSet: requirements ordered by key.
+                let mut pairs: Vec<(&String, &str)> = selector
                     .as_object()
                     .into_iter()
                     .flatten()
-                    .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or("")))
+                    .map(|(k, v)| (k, v.as_str().unwrap_or("")))
                     .collect();
-                pairs.sort();
-                pairs.join(",")
+                pairs.sort_by(|a, b| a.0.cmp(b.0));
+                let terms: Vec<String> = pairs.iter().map(|(k, v)| format!("{k}={v}")).collect();
+                terms.join(",")
             }
         })
     }
@@ -371,7 +373,7 @@ mod tests {
         assert_eq!(s["spec"], json!({}));
         assert_eq!(
             s["status"],
-            json!({"replicas": 0, "selector": "!canary,app=x,env in (dev,prod),tier=web"})
+            json!({"replicas": 0, "selector": "app=x,!canary,env in (dev,prod),tier=web"})
         );
         let rc = ScaleTarget {
             selector: SelectorSource::Map,
