@@ -16,8 +16,9 @@ use crate::rest::object::{list_field, str_field};
 use crate::schema::objectmeta;
 use crate::status::Status;
 use crate::table::{BuiltinColumn, BuiltinPrinter};
+use apimachinery::builtin_validation::label_selector;
 use serde_json::{json, Value};
-use std::collections::{BTreeMap, HashSet};
+use std::collections::HashSet;
 use std::sync::Arc;
 
 /// The API group of the policy kinds.
@@ -702,7 +703,7 @@ fn validate_match_resources(mr: &Value, path: &Path) -> ErrorList {
     for key in ["namespaceSelector", "objectSelector"] {
         match mr.get(key).filter(|s| !s.is_null()) {
             None => errs.push(Error::required(&path.child(key), "")),
-            Some(s) => errs.extend(validate_label_selector(s, &path.child(key))),
+            Some(s) => errs.extend(label_selector(s, &path.child(key))),
         }
     }
     for key in ["resourceRules", "excludeResourceRules"] {
@@ -858,59 +859,6 @@ fn validate_resources(resources: &[String], path: &Path) -> ErrorList {
     errs
 }
 
-/// kube's `metav1validation.ValidateLabelSelector` (strict: unknown operators and
-/// invalid values are errors).
-pub fn validate_label_selector(sel: &Value, path: &Path) -> ErrorList {
-    let mut errs = Vec::new();
-    if let Some(ml) = sel.get("matchLabels").and_then(Value::as_object) {
-        let labels: BTreeMap<String, String> = ml
-            .iter()
-            .map(|(k, v)| (k.clone(), v.as_str().unwrap_or("").to_string()))
-            .collect();
-        errs.extend(objectmeta::validate_labels(
-            &labels,
-            &path.child("matchLabels"),
-        ));
-    }
-    for (i, e) in list_field(sel, "matchExpressions").iter().enumerate() {
-        let p = path.child("matchExpressions").index(i);
-        let values = strings(e, "values");
-        match str_field(e, "operator") {
-            "In" | "NotIn" => {
-                if values.is_empty() {
-                    errs.push(Error::required(
-                        &p.child("values"),
-                        "must be specified when `operator` is 'In' or 'NotIn'",
-                    ));
-                }
-            }
-            "Exists" | "DoesNotExist" => {
-                if !values.is_empty() {
-                    errs.push(Error::forbidden(
-                        &p.child("values"),
-                        "may not be specified when `operator` is 'Exists' or 'DoesNotExist'",
-                    ));
-                }
-            }
-            op => errs.push(Error::invalid(
-                &p.child("operator"),
-                json!(op),
-                "not a valid selector operator",
-            )),
-        }
-        let key = str_field(e, "key");
-        for m in objectmeta::is_qualified_name(key) {
-            errs.push(Error::invalid(&p.child("key"), json!(key), m));
-        }
-        for (j, v) in values.iter().enumerate() {
-            for m in objectmeta::is_label_value(v) {
-                errs.push(Error::invalid(&p.child("values").index(j), json!(v), m));
-            }
-        }
-    }
-    errs
-}
-
 /// kube's `validateValidatingAdmissionPolicyBindingSpec`.
 pub fn validate_binding_spec(spec: &Value, path: &Path) -> ErrorList {
     let mut errs = Vec::new();
@@ -955,7 +903,7 @@ fn validate_param_ref(pr: &Value, path: &Path) -> ErrorList {
         }
     }
     if let Some(s) = selector {
-        errs.extend(validate_label_selector(s, &path.child("selector")));
+        errs.extend(label_selector(s, &path.child("selector")));
         if !name.is_empty() {
             errs.push(Error::forbidden(
                 &path.child("selector"),

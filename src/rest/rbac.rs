@@ -481,7 +481,7 @@ fn aggregation_rule_errors(rule: &Value) -> ErrorList {
     }
     for (i, selector) in selectors.iter().enumerate() {
         let p = path.index(i);
-        errs.extend(super::admission_policy::validate_label_selector(
+        errs.extend(apimachinery::builtin_validation::label_selector(
             selector, &p,
         ));
         if crate::selector::labels::from_label_selector_json(selector).is_err() {

@@ -262,8 +262,9 @@ pub(crate) fn labels(obj: &Value, key: &str, path: &Path) -> ErrorList {
     errs
 }
 
-/// `ValidateLabelSelector` (invalid label values in selectors rejected).
-pub(crate) fn label_selector(selector: &Value, path: &Path) -> ErrorList {
+/// kube's `metav1validation.ValidateLabelSelector` (strict: unknown operators and
+/// invalid keys or values are errors); admission policies and RBAC use it too.
+pub fn label_selector(selector: &Value, path: &Path) -> ErrorList {
     let mut errs = labels(selector, "matchLabels", &path.child("matchLabels"));
     for (i, expr) in list_at(selector, "matchExpressions").iter().enumerate() {
         let p = path.child("matchExpressions").index(i);
