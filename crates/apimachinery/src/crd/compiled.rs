@@ -82,7 +82,7 @@ impl CompiledCrd {
             };
             let deprecation_warning = if v.deprecated {
                 Some(v.deprecation_warning.clone().unwrap_or_else(|| {
-                    crate::crd::conversion::default_deprecation_warning(
+                    crate::crd::default_deprecation_warning(
                         &info.group,
                         &info.kind,
                         &v.name,

@@ -23,36 +23,12 @@
 //! contract allows any number of objects), with kube's per-object error texts.
 
 use super::compiled::CompiledCrd;
-use super::{compare_kube_aware_versions, VersionInfo};
+use super::VersionInfo;
 use crate::goformat::{go_json_kind, go_type_name};
 use crate::pipeline::decode::is_foreign_kind;
 use crate::pipeline::VersionSchema;
 use crate::schema::{default, prune};
 use serde_json::Value;
-
-/// kube's default `Warning` text for a deprecated version: `<group>/<version> <Kind> is
-/// deprecated`, naming the highest-priority served, non-deprecated version that ranks
-/// above it when there is one (`; use <group>/<version> <Kind>`).
-pub fn default_deprecation_warning(
-    group: &str,
-    kind: &str,
-    deprecated: &str,
-    versions: &[VersionInfo],
-) -> String {
-    let msg = format!("{group}/{deprecated} {kind} is deprecated");
-    let newer = versions
-        .iter()
-        .filter(|v| {
-            v.served
-                && !v.deprecated
-                && compare_kube_aware_versions(deprecated, &v.name) == std::cmp::Ordering::Less
-        })
-        .max_by(|a, b| compare_kube_aware_versions(&a.name, &b.name));
-    match newer {
-        Some(v) => format!("{msg}; use {group}/{} {kind}", v.name),
-        None => msg,
-    }
-}
 
 /// Conversion strategy `None`: only `apiVersion` changes.
 pub fn set_version(obj: &mut Value, group: &str, version: &str) {
@@ -403,6 +379,7 @@ fn restore_metadata(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::crd::default_deprecation_warning;
     use serde_json::json;
 
     fn version(name: &str, served: bool, deprecated: bool) -> VersionInfo {

@@ -363,6 +363,46 @@ fn strings(v: Option<&Value>) -> Vec<String> {
         .unwrap_or_default()
 }
 
+/// kube's default `Warning` text for a deprecated version: `<group>/<version> <Kind> is
+/// deprecated`, naming the highest-priority served, non-deprecated version that ranks
+/// above it when there is one (`; use <group>/<version> <Kind>`).
+pub fn default_deprecation_warning(
+    group: &str,
+    kind: &str,
+    deprecated: &str,
+    versions: &[VersionInfo],
+) -> String {
+    let msg = format!("{group}/{deprecated} {kind} is deprecated");
+    let newer = versions
+        .iter()
+        .filter(|v| {
+            v.served
+                && !v.deprecated
+                && compare_kube_aware_versions(deprecated, &v.name) == std::cmp::Ordering::Less
+        })
+        .max_by(|a, b| compare_kube_aware_versions(&a.name, &b.name));
+    match newer {
+        Some(v) => format!("{msg}; use {group}/{} {kind}", v.name),
+        None => msg,
+    }
+}
+
+/// A required field that takes one of `accepted` (kube's `Required`, then
+/// `NotSupported`): shared by the CRD's own checks and `spec.conversion`'s.
+pub(crate) fn validate_enum(
+    errs: &mut crate::field::ErrorList,
+    fld: &crate::field::Path,
+    value: &str,
+    accepted: &[&str],
+) {
+    use crate::field::Error;
+    if value.is_empty() {
+        errs.push(Error::required(fld, ""));
+    } else if !accepted.contains(&value) {
+        errs.push(Error::not_supported(fld, Value::from(value), accepted));
+    }
+}
+
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;

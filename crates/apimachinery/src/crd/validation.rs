@@ -4,6 +4,7 @@
 
 use super::approval::validate_api_approval;
 use super::jsonpath::validate_selectable_fields;
+use super::validate_enum;
 use super::webhook::validate_conversion;
 use super::{bool_of, is_established, non_null, str_of, strings};
 use crate::field::{BadValue, Error, ErrorList, Path};
@@ -539,14 +540,6 @@ fn deprecation_warning_errors(deprecated: bool, warning: &str) -> Vec<String> {
         }
     }
     out
-}
-
-pub(super) fn validate_enum(errs: &mut ErrorList, fld: &Path, value: &str, accepted: &[&str]) {
-    if value.is_empty() {
-        errs.push(Error::required(fld, ""));
-    } else if !accepted.contains(&value) {
-        errs.push(Error::not_supported(fld, json!(value), accepted));
-    }
 }
 
 /// Kube's `ValidateCustomResourceDefinitionNames`, for `spec.names` and

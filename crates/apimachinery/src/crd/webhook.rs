@@ -1,7 +1,7 @@
 //! The checks of `spec.conversion`: the strategy, the webhook's client config (URL or
 //! service) and `conversionReviewVersions`.
 
-use super::validation::validate_enum;
+use super::validate_enum;
 use super::{non_null, str_of, strings};
 use crate::field::{Error, ErrorList, Path};
 use crate::schema::objectmeta;
