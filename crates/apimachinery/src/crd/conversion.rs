@@ -23,7 +23,6 @@
 //! contract allows any number of objects), with kube's per-object error texts.
 
 use super::compiled::CompiledCrd;
-use super::VersionInfo;
 use crate::goformat::{go_json_kind, go_type_name};
 use crate::pipeline::decode::is_foreign_kind;
 use crate::pipeline::VersionSchema;
@@ -379,7 +378,7 @@ fn restore_metadata(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::crd::default_deprecation_warning;
+    use crate::crd::{default_deprecation_warning, VersionInfo};
     use serde_json::json;
 
     fn version(name: &str, served: bool, deprecated: bool) -> VersionInfo {
