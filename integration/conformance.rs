@@ -134,36 +134,8 @@ fn run_case_file(name: &str, backend: Backend) {
 
 /// Recorded steps this server does not answer as kube yet, per case: each is reported
 /// by the test as a known gap (it must fail; once it passes the test says to remove
-/// it). Issue 16 tracks them: admission plugins (Priority, DefaultTolerationSeconds,
-/// StorageObjectInUseProtection), `/scale`, graceful pod
-/// deletion, orphan finalizers, deprecation warnings of built-in kinds.
-const KNOWN_GAPS: &[(&str, &[&str])] = &[
-    (
-        "builtins-batch-net",
-        &[
-            "job-delete-default-orphans",
-            "job-remove-orphan-finalizer",
-            "delete-storageclass",
-        ],
-    ),
-    (
-        "builtins-core",
-        &[
-            "pod-create-defaults",
-            "pod-create-besteffort-latest",
-            "pod-get",
-            "pod-update-image-allowed",
-            "pod-status-patch",
-            "pod-after-status-patch",
-            "pvc-create-defaults",
-            "pvc-delete-held-by-protection-finalizer",
-            "pvc-remove-finalizer",
-            "pod-delete",
-            "deletecollection-pods",
-            "delete-default-serviceaccount",
-        ],
-    ),
-];
+/// it). None today.
+const KNOWN_GAPS: &[(&str, &[&str])] = &[];
 
 /// The known gaps of a case.
 fn known_gaps(case: &str) -> Vec<&'static str> {

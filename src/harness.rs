@@ -93,6 +93,20 @@ impl TestServerBuilder {
         self
     }
 
+    /// kube's admission plugins to turn off (`--disable-admission-plugins`), as
+    /// envtest turns off `ServiceAccount`. Unknown names are ignored.
+    pub fn disable_admission_plugins(mut self, names: &[&str]) -> Self {
+        let names: Vec<String> = names.iter().map(|s| s.to_string()).collect();
+        let known: Vec<String> = names
+            .into_iter()
+            .filter(|n| apimachinery::admission_plugins::ALL_ORDERED.contains(&n.as_str()))
+            .collect();
+        if let Ok(on) = apimachinery::admission_plugins::Enabled::from_flags(&[], &known) {
+            self.config.admission_plugins = on;
+        }
+        self
+    }
+
     /// Key prefix in storage (kube's `--etcd-prefix`; default `/registry`).
     pub fn etcd_prefix(mut self, prefix: &str) -> Self {
         self.config.etcd_prefix = prefix.to_string();

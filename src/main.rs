@@ -115,6 +115,14 @@ struct Flags {
     /// watch cache window); older resourceVersions get 410 Expired. etcd keeps its own.
     #[arg(long = "watch-history", value_name = "REVISIONS", default_value_t = crd_apiserver::storage::memory::DEFAULT_HISTORY)]
     watch_history: usize,
+    /// kube's admission plugins to run besides the default ones (comma-separated
+    /// names, as kube-apiserver's flag).
+    #[arg(long = "enable-admission-plugins", value_delimiter = ',')]
+    enable_admission_plugins: Vec<String>,
+    /// Default admission plugins to turn off (comma-separated names, as
+    /// kube-apiserver's flag; envtest passes `ServiceAccount`).
+    #[arg(long = "disable-admission-plugins", value_delimiter = ',')]
+    disable_admission_plugins: Vec<String>,
     /// Write a kubeconfig for this server to PATH.
     #[arg(long = "kubeconfig-out", value_name = "PATH")]
     kubeconfig_out: Option<PathBuf>,
@@ -204,7 +212,20 @@ async fn main() {
         api_audiences: non_empty(flags.api_audiences),
         service_account_signing_key_file: flags.service_account_signing_key_file,
     };
+    let admission_plugins = match apimachinery::admission_plugins::Enabled::from_flags(
+        &non_empty(flags.enable_admission_plugins),
+        &non_empty(flags.disable_admission_plugins),
+    ) {
+        Ok(on) => on,
+        Err(errs) => {
+            for e in errs {
+                eprintln!("crd-apiserver: {e}");
+            }
+            std::process::exit(1);
+        }
+    };
     let config = Config {
+        admission_plugins,
         bind_address: flags.bind_address,
         port: flags.port.unwrap_or(8080),
         serve_http: flags.port.is_some() || secure.is_none(),

@@ -667,6 +667,18 @@ impl Http {
             .unwrap_or_else(|e| panic!("{e}"))
     }
 
+    /// A JSON merge patch (`application/merge-patch+json`) of `path`.
+    pub fn merge_patch(&self, path: &str, patch: &serde_json::Value) -> HttpResponse {
+        let mut headers = json_accept();
+        headers.push((
+            "Content-Type".to_string(),
+            "application/merge-patch+json".to_string(),
+        ));
+        let bytes = serde_json::to_vec(patch).unwrap_or_else(|e| panic!("encoding body: {e}"));
+        self.request("PATCH", path, &[], &headers, Some(bytes))
+            .unwrap_or_else(|e| panic!("{e}"))
+    }
+
     /// A watch of `path` for `seconds` (`timeoutSeconds`) with `query` added: the
     /// whole stream once the server ends it.
     pub fn watch_for(&self, path: &str, seconds: u32, query: &[(&str, &str)]) -> HttpResponse {

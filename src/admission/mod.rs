@@ -20,6 +20,7 @@
 pub mod equivalent;
 mod error;
 pub mod match_conditions;
+pub mod plugins;
 pub mod policy;
 pub mod typecheck;
 pub mod webhook;
@@ -227,6 +228,9 @@ pub struct Admission {
     versions: equivalent::Versions,
     /// ValidatingAdmissionPolicies, run after the validating webhooks (kube's order).
     pub policies: policy::Policies,
+    /// kube's built-in plugins (ServiceAccount, Priority, ...), run before the
+    /// webhooks; which plugins are on, webhooks and policies included.
+    builtin: Arc<RwLock<Option<Arc<plugins::Builtin>>>>,
 }
 
 /// What matching and CEL need besides the request: the `authorizer`, the resource's
@@ -361,6 +365,12 @@ impl<'a> Attributes<'a> {
             }
             if let Some(p) = &d.propagation_policy {
                 options["propagationPolicy"] = json!(p);
+            }
+            if let Some(g) = d.grace_period_seconds {
+                options["gracePeriodSeconds"] = json!(g);
+            }
+            if let Some(o) = d.orphan_dependents {
+                options["orphanDependents"] = json!(o);
             }
         } else if !self.opts.field_manager.is_empty() {
             options["fieldManager"] = json!(self.opts.field_manager);
@@ -546,6 +556,22 @@ impl Admission {
         self.webhooks.read().ok().and_then(|w| w.clone())
     }
 
+    /// Run kube's built-in plugins, those of `plugins.enabled`.
+    pub fn serve_builtin_plugins(&self, plugins: plugins::Builtin) {
+        if let Ok(mut b) = self.builtin.write() {
+            *b = Some(Arc::new(plugins));
+        }
+    }
+
+    fn builtin_plugins(&self) -> Option<Arc<plugins::Builtin>> {
+        self.builtin.read().ok().and_then(|b| b.clone())
+    }
+
+    /// Whether kube's plugin `name` is on (all are until the server says which).
+    pub fn plugin_enabled(&self, name: &str) -> bool {
+        self.builtin_plugins().is_none_or(|b| b.enabled.has(name))
+    }
+
     /// A webhook configuration was written through this server: its webhooks apply to
     /// the next request already (the storage watch would see it a moment later).
     pub fn webhook_configuration_written(&self, key_root: &str, obj: &Value, deleted: bool) {
@@ -617,7 +643,13 @@ impl Admission {
         old: Option<&Value>,
         warnings: &mut Vec<String>,
     ) -> Result<Value, Status> {
-        if let Some(source) = self.webhook_source() {
+        if let Some(builtin) = self.builtin_plugins() {
+            builtin.mutate(attrs, &mut obj, old).await?;
+        }
+        let webhooks = self
+            .webhook_source()
+            .filter(|_| self.plugin_enabled("MutatingAdmissionWebhook"));
+        if let Some(source) = webhooks {
             let authz = self.authz_context(attrs, &obj, old);
             let hooks = source
                 .matching(true, attrs, &obj, old, &self.match_context(&authz))
@@ -674,9 +706,15 @@ impl Admission {
         old: Option<&Value>,
         warnings: &mut Vec<String>,
     ) -> Result<(), Status> {
+        if let Some(builtin) = self.builtin_plugins() {
+            builtin.validate(attrs, obj).await?;
+        }
         let hooks = self.matching(false, attrs);
         let authz = self.authz_context(attrs, obj, old);
-        let webhooks = match self.webhook_source() {
+        let source = self
+            .webhook_source()
+            .filter(|_| self.plugin_enabled("ValidatingAdmissionWebhook"));
+        let webhooks = match source {
             Some(source) => {
                 source
                     .matching(false, attrs, obj, old, &self.match_context(&authz))
@@ -693,7 +731,11 @@ impl Admission {
             };
             prepared.push((hook, converted));
         }
+        let policies_on = self.plugin_enabled("ValidatingAdmissionPolicy");
         if hooks.is_empty() && webhooks.is_empty() {
+            if !policies_on {
+                return Ok(());
+            }
             return self
                 .policies
                 .validate(attrs, obj, old, warnings, &self.match_context(&authz))
@@ -729,6 +771,7 @@ impl Admission {
         }
         match hooks.iter().zip(&results).find(|(_, r)| !r.allowed) {
             Some((hook, res)) => Err(denial(&hook.name, res)),
+            None if !policies_on => Ok(()),
             None => {
                 self.policies
                     .validate(attrs, obj, old, warnings, &self.match_context(&authz))

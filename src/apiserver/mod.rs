@@ -40,6 +40,9 @@ pub struct ApiOptions {
     /// The address and secure port the `kubernetes` Service's endpoints name (`None`:
     /// no `kubernetes` Service).
     pub kubernetes_endpoint: Option<std::net::SocketAddr>,
+    /// kube's admission plugins on (`--enable-admission-plugins`,
+    /// `--disable-admission-plugins`).
+    pub admission_plugins: apimachinery::admission_plugins::Enabled,
 }
 
 /// Shared state of one API server.
@@ -241,6 +244,12 @@ impl ApiServer {
             }
         }
         api.admission
+            .serve_builtin_plugins(crate::admission::plugins::Builtin {
+                enabled: api.options.admission_plugins.clone(),
+                storage: api.store.storage.clone(),
+                keys: api.plugin_keys(),
+            });
+        api.admission
             .serve_webhooks(crate::admission::webhook::WebhookSource::new(
                 api.store.storage.clone(),
                 &api.mutating_webhooks.descriptor().key_root,
@@ -264,6 +273,7 @@ impl ApiServer {
         self.ensure_system_namespaces().await?;
         self.restore_service_allocations().await?;
         self.ensure_kubernetes_service().await?;
+        self.ensure_system_priority_classes().await?;
         if self.rbac_enabled() {
             self.serve_rbac().await?;
         }
@@ -298,15 +308,7 @@ impl ApiServer {
             let Some(kind) = self.builtin(crate::auth::rbac::GROUP, "v1", resource) else {
                 continue;
             };
-            match self
-                .store
-                .create(kind.as_ref(), obj, &WriteOptions::default())
-                .await
-            {
-                Ok(_) => {}
-                Err(s) if s.reason == "AlreadyExists" => {}
-                Err(s) => return Err(s),
-            }
+            self.create_missing(kind.as_ref(), obj).await?;
         }
         let storage = self.store.storage.clone();
         let revision = self.rbac.load(storage.as_ref()).await.map_err(|e| {
@@ -406,6 +408,38 @@ impl ApiServer {
             .collect();
         self.service_allocators.restore(&services);
         Ok(())
+    }
+
+    /// Create kube's two system PriorityClasses when missing, as kube-apiserver's
+    /// `scheduling/bootstrap-system-priority-classes` hook does.
+    async fn ensure_system_priority_classes(&self) -> Result<(), Status> {
+        let Some(kind) = self.builtin("scheduling.k8s.io", "v1", "priorityclasses") else {
+            return Ok(());
+        };
+        let classes = [
+            ("system-node-critical", 2_000_001_000_i64, "Used for system critical pods that must not be moved from their current node."),
+            ("system-cluster-critical", 2_000_000_000, "Used for system critical pods that must run in the cluster, but can be moved to another node if necessary."),
+        ];
+        for (name, value, description) in classes {
+            let obj = serde_json::json!({
+                "apiVersion": "scheduling.k8s.io/v1",
+                "kind": "PriorityClass",
+                "metadata": {"name": name},
+                "value": value,
+                "description": description,
+            });
+            self.create_missing(kind.as_ref(), obj).await?;
+        }
+        Ok(())
+    }
+
+    /// Create a bootstrap object unless it exists already.
+    async fn create_missing(&self, kind: &dyn ResourceKind, obj: Value) -> Result<(), Status> {
+        match self.store.create(kind, obj, &WriteOptions::default()).await {
+            Ok(_) => Ok(()),
+            Err(s) if s.reason == "AlreadyExists" => Ok(()),
+            Err(s) => Err(s),
+        }
     }
 
     /// Create the `kubernetes` Service, its Endpoints and EndpointSlice in `default`
@@ -523,13 +557,32 @@ impl ApiServer {
         )))
     }
 
-    /// kube's NamespaceLifecycle admission: the namespace must exist and not be terminating.
+    /// Where the kinds kube's admission plugins read are stored.
+    fn plugin_keys(&self) -> crate::admission::plugins::Keys {
+        let root = |group: &str, resource: &str| {
+            self.builtin(group, "v1", resource)
+                .map(|k| k.descriptor().key_root.clone())
+                .unwrap_or_default()
+        };
+        crate::admission::plugins::Keys {
+            service_accounts: root("", "serviceaccounts"),
+            priority_classes: root("scheduling.k8s.io", "priorityclasses"),
+            storage_classes: root("storage.k8s.io", "storageclasses"),
+            ingress_classes: root("networking.k8s.io", "ingressclasses"),
+        }
+    }
+
+    /// kube's NamespaceLifecycle admission: the namespace must exist and not be
+    /// terminating (nothing is checked with the plugin off).
     pub async fn check_namespace(
         &self,
         namespace: &str,
         gr: &GroupResource,
         name: &str,
     ) -> Result<(), Status> {
+        if !self.admission.plugin_enabled("NamespaceLifecycle") {
+            return Ok(());
+        }
         let ns = match self
             .store
             .get(self.namespaces.as_ref(), "", namespace)

@@ -6,6 +6,7 @@ use crate::apiserver::ApiServer;
 use crate::field::{Error as FieldError, Path};
 use crate::http::response::{self, Body, Reply};
 use crate::http::ApiRequest;
+use crate::pipeline::deletion;
 use crate::rest::crd::CLEANUP_FINALIZER;
 use crate::rest::namespace::SYSTEM_NAMESPACES;
 use crate::rest::store::{delete_success, Deleted};
@@ -19,7 +20,7 @@ use std::sync::Arc;
 /// `DeleteOptions` from the query and the (optional) body.
 pub fn delete_options(req: &ApiRequest) -> Result<DeleteOptions, Status> {
     // kube converts the query first: a malformed number is a 400 and deletes nothing.
-    req.param_i64("gracePeriodSeconds")?;
+    let query_grace = req.param_i64("gracePeriodSeconds")?;
     let body: Value = if req.body.iter().all(u8::is_ascii_whitespace) {
         json!({})
     } else if crate::http::negotiate::body_type(req.header("content-type"))
@@ -75,7 +76,22 @@ pub fn delete_options(req: &ApiRequest) -> Result<DeleteOptions, Status> {
             return Err(Status::invalid("DeleteOptions", "meta.k8s.io", "", &[err]));
         }
     }
+    let orphan_dependents = match req.param("orphanDependents") {
+        Some(v) => Some(v == "true"),
+        None => body.get("orphanDependents").and_then(Value::as_bool),
+    };
+    if orphan_dependents.is_some() && policy.is_some() {
+        let err = FieldError::invalid(
+            &Path::new("propagationPolicy"),
+            json!(policy),
+            "orphanDependents and deletionPropagation cannot be both set",
+        );
+        return Err(Status::invalid("DeleteOptions", "meta.k8s.io", "", &[err]));
+    }
     Ok(DeleteOptions {
+        orphan_dependents,
+        grace_period_seconds: query_grace
+            .or_else(|| body.get("gracePeriodSeconds").and_then(Value::as_i64)),
         uid: body
             .pointer("/preconditions/uid")
             .and_then(Value::as_str)
@@ -122,11 +138,18 @@ pub async fn delete(
             finalizers_on_delete(kind),
             &mut warnings,
         )
-        .await?;
+        .await
+        .map_err(|s| s.with_warnings_before(&kind_warnings(d, &opts)))?;
+    warnings.splice(0..0, kind_warnings(d, &opts));
     match res {
         Deleted::Gone(obj) => {
             if !opts.dry_run {
                 api.after_write(d, &obj, true);
+            }
+            if deletion::returns_deleted_object(d) {
+                let mut reply = Reply::ok(obj);
+                reply.warnings = warnings;
+                return Ok(object_reply(req, kind, reply));
             }
             let mut reply = Reply::ok(delete_success(&d.gr, &obj));
             reply.warnings = warnings;
@@ -137,10 +160,21 @@ pub async fn delete(
                 api.after_write(d, &obj, false);
             }
             let mut reply = Reply::ok(obj);
+            // kube's 202 for a cascading delete (`orphanDependents: false`) not done yet.
+            if opts.orphan_dependents == Some(false) {
+                reply.code = http::StatusCode::ACCEPTED;
+            }
             reply.warnings = warnings;
             Ok(object_reply(req, kind, reply))
         }
     }
+}
+
+/// Warnings of the kind's delete (batch/v1 Jobs orphaning their pods by default).
+fn kind_warnings(d: &crate::rest::Descriptor, opts: &DeleteOptions) -> Vec<String> {
+    deletion::warning(d, opts)
+        .map(|w| vec![w.to_string()])
+        .unwrap_or_default()
 }
 
 /// Namespaces: mark terminating (`status.phase: Terminating`) and let the cleanup
@@ -193,7 +227,8 @@ pub async fn delete_collection(
         .list(kind, &req.info.namespace, &list_opts)
         .await?;
     let mut items = Vec::new();
-    let mut warnings = Vec::new();
+    let mut warnings = kind_warnings(d, &opts);
+    // kube answers the objects as listed (before their deletes).
     for obj in page.items {
         let ns = object::namespace(&obj).to_string();
         let name = object::name(&obj).to_string();
@@ -215,13 +250,13 @@ pub async fn delete_collection(
                 if !opts.dry_run {
                     api.after_write(d, &o, true);
                 }
-                items.push(o);
+                items.push(obj);
             }
             Ok(Deleted::Terminating(o)) => {
                 if !opts.dry_run {
                     api.after_write(d, &o, false);
                 }
-                items.push(o);
+                items.push(obj);
             }
             Err(s) if s.code == 404 => {}
             Err(s) => return Err(s),

@@ -1,6 +1,7 @@
 //! Handlers: one file per verb family, each a short script over the REST layer.
 //! `dispatch` routes a parsed request to the right one.
 
+pub mod binding;
 pub mod create;
 pub mod delete;
 pub mod discovery;
@@ -106,6 +107,19 @@ fn method_not_allowed(builtin: bool, gr: &GroupResource, verb: &str) -> Status {
 
 async fn resource(api: &Arc<ApiServer>, req: &ApiRequest) -> Result<Response<Body>, Status> {
     let info = &req.info;
+    // `bindings` (nothing is stored): a pod's binding, the pod named by the body.
+    if info.group.is_empty()
+        && info.version == "v1"
+        && info.resource == "bindings"
+        && !info.namespace.is_empty()
+        && info.name.is_empty()
+        && info.verb == "create"
+    {
+        let pods = api
+            .builtin("", "v1", "pods")
+            .ok_or_else(Status::route_not_found)?;
+        return binding::bind(api, req, pods.as_ref()).await;
+    }
     let resolved = api.resolve(&info.group, &info.version, &info.resource)?;
     let kind = resolved.kind();
     let d = kind.descriptor();
@@ -149,6 +163,9 @@ async fn resource(api: &Arc<ApiServer>, req: &ApiRequest) -> Result<Response<Bod
     }
     let status_ok = d.status_subresource;
     let scale_ok = scale::ScaleTarget::of(&resolved).is_some();
+    let part = crate::pipeline::subresource::Part::of(&d.gr.group, &d.gr.resource, sub)
+        .filter(|_| builtin);
+    let is_pods = builtin && d.gr.group.is_empty() && d.gr.resource == "pods";
     match (verb, sub) {
         ("get", "") => read::get(api, req, kind).await,
         ("list", "") => read::list(api, req, kind).await,
@@ -170,6 +187,11 @@ async fn resource(api: &Arc<ApiServer>, req: &ApiRequest) -> Result<Response<Bod
         ("update", "finalize") if d.gr.resource == "namespaces" => {
             update::update(api, req, kind).await
         }
+        ("get", _) if part.is_some() => read::get(api, req, kind).await,
+        ("update", _) if part.is_some() => update::update(api, req, kind).await,
+        ("patch", _) if part.is_some() => patch::patch(api, req, kind).await,
+        ("create", "binding") if is_pods => binding::bind(api, req, kind).await,
+        ("create", "eviction") if is_pods => binding::evict(api, req, kind).await,
         ("get", "scale") if scale_ok => scale::get(api, req, &resolved).await,
         ("update", "scale") if scale_ok => scale::update(api, req, &resolved).await,
         ("patch", "scale") if scale_ok => scale::patch(api, req, &resolved).await,

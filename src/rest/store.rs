@@ -747,7 +747,26 @@ impl Store {
                 order::Deletion::Finalize(obj) if opts.dry_run => {
                     return Ok(Deleted::Terminating(obj))
                 }
-                order::Deletion::Remove(obj) if opts.dry_run => return Ok(Deleted::Gone(obj)),
+                order::Deletion::Remove(obj) | order::Deletion::MarkThenRemove(obj)
+                    if opts.dry_run =>
+                {
+                    return Ok(Deleted::Gone(obj))
+                }
+                order::Deletion::MarkThenRemove(mut obj) => {
+                    match self.replace(kind, &key, &obj, kv.mod_revision).await? {
+                        Ok(new_kv) => {
+                            object::set_resource_version(&mut obj, new_kv.mod_revision);
+                            match self.storage.delete(&key, Some(new_kv.mod_revision)).await {
+                                Ok(_) => {
+                                    kind.after_delete(&obj);
+                                    Ok(Deleted::Gone(obj))
+                                }
+                                Err(e) => Err(e),
+                            }
+                        }
+                        Err(e) => Err(e),
+                    }
+                }
                 order::Deletion::Finalize(mut obj) => {
                     match self.replace(kind, &key, &obj, kv.mod_revision).await? {
                         Ok(new_kv) => {

@@ -13,6 +13,7 @@ use super::{
 };
 use crate::apply;
 use crate::field::{self, ErrorList, Path};
+use crate::pipeline::subresource::Part;
 use crate::pipeline::trace::Trace;
 use crate::schema::prune;
 use crate::schema::structural::Structural;
@@ -310,6 +311,11 @@ impl Strategy for TypedKind {
             *new = object::status_only(new, old);
             return;
         }
+        let d = &self.descriptor;
+        if let Some(part) = Part::of(&d.gr.group, &d.gr.resource, &opts.subresource) {
+            *new = part.merge(new, old);
+            return;
+        }
         if self.descriptor.status_subresource {
             object::keep_status(new, Some(old));
         }
@@ -326,7 +332,7 @@ impl Strategy for TypedKind {
         &self,
         new: &Value,
         old: &Value,
-        _opts: &WriteOptions,
+        opts: &WriteOptions,
         _warnings: &mut Vec<String>,
         _t: &mut Trace,
     ) -> Result<ErrorList, Status> {
@@ -345,7 +351,13 @@ impl Strategy for TypedKind {
         errs.extend(crate::schema::objectmeta::validate_object_meta_update(
             &meta, &old_meta, &meta_path,
         ));
-        errs.extend(self.strategy.validate_update(new, old));
+        // A part-writing subresource changes only its part: the kind's update rules
+        // (a pod's "may not change fields other than ...") are for the object's own
+        // endpoint.
+        let d = &self.descriptor;
+        if Part::of(&d.gr.group, &d.gr.resource, &opts.subresource).is_none() {
+            errs.extend(self.strategy.validate_update(new, old));
+        }
         Ok(errs)
     }
 

@@ -73,6 +73,9 @@ pub struct Config {
     pub service_cluster_ip_range: String,
     /// Where Services' node ports come from (`--service-node-port-range`).
     pub service_node_port_range: String,
+    /// kube's admission plugins on (`--enable-admission-plugins`,
+    /// `--disable-admission-plugins`; default: kube's).
+    pub admission_plugins: apimachinery::admission_plugins::Enabled,
 }
 
 impl Default for Config {
@@ -100,6 +103,7 @@ impl Default for Config {
             watch_history: crate::storage::memory::DEFAULT_HISTORY,
             service_cluster_ip_range: crate::service_alloc::DEFAULT_SERVICE_CIDR.into(),
             service_node_port_range: crate::service_alloc::DEFAULT_NODE_PORT_RANGE.into(),
+            admission_plugins: Default::default(),
         }
     }
 }
@@ -271,6 +275,7 @@ impl Server {
             service_cluster_ip_range: config.service_cluster_ip_range.clone(),
             service_node_port_range: config.service_node_port_range.clone(),
             kubernetes_endpoint: Some(addr),
+            admission_plugins: config.admission_plugins.clone(),
         };
         // Every storage call is timed; object counts read the backend itself.
         let metrics = Arc::new(Metrics::new());

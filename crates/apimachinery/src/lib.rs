@@ -8,6 +8,7 @@
 //! crate runs these functions in order and does the IO (admission webhooks, storage).
 
 pub mod access;
+pub mod admission_plugins;
 pub mod apply;
 pub mod builtin_defaults;
 pub mod builtin_validation;

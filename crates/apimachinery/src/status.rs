@@ -361,9 +361,28 @@ impl Status {
         Self::new(
             403,
             "Forbidden",
-            format!("{gr} \"{name}\" is forbidden: {detail}"),
+            if name.is_empty() {
+                format!("{gr} is forbidden: {detail}")
+            } else {
+                format!("{gr} \"{name}\" is forbidden: {detail}")
+            },
             Some(Self::named(gr, name)),
         )
+    }
+
+    /// 429 `TooManyRequests` (kube's `NewTooManyRequests`): retry after that many
+    /// seconds (0: no hint).
+    pub fn too_many_requests(message: impl Into<String>, retry_after_seconds: i64) -> Self {
+        let details = Details {
+            retry_after_seconds: (retry_after_seconds > 0).then_some(retry_after_seconds),
+            ..Default::default()
+        };
+        Self::new(429, "TooManyRequests", message, Some(details))
+    }
+
+    /// A failure with no reason (kube's answer to an error that is not a Status).
+    pub fn without_reason(code: u16, message: impl Into<String>) -> Self {
+        Self::new(code, "", message, None)
     }
 
     /// 403 `Forbidden` with a bare message.

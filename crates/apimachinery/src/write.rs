@@ -139,8 +139,12 @@ pub struct DeleteOptions {
     pub resource_version: Option<String>,
     /// `dryRun=All`.
     pub dry_run: bool,
-    /// `propagationPolicy` (passed on to admission webhooks).
+    /// `propagationPolicy`.
     pub propagation_policy: Option<String>,
+    /// `orphanDependents` (deprecated; kube still honours it).
+    pub orphan_dependents: Option<bool>,
+    /// `gracePeriodSeconds` (query or body).
+    pub grace_period_seconds: Option<i64>,
     /// Part of a deletecollection in this namespace (`""`: all namespaces): kube's
     /// admission then sees the collection's namespace and no name.
     pub collection: Option<String>,

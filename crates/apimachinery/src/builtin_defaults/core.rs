@@ -37,7 +37,10 @@ pub fn apply(kind: &str, obj: &mut Value) {
 /// `podCIDR` alias.
 pub fn round_trip(kind: &str, obj: &mut Value) {
     match kind {
-        "Pod" => service_account_alias(obj.get_mut("spec")),
+        "Pod" => {
+            service_account_alias(obj.get_mut("spec"));
+            pod_ip_alias(obj);
+        }
         "PodTemplate" | "ReplicationController" => {
             let at = if kind == "PodTemplate" {
                 "/template/spec"
@@ -675,30 +678,57 @@ fn node(obj: &mut Value) {
     }
 }
 
-/// `podCIDR` is an alias of `podCIDRs[0]`: with both set and different, `podCIDR` wins.
+/// A pod's `status.podIP` is an alias of `status.podIPs[0].ip` (kube's conversion).
+fn pod_ip_alias(obj: &mut Value) {
+    single_alias(obj, "status", "podIP", "podIPs", Some("ip"));
+}
+
+/// `podCIDR` is an alias of `podCIDRs[0]`.
 fn pod_cidr_alias(obj: &mut Value) {
-    let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut) else {
+    single_alias(obj, "spec", "podCIDR", "podCIDRs", None);
+}
+
+/// A single-valued field that aliases the first item of a list (kube's conversions of
+/// `podIP`/`podIPs`, `podCIDR`/`podCIDRs`): with both set and different the single
+/// one wins and becomes the list; the list alone fills the single one. List items are
+/// strings, or objects holding the value under `item_key`.
+fn single_alias(
+    obj: &mut Value,
+    parent: &str,
+    single_key: &str,
+    list_key: &str,
+    item_key: Option<&str>,
+) {
+    let item_of = |v: &str| match item_key {
+        Some(k) => json!({ k: v }),
+        None => json!(v),
+    };
+    let Some(parent) = obj.get_mut(parent).and_then(Value::as_object_mut) else {
         return;
     };
-    let single = spec
-        .get("podCIDR")
+    let single = parent
+        .get(single_key)
         .and_then(Value::as_str)
         .unwrap_or("")
         .to_string();
-    let first = spec
-        .get("podCIDRs")
+    let first = parent
+        .get(list_key)
         .and_then(|c| c.get(0))
+        .and_then(|item| match item_key {
+            Some(k) => item.get(k),
+            None => Some(item),
+        })
         .and_then(Value::as_str)
         .map(str::to_string);
     match (single.is_empty(), first) {
         (false, Some(f)) if f != single => {
-            spec.insert("podCIDRs".into(), json!([single]));
+            parent.insert(list_key.into(), json!([item_of(&single)]));
         }
         (false, None) => {
-            spec.insert("podCIDRs".into(), json!([single]));
+            parent.insert(list_key.into(), json!([item_of(&single)]));
         }
         (true, Some(f)) => {
-            spec.insert("podCIDR".into(), json!(f));
+            parent.insert(single_key.into(), json!(f));
         }
         _ => {}
     }

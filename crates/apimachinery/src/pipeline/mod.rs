@@ -19,8 +19,10 @@
 //! convert to the addressed version, prune by its schema.
 
 pub mod decode;
+pub mod deletion;
 pub mod order;
 pub mod strategy;
+pub mod subresource;
 pub mod trace;
 
 use crate::apply;

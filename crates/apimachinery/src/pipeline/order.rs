@@ -26,6 +26,7 @@
 //! store's retry loop (kube's `GuaranteedUpdate` calls its `tryUpdate` the same way),
 //! so a conflict re-applies the patch to the newer object.
 
+use super::deletion;
 use super::strategy::Strategy;
 use super::trace::Trace;
 use crate::apply;
@@ -242,12 +243,17 @@ pub async fn update(
 /// What a delete does to the stored object.
 #[derive(Debug)]
 pub enum Deletion {
-    /// Already terminating: nothing changes, the object is answered as it is.
+    /// Already terminating (or its graceful deletion pending): nothing changes, the
+    /// object is answered as it is.
     Terminating(Value),
-    /// Finalizers hold it: write it back marked terminating (`deletionTimestamp`).
+    /// Finalizers or a grace period hold it: write it back marked terminating
+    /// (`deletionTimestamp`).
     Finalize(Value),
     /// Nothing holds it: remove it from storage.
     Remove(Value),
+    /// A graceful deletion with no time left (an unscheduled pod): write it marked,
+    /// then remove it (watchers see both).
+    MarkThenRemove(Value),
 }
 
 /// The first stages of a delete: `DeleteOptions.preconditions`, then admission.
@@ -268,8 +274,9 @@ pub async fn admit_delete(
         .map_err(|e| e.with_warnings_before(warnings))
 }
 
-/// Delete of one object: [`admit_delete`], then finalizers (the object's, and those
-/// the kind adds on delete: `finalizers_on_delete`) decide.
+/// Delete of one object: [`admit_delete`], then graceful deletion (pods), then
+/// finalizers (the object's, the garbage collector's from the delete's policy, and
+/// those the kind adds on delete: `finalizers_on_delete`) decide.
 pub async fn delete(
     io: &dyn Admit,
     d: &Descriptor,
@@ -280,25 +287,57 @@ pub async fn delete(
     warnings: &mut Vec<String>,
 ) -> Result<Deletion, Status> {
     admit_delete(io, d, &obj, revision, opts, warnings).await?;
-    // 3. finalizers
     let terminating = object::is_terminating(&obj);
+    // 3. graceful deletion: a period starts, is shortened, or is pending already
+    let graceful = match deletion::grace_period(d, &obj, opts.grace_period_seconds) {
+        None => None,
+        Some(period) if !terminating => {
+            deletion::mark_deleting(&mut obj, period);
+            Some(period)
+        }
+        Some(_) => {
+            let current = object::meta(&obj)
+                .get("deletionGracePeriodSeconds")
+                .and_then(Value::as_i64)
+                .unwrap_or(0);
+            match opts.grace_period_seconds.map(|p| if p < 0 { 1 } else { p }) {
+                _ if current == 0 => None,
+                Some(p) if p < current => {
+                    deletion::shorten_grace(&mut obj, current, p);
+                    object::meta(&obj)
+                        .get("deletionGracePeriodSeconds")
+                        .and_then(Value::as_i64)
+                }
+                _ => return Ok(Deletion::Terminating(obj)),
+            }
+        }
+    };
+    // 4. finalizers: the kind's on delete, then the garbage collector's
     let mut finalizers = object::finalizers(&obj);
     for f in finalizers_on_delete {
         if !finalizers.iter().any(|x| x == f) && !terminating {
             finalizers.push((*f).to_string());
         }
     }
-    if finalizers.is_empty() {
-        return Ok(Deletion::Remove(obj));
+    let mut changed = finalizers != object::finalizers(&obj);
+    if changed {
+        object::meta_mut(&mut obj).insert("finalizers".into(), json!(finalizers));
     }
-    if terminating {
-        return Ok(Deletion::Terminating(obj));
+    if let Some(next) = deletion::gc_finalizers(d, &obj, opts) {
+        object::meta_mut(&mut obj).insert("finalizers".into(), json!(next));
+        finalizers = next;
+        changed = true;
     }
-    let m = object::meta_mut(&mut obj);
-    m.insert("finalizers".into(), json!(finalizers));
-    m.insert("deletionTimestamp".into(), json!(object::now()));
-    m.insert("deletionGracePeriodSeconds".into(), json!(0));
-    Ok(Deletion::Finalize(obj))
+    match graceful {
+        Some(period) if finalizers.is_empty() && period == 0 => Ok(Deletion::MarkThenRemove(obj)),
+        Some(_) => Ok(Deletion::Finalize(obj)),
+        None if finalizers.is_empty() => Ok(Deletion::Remove(obj)),
+        None if terminating && !changed => Ok(Deletion::Terminating(obj)),
+        None => {
+            deletion::mark_deleting(&mut obj, 0);
+            Ok(Deletion::Finalize(obj))
+        }
+    }
 }
 
 /// `DeleteOptions.preconditions` against the stored object (kube's 409 texts).
