@@ -54,6 +54,12 @@ pub trait TypedStrategy: Send + Sync {
         let _ = (new, old);
     }
 
+    /// Whether a create keeps the status it was sent though the kind has a status
+    /// subresource (kube's Node strategy: kubelets register nodes with their status).
+    fn keeps_status_on_create(&self) -> bool {
+        false
+    }
+
     /// kube's `Validate` (the kind's `ValidateX`, object metadata included).
     fn validate(&self, obj: &Value) -> ErrorList;
 
@@ -295,7 +301,7 @@ impl Strategy for TypedKind {
 
     fn prepare_for_create(&self, obj: &mut Value) {
         // With a status subresource, kube's strategies start every object without status.
-        if self.descriptor.status_subresource {
+        if self.descriptor.status_subresource && !self.strategy.keeps_status_on_create() {
             object::keep_status(obj, None);
             if self.strategy.schema_defaults() {
                 crate::schema::default::apply_defaults(obj, &self.schema);

@@ -21,6 +21,7 @@ pub mod kube_discovery;
 pub mod number;
 pub mod object;
 pub mod pipeline;
+pub mod printers;
 pub mod schema;
 pub mod selector;
 pub mod service_alloc;

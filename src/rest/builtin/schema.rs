@@ -3,8 +3,9 @@
 //! and defaults it (`default`s, Go's zero values); kube's defaulting functions
 //! (`builtin_defaults`) and validation (`builtin_validation`) of the kind follow;
 //! `TypedKind` keeps `status` apart when the kind has a status subresource and moves
-//! the generation where kube does (`registry::builtin::GENERATION`). Printer columns
-//! per kind are not here yet (NAME, AGE), but for Services (`service::printer`).
+//! the generation where kube does (`registry::builtin::GENERATION`). Its Table columns
+//! are kube's printer of the kind (`apimachinery::printers`; Services: `service::printer`),
+//! NAME and AGE for a kind kube prints no more of.
 
 use super::age_cell;
 use crate::field::{ErrorList, Path};
@@ -58,6 +59,10 @@ impl TypedStrategy for SchemaStrategy {
         }
     }
 
+    fn keeps_status_on_create(&self) -> bool {
+        (self.group.as_str(), self.kind.as_str()) == ("", "Node")
+    }
+
     fn validate(&self, obj: &Value) -> ErrorList {
         let meta = obj.get("metadata").cloned().unwrap_or(Value::Null);
         let mut errs = crate::schema::objectmeta::validate_object_meta(
@@ -83,10 +88,12 @@ impl TypedStrategy for SchemaStrategy {
         if self.group.is_empty() && self.kind == "Service" {
             return super::service::printer();
         }
-        BuiltinPrinter {
-            columns: vec![BuiltinColumn::name(0), BuiltinColumn::age()],
-            cells: |obj, now| vec![json!(crate::rest::object::name(obj)), age_cell(obj, now)],
-        }
+        apimachinery::printers::for_kind(&self.group, &self.kind).unwrap_or_else(|| {
+            BuiltinPrinter {
+                columns: vec![BuiltinColumn::name(0), BuiltinColumn::age()],
+                cells: |obj, now| vec![json!(crate::rest::object::name(obj)), age_cell(obj, now)],
+            }
+        })
     }
 }
 
