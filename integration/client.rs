@@ -1,5 +1,6 @@
 //! Drives crd-apiserver with a real client library, kube-rs: kubeconfig loading, typed
-//! CRD API, discovery (legacy and aggregated), the dynamic API and the watcher.
+//! CRD API, discovery (legacy and aggregated), the dynamic API and the watcher; typed
+//! built-ins (Deployments, Pods, Services) with kube-rs and the Python `kubernetes` client.
 
 mod common;
 
@@ -894,4 +895,278 @@ fn watching_from_before_the_kept_history_is_kubes_410_expired() {
         })
         .collect();
     assert_eq!(names, ["\"c8\"", "\"c9\""]);
+}
+
+/// The events of a typed watcher until the one `pick` maps to `Some`.
+async fn watch_until<K, S, T>(
+    stream: &mut S,
+    mut pick: impl FnMut(&watcher::Event<K>) -> Option<T>,
+) -> T
+where
+    K: kube::Resource,
+    S: futures::Stream<Item = Result<watcher::Event<K>, watcher::Error>> + Unpin,
+{
+    loop {
+        let event = within("watcher event", stream.next())
+            .await
+            .expect("stream ended")
+            .unwrap_or_else(|e| panic!("watcher error: {e}"));
+        if let Some(found) = pick(&event) {
+            return found;
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kube_rs_typed_deployments_pods_and_services_get_kubes_defaults() {
+    use k8s_openapi::api::apps::v1::Deployment;
+    use k8s_openapi::api::core::v1::{Pod, Service};
+    use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+
+    let server = TestServer::start();
+    let client = client_for(&server).await;
+    let deployments: Api<Deployment> = Api::namespaced(client.clone(), "default");
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
+    let services: Api<Service> = Api::namespaced(client.clone(), "default");
+
+    let mut watch = watcher(
+        deployments.clone(),
+        watcher::Config::default().fields("metadata.name=web"),
+    )
+    .boxed();
+    watch_until(&mut watch, |e| {
+        matches!(e, watcher::Event::InitDone).then_some(())
+    })
+    .await;
+
+    let web: Deployment = serde_json::from_value(json!({
+        "metadata": {"name": "web"},
+        "spec": {
+            "selector": {"matchLabels": {"app": "web"}},
+            "template": {"metadata": {"labels": {"app": "web"}},
+                         "spec": {"containers": [{"name": "nginx", "image": "nginx:1.27"}]}}
+        }
+    }))
+    .expect("deployment");
+    let d = within(
+        "create deployment",
+        deployments.create(&PostParams::default(), &web),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("creating web: {e}"));
+    let spec = d.spec.as_ref().expect("spec");
+    assert_eq!(spec.replicas, Some(1));
+    assert_eq!(spec.revision_history_limit, Some(10));
+    assert_eq!(spec.progress_deadline_seconds, Some(600));
+    let strategy = spec.strategy.as_ref().expect("strategy");
+    assert_eq!(strategy.type_.as_deref(), Some("RollingUpdate"));
+    let rolling = strategy.rolling_update.as_ref().expect("rollingUpdate");
+    assert_eq!(rolling.max_surge, Some(IntOrString::String("25%".into())));
+    assert_eq!(
+        rolling.max_unavailable,
+        Some(IntOrString::String("25%".into()))
+    );
+    let pod_spec = spec.template.spec.as_ref().expect("template spec");
+    assert_eq!(pod_spec.restart_policy.as_deref(), Some("Always"));
+    assert_eq!(pod_spec.dns_policy.as_deref(), Some("ClusterFirst"));
+    assert_eq!(pod_spec.termination_grace_period_seconds, Some(30));
+    assert_eq!(
+        pod_spec.containers[0].image_pull_policy.as_deref(),
+        Some("IfNotPresent")
+    );
+    assert_eq!(d.metadata.generation, Some(1));
+    let seen = watch_until(&mut watch, |e| match e {
+        watcher::Event::Apply(d) => Some(d.metadata.generation),
+        _ => None,
+    })
+    .await;
+    assert_eq!(seen, Some(1), "the watcher sees the create");
+
+    // Strategic merge: containers merge by name, the image changes, the name stays.
+    let patched = within(
+        "strategic patch",
+        deployments.patch(
+            "web",
+            &PatchParams::default(),
+            &Patch::Strategic(json!({"spec": {"template": {"spec": {"containers": [
+                {"name": "nginx", "image": "nginx:1.28"}]}}}})),
+        ),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("strategic patch: {e}"));
+    let containers = &patched
+        .spec
+        .as_ref()
+        .unwrap()
+        .template
+        .spec
+        .as_ref()
+        .unwrap()
+        .containers;
+    assert_eq!(containers.len(), 1);
+    assert_eq!(containers[0].image.as_deref(), Some("nginx:1.28"));
+    assert_eq!(patched.metadata.generation, Some(2));
+    let image = watch_until(&mut watch, |e| match e {
+        watcher::Event::Apply(d) if d.metadata.generation == Some(2) => d
+            .spec
+            .as_ref()
+            .and_then(|s| s.template.spec.as_ref())
+            .and_then(|s| s.containers[0].image.clone()),
+        _ => None,
+    })
+    .await;
+    assert_eq!(image, "nginx:1.28", "the watcher sees the patch");
+
+    // Merge patch and JSON patch.
+    let merged = within(
+        "merge patch",
+        deployments.patch(
+            "web",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"labels": {"tier": "front"}}})),
+        ),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("merge patch: {e}"));
+    assert_eq!(
+        merged.metadata.labels,
+        Some(BTreeMap::from([("tier".to_string(), "front".to_string())]))
+    );
+    let json_patched = within(
+        "json patch",
+        deployments.patch(
+            "web",
+            &PatchParams::default(),
+            &Patch::<()>::Json(
+                serde_json::from_value(json!([
+                    {"op": "test", "path": "/spec/replicas", "value": 1},
+                    {"op": "replace", "path": "/spec/replicas", "value": 3}
+                ]))
+                .expect("json patch"),
+            ),
+        ),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("json patch: {e}"));
+    assert_eq!(json_patched.spec.unwrap().replicas, Some(3));
+
+    // Server-side apply of a new Deployment: defaults, and the manager's Apply entry.
+    let applied = within(
+        "apply",
+        deployments.patch(
+            "api",
+            &PatchParams::apply("typed-test"),
+            &Patch::Apply(json!({
+                "apiVersion": "apps/v1", "kind": "Deployment",
+                "metadata": {"name": "api"},
+                "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "api"}},
+                         "template": {"metadata": {"labels": {"app": "api"}},
+                                      "spec": {"containers": [{"name": "api", "image": "api:1"}]}}}
+            })),
+        ),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("server-side apply: {e}"));
+    assert_eq!(
+        applied.spec.as_ref().unwrap().revision_history_limit,
+        Some(10)
+    );
+    let entry = applied
+        .metadata
+        .managed_fields
+        .as_ref()
+        .expect("managedFields")
+        .iter()
+        .find(|m| m.manager.as_deref() == Some("typed-test"))
+        .expect("the apply's entry");
+    assert_eq!(entry.operation.as_deref(), Some("Apply"));
+
+    // A Pod: Pending, BestEffort, kube's container defaults.
+    let pod: Pod = serde_json::from_value(json!({
+        "metadata": {"name": "p1"},
+        "spec": {"containers": [{"name": "c", "image": "busybox"}]}
+    }))
+    .expect("pod");
+    let p = within("create pod", pods.create(&PostParams::default(), &pod))
+        .await
+        .unwrap_or_else(|e| panic!("creating p1: {e}"));
+    let status = p.status.as_ref().expect("status");
+    assert_eq!(status.phase.as_deref(), Some("Pending"));
+    assert_eq!(status.qos_class.as_deref(), Some("BestEffort"));
+    let c = &p.spec.as_ref().unwrap().containers[0];
+    assert_eq!(c.image_pull_policy.as_deref(), Some("Always"));
+    assert_eq!(
+        c.termination_message_path.as_deref(),
+        Some("/dev/termination-log")
+    );
+    let labelled = within(
+        "pod patch",
+        pods.patch(
+            "p1",
+            &PatchParams::default(),
+            &Patch::Strategic(json!({"metadata": {"labels": {"app": "x"}}})),
+        ),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("pod patch: {e}"));
+    assert_eq!(
+        labelled.metadata.labels,
+        Some(BTreeMap::from([("app".to_string(), "x".to_string())]))
+    );
+
+    // A Service: a cluster IP from 10.0.0.0/24, kube's defaults.
+    let svc: Service = serde_json::from_value(json!({
+        "metadata": {"name": "web"},
+        "spec": {"selector": {"app": "web"}, "ports": [{"port": 80}]}
+    }))
+    .expect("service");
+    let s = within(
+        "create service",
+        services.create(&PostParams::default(), &svc),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("creating the service: {e}"));
+    let spec = s.spec.as_ref().expect("spec");
+    let ip = spec.cluster_ip.as_deref().expect("clusterIP");
+    assert!(
+        ip.strip_prefix("10.0.0.")
+            .is_some_and(|last| last.parse::<u8>().is_ok()),
+        "{ip}"
+    );
+    assert_eq!(spec.cluster_ips.as_deref(), Some(&[ip.to_string()][..]));
+    assert_eq!(spec.type_.as_deref(), Some("ClusterIP"));
+    assert_eq!(spec.session_affinity.as_deref(), Some("None"));
+    assert_eq!(spec.ip_families.as_deref(), Some(&["IPv4".to_string()][..]));
+    let port = &spec.ports.as_ref().expect("ports")[0];
+    assert_eq!(port.protocol.as_deref(), Some("TCP"));
+    assert_eq!(port.target_port, Some(IntOrString::Int(80)));
+    let mut svc_watch = watcher(services.clone(), watcher::Config::default()).boxed();
+    let names = initial_events(&mut svc_watch).await;
+    assert!(names.contains(&"InitApply web".to_string()), "{names:?}");
+    assert!(
+        names.contains(&"InitApply kubernetes".to_string()),
+        "{names:?}"
+    );
+}
+
+/// The Python `kubernetes` client's typed APIs (AppsV1Api, CoreV1Api) against the server:
+/// `integration/python/typed_clients.py` asserts and prints `ok`.
+#[test]
+fn python_client_typed_deployments_pods_and_services() {
+    let server = TestServer::start();
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("integration/python/typed_clients.py");
+    let out = std::process::Command::new("python3")
+        .arg(&script)
+        .arg(server.kubeconfig())
+        .env("HOME", server.dir())
+        .output()
+        .unwrap_or_else(|e| panic!("running python3 (the Python suite needs it): {e}"));
+    assert!(
+        out.status.success() && String::from_utf8_lossy(&out.stdout) == "ok\n",
+        "{} (the Python `kubernetes` client is required: pip install kubernetes)\n\
+         --- server stderr (tail) ---\n{}",
+        common::describe_output(&out),
+        server.stderr_tail(20)
+    );
 }

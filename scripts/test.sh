@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs the whole test suite on a fresh machine: checks what the suites need (installing
-# Debian's etcd-server when etcd is missing), then runs formatting and lint checks, unit
+# Debian's etcd-server when etcd is missing and the Python kubernetes client), then runs formatting and lint checks, unit
 # tests, and the integration suites (real kubectl, kube-rs, recorded kube-apiserver
 # conformance cases) on the embedded store and again with every server on its own etcd.
 set -euo pipefail
@@ -34,6 +34,15 @@ elif [ ! -x /usr/bin/etcd ]; then
   fi
   if [ ! -x /usr/bin/etcd ]; then
     echo "test.sh: etcd-server is installed but /usr/bin/etcd is still missing" >&2
+    exit 1
+  fi
+fi
+
+# The Python client suite (integration/client.rs) drives the `kubernetes` package.
+if ! python3 -c 'import kubernetes' >/dev/null 2>&1; then
+  echo "== installing the Python kubernetes client (python3 -m pip install kubernetes)"
+  if ! python3 -m pip install --quiet kubernetes; then
+    echo "test.sh: installing the Python kubernetes client failed; integration/client.rs needs it" >&2
     exit 1
   fi
 fi
