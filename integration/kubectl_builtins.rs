@@ -496,6 +496,48 @@ fn tables_of_cluster_kinds_show_kubes_columns_and_cells() {
     );
 }
 
+#[test]
+fn tables_of_autoscalers_show_their_targets() {
+    let server = TestServer::start();
+    create(
+        &server,
+        "/apis/autoscaling/v2/namespaces/default/horizontalpodautoscalers",
+        json!({"apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler",
+               "metadata": {"name": "web"},
+               "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
+                        "minReplicas": 2, "maxReplicas": 5,
+                        "metrics": [{"type": "Resource", "resource": {"name": "cpu",
+                                     "target": {"type": "Utilization", "averageUtilization": 80}}}]}}),
+    );
+    let want_columns = cols(&[
+        ("Name", "string", 0),
+        ("Reference", "string", 0),
+        ("Targets", "string", 0),
+        ("MinPods", "string", 0),
+        ("MaxPods", "string", 0),
+        ("Replicas", "string", 0),
+        ("Age", "string", 0),
+    ]);
+    let want_row = [
+        json!("web"),
+        json!("Deployment/web"),
+        json!("cpu: <unknown>/80%"),
+        json!("2"),
+        json!(5),
+        json!(0),
+        json!("AGE"),
+    ];
+    // The same object through both served versions: autoscaling/v1 has its CPU target.
+    for version in ["v2", "v1"] {
+        let t = table(
+            &server,
+            &format!("/apis/autoscaling/{version}/namespaces/default/horizontalpodautoscalers"),
+        );
+        assert_eq!(columns(&t), want_columns, "{version}");
+        assert_eq!(only_row(&t, Some(6)), want_row, "{version}");
+    }
+}
+
 /// kubectl's aligned output split into its header names and rows keyed by header (a
 /// cell starts where its header starts; headers are split at two or more spaces).
 fn parse_table(text: &str) -> (Vec<String>, Vec<BTreeMap<String, String>>) {

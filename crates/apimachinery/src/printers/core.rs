@@ -657,3 +657,84 @@ fn endpoints_cell(obj: &Value) -> String {
         joined
     }
 }
+
+pub(super) const RESOURCE_QUOTA: KindPrinter = KindPrinter {
+    columns: &[
+        NAME,
+        col(
+            "Request",
+            "string",
+            Doc::Text("Request represents a minimum amount of cpu/memory that a container may consume."),
+        ),
+        col(
+            "Limit",
+            "string",
+            Doc::Text("Limits control the maximum amount of cpu/memory that a container may use independent of contention on the node."),
+        ),
+        AGE,
+    ],
+    cells: |q, now| {
+        let quantity = |v: &Value| match v {
+            Value::String(s) => s.clone(),
+            Value::Number(n) => n.to_string(),
+            _ => "0".to_string(),
+        };
+        let mut requests = Vec::new();
+        let mut limits = Vec::new();
+        // Sorted by resource name, as kube's `SortableResourceNames`.
+        let hard = at(q, "/status/hard").as_object();
+        for (resource, hard) in hard.into_iter().flatten() {
+            let used = at(q, "/status/used").get(resource).unwrap_or(&Value::Null);
+            let text = format!("{resource}: {}/{}", quantity(used), quantity(hard));
+            match resource.split_once('.') {
+                Some(("limits", _)) => limits.push(text),
+                _ => requests.push(text),
+            }
+        }
+        vec![
+            name(q),
+            json!(requests.join(", ")),
+            json!(limits.join(", ")),
+            age(q, now),
+        ]
+    },
+};
+
+pub(super) const COMPONENT_STATUS: KindPrinter = KindPrinter {
+    columns: &[
+        NAME,
+        col(
+            "Status",
+            "string",
+            Doc::Text("Status of the component conditions"),
+        ),
+        col(
+            "Message",
+            "string",
+            Doc::Text("Message of the component conditions"),
+        ),
+        col(
+            "Error",
+            "string",
+            Doc::Text("Error of the component conditions"),
+        ),
+    ],
+    cells: |cs, _| {
+        let healthy = array_at(cs, "/conditions")
+            .iter()
+            .find(|c| str_at(c, "/type") == "Healthy");
+        let (status, message, error) = match healthy {
+            Some(c) => (
+                if str_at(c, "/status") == "True" {
+                    "Healthy"
+                } else {
+                    "Unhealthy"
+                },
+                str_at(c, "/message"),
+                str_at(c, "/error"),
+            ),
+            None => ("Unknown", "", ""),
+        };
+        vec![name(cs), json!(status), json!(message), json!(error)]
+    },
+};

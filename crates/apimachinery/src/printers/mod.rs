@@ -36,6 +36,8 @@ pub struct Column {
     pub type_: &'static str,
     /// 0 for the default view, 1 for `-o wide`.
     pub priority: i64,
+    /// `name` for a column of names, else empty.
+    pub format: &'static str,
     /// The description's source.
     pub doc: Doc,
 }
@@ -46,6 +48,7 @@ const fn col(name: &'static str, type_: &'static str, doc: Doc) -> Column {
         name,
         type_,
         priority: 0,
+        format: "",
         doc,
     }
 }
@@ -56,6 +59,7 @@ const fn wide(name: &'static str, type_: &'static str, doc: Doc) -> Column {
         name,
         type_,
         priority: 1,
+        format: "",
         doc,
     }
 }
@@ -95,6 +99,8 @@ pub fn for_kind(group: &str, kind: &str) -> Option<BuiltinPrinter> {
         ("", "PersistentVolume") => core::PERSISTENT_VOLUME,
         ("", "PersistentVolumeClaim") => core::PERSISTENT_VOLUME_CLAIM,
         ("", "Endpoints") => core::ENDPOINTS,
+        ("", "ResourceQuota") => core::RESOURCE_QUOTA,
+        ("", "ComponentStatus") => core::COMPONENT_STATUS,
         ("apps", "Deployment") => apps::DEPLOYMENT,
         ("apps", "ReplicaSet") => apps::REPLICA_SET,
         ("apps", "StatefulSet") => apps::STATEFUL_SET,
@@ -105,11 +111,28 @@ pub fn for_kind(group: &str, kind: &str) -> Option<BuiltinPrinter> {
         ("networking.k8s.io", "Ingress") => networking::INGRESS,
         ("networking.k8s.io", "IngressClass") => networking::INGRESS_CLASS,
         ("networking.k8s.io", "NetworkPolicy") => networking::NETWORK_POLICY,
+        ("networking.k8s.io", "ServiceCIDR") => networking::SERVICE_CIDR,
+        ("networking.k8s.io", "IPAddress") => networking::IP_ADDRESS,
         ("discovery.k8s.io", "EndpointSlice") => networking::ENDPOINT_SLICE,
         ("policy", "PodDisruptionBudget") => cluster::POD_DISRUPTION_BUDGET,
         ("storage.k8s.io", "StorageClass") => cluster::STORAGE_CLASS,
         ("scheduling.k8s.io", "PriorityClass") => cluster::PRIORITY_CLASS,
         ("node.k8s.io", "RuntimeClass") => cluster::RUNTIME_CLASS,
+        ("storage.k8s.io", "CSIDriver") => cluster::CSI_DRIVER,
+        ("storage.k8s.io", "CSINode") => cluster::CSI_NODE,
+        ("storage.k8s.io", "CSIStorageCapacity") => cluster::CSI_STORAGE_CAPACITY,
+        ("storage.k8s.io", "VolumeAttachment") => cluster::VOLUME_ATTACHMENT,
+        ("storage.k8s.io", "VolumeAttributesClass") => cluster::VOLUME_ATTRIBUTES_CLASS,
+        ("certificates.k8s.io", "CertificateSigningRequest") => {
+            cluster::CERTIFICATE_SIGNING_REQUEST
+        }
+        ("autoscaling", "HorizontalPodAutoscaler") => cluster::HORIZONTAL_POD_AUTOSCALER,
+        ("flowcontrol.apiserver.k8s.io", "FlowSchema") => cluster::FLOW_SCHEMA,
+        ("flowcontrol.apiserver.k8s.io", "PriorityLevelConfiguration") => {
+            cluster::PRIORITY_LEVEL_CONFIGURATION
+        }
+        ("resource.k8s.io", "ResourceSlice") => cluster::RESOURCE_SLICE,
+        ("resource.k8s.io", "ResourceClaim") => cluster::RESOURCE_CLAIM,
         _ => return None,
     };
     Some(BuiltinPrinter {
@@ -119,7 +142,7 @@ pub fn for_kind(group: &str, kind: &str) -> Option<BuiltinPrinter> {
 }
 
 fn builtin_column(c: &Column) -> BuiltinColumn {
-    match c.doc {
+    let column = match c.doc {
         Doc::Name => BuiltinColumn::name(c.priority),
         Doc::Age => BuiltinColumn::age(),
         Doc::Field(definition, property) => BuiltinColumn::new(
@@ -129,6 +152,14 @@ fn builtin_column(c: &Column) -> BuiltinColumn {
             &field_doc(definition, property),
         ),
         Doc::Text(text) => BuiltinColumn::new(c.name, c.type_, c.priority, text),
+    };
+    BuiltinColumn {
+        format: if c.format.is_empty() {
+            column.format
+        } else {
+            c.format
+        },
+        ..column
     }
 }
 

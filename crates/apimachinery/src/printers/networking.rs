@@ -200,3 +200,53 @@ pub(super) const ENDPOINT_SLICE: KindPrinter = KindPrinter {
         ]
     },
 };
+
+pub(super) const SERVICE_CIDR: KindPrinter = KindPrinter {
+    columns: &[
+        NAME,
+        col(
+            "CIDRs",
+            "string",
+            Doc::Field("networking.v1.ServiceCIDRSpec", "cidrs"),
+        ),
+        AGE,
+    ],
+    cells: |c, now| {
+        let cidrs: Vec<&str> = array_at(c, "/spec/cidrs")
+            .iter()
+            .filter_map(Value::as_str)
+            .collect();
+        vec![name(c), json!(cidrs.join(",")), age(c, now)]
+    },
+};
+
+pub(super) const IP_ADDRESS: KindPrinter = KindPrinter {
+    columns: &[
+        NAME,
+        col(
+            "ParentRef",
+            "string",
+            Doc::Field("networking.v1.IPAddressSpec", "parentRef"),
+        ),
+    ],
+    cells: |ip, _| {
+        let parent = at(ip, "/spec/parentRef");
+        let parent_ref = if parent.is_object() {
+            let group = str_at(parent, "/group");
+            let resource = str_at(parent, "/resource");
+            let mut p = if group.is_empty() {
+                resource.to_lowercase()
+            } else {
+                format!("{resource}.{group}").to_lowercase()
+            };
+            let ns = str_at(parent, "/namespace");
+            if !ns.is_empty() {
+                p = format!("{p}/{ns}");
+            }
+            format!("{p}/{}", str_at(parent, "/name"))
+        } else {
+            "<none>".to_string()
+        };
+        vec![name(ip), json!(parent_ref)]
+    },
+};

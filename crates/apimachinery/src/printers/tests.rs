@@ -346,9 +346,91 @@ fn every_field_description_resolves() {
         ("discovery.k8s.io", "EndpointSlice"),
         ("storage.k8s.io", "StorageClass"),
         ("scheduling.k8s.io", "PriorityClass"),
+        ("autoscaling", "HorizontalPodAutoscaler"),
+        ("flowcontrol.apiserver.k8s.io", "FlowSchema"),
+        ("flowcontrol.apiserver.k8s.io", "PriorityLevelConfiguration"),
+        ("storage.k8s.io", "CSIDriver"),
+        ("storage.k8s.io", "CSIStorageCapacity"),
+        ("storage.k8s.io", "VolumeAttachment"),
+        ("storage.k8s.io", "VolumeAttributesClass"),
+        ("resource.k8s.io", "ResourceSlice"),
+        ("networking.k8s.io", "ServiceCIDR"),
+        ("networking.k8s.io", "IPAddress"),
     ] {
         for c in for_kind(g, k).unwrap().columns {
             assert!(!c.description.is_empty(), "{k} {}", c.name);
         }
     }
+}
+
+#[test]
+fn csrs_hpas_quotas_and_storage_kinds() {
+    let csr = json!({"metadata": {"name": "c"}, "spec": {"signerName": "example.com/s", "username": "alice",
+        "expirationSeconds": 3600}, "status": {"conditions": [{"type": "Approved", "status": "True"}],
+        "certificate": "Y2VydA=="}});
+    assert_eq!(
+        cells("certificates.k8s.io", "CertificateSigningRequest", csr)[2..],
+        [
+            json!("example.com/s"),
+            json!("alice"),
+            json!("60m"),
+            json!("Approved,Issued")
+        ]
+    );
+    let hpa = json!({"metadata": {"name": "h"}, "spec": {"scaleTargetRef": {"kind": "Deployment", "name": "web"},
+        "maxReplicas": 5, "metrics": [
+            {"type": "Resource", "resource": {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": 80}}},
+            {"type": "Pods", "pods": {"target": {"averageValue": "1k"}}},
+            {"type": "External", "external": {"target": {"value": "3"}}}]},
+        "status": {"currentReplicas": 2, "currentMetrics": [
+            {"type": "Resource", "resource": {"name": "cpu", "current": {"averageUtilization": 40}}}]}});
+    assert_eq!(
+        cells("autoscaling", "HorizontalPodAutoscaler", hpa)[1..6],
+        [
+            json!("Deployment/web"),
+            json!("cpu: 40%/80%, <unknown>/1k + 1 more..."),
+            json!("<unset>"),
+            json!(5),
+            json!(2)
+        ]
+    );
+    let v1 = json!({"metadata": {"name": "h"}, "spec": {"scaleTargetRef": {"kind": "Deployment", "name": "web"},
+        "minReplicas": 1, "maxReplicas": 3, "targetCPUUtilizationPercentage": 70}});
+    assert_eq!(
+        cells("autoscaling", "HorizontalPodAutoscaler", v1)[2..4],
+        [json!("cpu: <unknown>/70%"), json!("1")]
+    );
+    let quota = json!({"metadata": {"name": "q"}, "status": {
+        "hard": {"pods": "10", "limits.cpu": "2", "requests.memory": "1Gi"},
+        "used": {"pods": "1", "limits.cpu": "500m"}}});
+    assert_eq!(
+        cells("", "ResourceQuota", quota)[1..3],
+        [
+            json!("pods: 1/10, requests.memory: 0/1Gi"),
+            json!("limits.cpu: 500m/2")
+        ]
+    );
+    let driver = json!({"metadata": {"name": "d"}, "spec": {}});
+    assert_eq!(
+        cells("storage.k8s.io", "CSIDriver", driver)[1..7],
+        [
+            json!(true),
+            json!(false),
+            json!(false),
+            json!("<unset>"),
+            json!(false),
+            json!("<none>")
+        ]
+    );
+    let va = for_kind("storage.k8s.io", "VolumeAttachment").unwrap();
+    assert_eq!(
+        (va.columns[1].name, va.columns[1].format),
+        ("Attacher", "name")
+    );
+    let ip = json!({"metadata": {"name": "10.0.0.5"}, "spec": {"parentRef":
+        {"group": "", "resource": "services", "namespace": "default", "name": "web"}}});
+    assert_eq!(
+        cells("networking.k8s.io", "IPAddress", ip)[1],
+        json!("services/default/web")
+    );
 }
