@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Runs the whole test suite on a fresh machine: checks what the suites need (installing
-# Debian's etcd-server when etcd is missing and the Python kubernetes client), then runs formatting and lint checks, unit
-# tests, and the integration suites (real kubectl, kube-rs, recorded kube-apiserver
-# conformance cases) on the embedded store and again with every server on its own etcd.
+# Debian's etcd-server when etcd is missing, and the Python kubernetes client), then runs
+# formatting and lint checks, unit tests, and the integration suites (real kubectl,
+# kube-rs, the Python client, recorded kube-apiserver conformance cases) on the embedded
+# store and again with every server on its own etcd.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
