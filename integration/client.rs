@@ -920,7 +920,7 @@ where
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kube_rs_typed_deployments_pods_and_services_get_kubes_defaults() {
     use k8s_openapi::api::apps::v1::Deployment;
-    use k8s_openapi::api::core::v1::{Pod, Service};
+    use k8s_openapi::api::core::v1::{Pod, Service, ServiceAccount};
     use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
     let server = TestServer::start();
@@ -1081,7 +1081,17 @@ async fn kube_rs_typed_deployments_pods_and_services_get_kubes_defaults() {
         .expect("the apply's entry");
     assert_eq!(entry.operation.as_deref(), Some("Apply"));
 
-    // A Pod: Pending, BestEffort, kube's container defaults.
+    // A Pod: Pending, BestEffort, kube's container defaults. The ServiceAccount
+    // admission plugin needs the namespace's `default` ServiceAccount first.
+    let accounts: Api<ServiceAccount> = Api::namespaced(client.clone(), "default");
+    let account: ServiceAccount =
+        serde_json::from_value(json!({"metadata": {"name": "default"}})).expect("account");
+    within(
+        "create service account",
+        accounts.create(&PostParams::default(), &account),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("creating the default ServiceAccount: {e}"));
     let pod: Pod = serde_json::from_value(json!({
         "metadata": {"name": "p1"},
         "spec": {"containers": [{"name": "c", "image": "busybox"}]}

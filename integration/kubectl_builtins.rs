@@ -35,6 +35,16 @@ fn create(server: &TestServer, path: &str, obj: Value) -> Value {
     resp.json().expect("json")
 }
 
+/// The namespace's `default` ServiceAccount, which the ServiceAccount admission plugin
+/// (on, as in kube-apiserver) needs before pods; nothing else creates it here.
+fn default_service_account(server: &TestServer, namespace: &str) {
+    create(
+        server,
+        &format!("/api/v1/namespaces/{namespace}/serviceaccounts"),
+        json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "default"}}),
+    );
+}
+
 /// GETs a Table.
 fn table(server: &TestServer, path: &str) -> Value {
     let headers = [("Accept".to_string(), TABLE.to_string())];
@@ -166,6 +176,7 @@ fn node(name: &str) -> Value {
 fn tables_of_workloads_show_kubes_columns_and_cells() {
     let server = TestServer::start();
     let ns = "/api/v1/namespaces/default";
+    default_service_account(&server, "default");
     create(&server, &format!("{ns}/pods"), pod("web-1"));
     let t = table(&server, &format!("{ns}/pods"));
     assert_eq!(
@@ -589,6 +600,7 @@ fn cells_of(row: &BTreeMap<String, String>, names: &[&str]) -> Vec<String> {
 #[test]
 fn kubectl_get_wide_prints_kubes_columns() {
     let server = TestServer::start();
+    default_service_account(&server, "default");
     create(&server, "/api/v1/namespaces/default/pods", pod("web-1"));
     create(
         &server,
@@ -1145,6 +1157,7 @@ fn describe_deployment_pod_and_service() {
             "--target-port=8080",
         ],
     );
+    default_service_account(&server, "default");
     create(&server, "/api/v1/namespaces/default/pods", pod("web-1"));
 
     let text = ok(&server, &["describe", "deployment", "web"]);
@@ -1168,17 +1181,29 @@ fn describe_deployment_pod_and_service() {
     assert_has_lines(
         &text,
         &[
-            "Name:         web-1",
-            "Node:         <none>",
-            "Labels:       app=web",
-            "Status:       Pending",
+            "Name:             web-1",
+            "Priority:         0",
+            "Service Account:  default",
+            "Node:             <none>",
+            "Labels:           app=web",
+            "Status:           Pending",
             "  nginx:",
             "    Image:        nginx:1.27",
             "  sidecar:",
             "    Image:        busybox:1.36",
-            "QoS Class:        BestEffort",
-            "Events:           <none>",
+            // The admission plugins' default tolerations (the token volume below).
+            "QoS Class:                   BestEffort",
+            "Tolerations:                 node.kubernetes.io/not-ready:NoExecute op=Exists for 300s",
+            "                             node.kubernetes.io/unreachable:NoExecute op=Exists for 300s",
+            "Events:                      <none>",
         ],
+    );
+    let mount = "      /var/run/secrets/kubernetes.io/serviceaccount from kube-api-access-";
+    assert!(
+        trimmed_lines(&text)
+            .iter()
+            .any(|l| l.starts_with(mount) && l.ends_with(" (ro)")),
+        "no token volume mount in\n{text}"
     );
 
     // describe lists the object's events by `involvedObject.*` field selectors.

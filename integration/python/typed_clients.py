@@ -73,11 +73,16 @@ for event in w.stream(apps.list_namespaced_deployment, NS, resource_version=rv0,
         w.stop()
 assert seen == [("ADDED", 1), ("MODIFIED", 2), ("MODIFIED", 2), ("MODIFIED", 3)], seen
 
+# The ServiceAccount admission plugin (on, as in kube-apiserver) needs the namespace's
+# `default` ServiceAccount; with no controller-manager, nothing else creates it.
+core.create_namespaced_service_account(NS, {
+    "apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "default"}})
 p = core.create_namespaced_pod(NS, {
     "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p1"},
     "spec": {"containers": [{"name": "c", "image": "busybox"}]}})
 assert p.status.phase == "Pending", p.status
 assert p.status.qos_class == "BestEffort", p.status
+assert p.spec.service_account_name == "default", p.spec
 assert p.spec.restart_policy == "Always"
 assert p.spec.dns_policy == "ClusterFirst"
 assert p.spec.containers[0].image_pull_policy == "Always"
