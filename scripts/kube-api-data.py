@@ -10,15 +10,22 @@ From a directory of documents recorded from a real kube-apiserver (README.md the
 - openapi-v3/*.json -> crates/apimachinery/src/openapi_builtin.json: every definition
   of every group-version, merged, in OpenAPI v2's form (`#/definitions/` references, a
   reference with siblings written beside them rather than wrapped in `allOf`),
-  descriptions and `default`s kept.
+  descriptions and `default`s kept;
+- protobuf-fields.json -> crates/apimachinery/data/kube-v1.36/protobuf.json: every
+  message's fields (number, JSON name, type, and from the Go types in a Kubernetes
+  tree, KUBE_TREE (default /tmp/kube), whether a field is a pointer, `omitempty`,
+  `omitzero` or `inline`), and which message each apiVersion/kind is.
 """
+import glob
 import json
 import os
+import re
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SRC = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "..", "shared", "kube-v1.36")
 TEST_GROUP = "load.example.com"
+KUBE_TREE = os.environ.get("KUBE_TREE", "/tmp/kube")
 
 
 def v2_node(node):
@@ -86,4 +93,97 @@ def main():
         f.write("\n")
 
 
+GO_FIELD = re.compile(r'^\s+(?:(\w+)\s+)?([*\[\]\w.]+)\s+`([^`]*)`')
+
+
+def go_struct_fields(tree):
+    """{proto package: {struct: {field number: (json name, flags)}}} from Go sources."""
+    out = {}
+    staging = os.path.join(tree, "staging", "src", "k8s.io")
+    for proto in glob.glob(os.path.join(staging, "**", "generated.proto"), recursive=True):
+        with open(proto) as f:
+            m = re.search(r"^package ([\w.]+);", f.read(), re.M)
+        structs = out.setdefault(m.group(1), {})
+        for go in glob.glob(os.path.join(os.path.dirname(proto), "*.go")):
+            if go.endswith("_test.go") or "generated" in os.path.basename(go):
+                continue
+            current = None
+            with open(go) as f:
+                for line in f:
+                    start = re.match(r"^type (\w+) struct \{", line)
+                    if start:
+                        current = structs.setdefault(start.group(1), {})
+                        continue
+                    if line.startswith("}"):
+                        current = None
+                        continue
+                    field = GO_FIELD.match(line) if current is not None else None
+                    if not field:
+                        continue
+                    gotype, tag = field.group(2), field.group(3)
+                    pb = re.search(r'protobuf:"\w+,(\d+),', tag)
+                    js = re.search(r'json:"([^"]*)"', tag)
+                    if not pb or not js:
+                        continue
+                    parts = js.group(1).split(",")
+                    flags = ""
+                    if gotype.startswith("*"):
+                        flags += "p"
+                    if "omitempty" in parts[1:]:
+                        flags += "o"
+                    if "omitzero" in parts[1:]:
+                        flags += "z"
+                    if "inline" in parts[1:]:
+                        flags += "i"
+                    current[int(pb.group(1))] = (parts[0], flags)
+    return out
+
+
+def protobuf_table():
+    with open(os.path.join(SRC, "protobuf-fields.json")) as f:
+        messages = json.load(f)
+    go = go_struct_fields(KUBE_TREE)
+
+    def resolve(package, ty):
+        if ty.startswith("."):
+            return ty[1:]
+        if ty in ("string", "bytes", "bool", "int32", "int64", "double", "float"):
+            return ty
+        return package + "." + ty
+
+    table = {}
+    for name, fields in sorted(messages.items()):
+        package, short = name.rsplit(".", 1)
+        struct = go.get(package, {}).get(short, {})
+        rows = []
+        for fd in sorted(fields, key=lambda x: x["number"]):
+            json_name, flags = struct.get(fd["number"], (fd["name"], "o"))
+            ty = fd["type"]
+            if ty.startswith("map<"):
+                key, value = ty[4:-1].split(",", 1)
+                ty = "map:" + resolve(package, value)
+            else:
+                ty = resolve(package, ty)
+            if fd["label"] == "repeated":
+                flags += "r"
+            rows.append([fd["number"], json_name or fd["name"], ty, flags])
+        table[name] = rows
+    kinds = {}
+    for path in sorted(glob.glob(os.path.join(SRC, "openapi-v3", "*.json"))):
+        with open(path) as f:
+            schemas = json.load(f)["components"]["schemas"]
+        for key, schema in schemas.items():
+            message = "k8s.io." + key[len("io.k8s."):].replace("-", "_")
+            if message not in table:
+                continue
+            for gvk in schema.get(GVK, []):
+                api_version = (gvk["group"] + "/" if gvk["group"] else "") + gvk["version"]
+                kinds[api_version + "/" + gvk["kind"]] = message
+    out = os.path.join(ROOT, "crates", "apimachinery", "data", "kube-v1.36", "protobuf.json")
+    with open(out, "w") as f:
+        json.dump({"kinds": kinds, "messages": table}, f, separators=(",", ":"), sort_keys=True)
+        f.write("\n")
+
+
 main()
+protobuf_table()

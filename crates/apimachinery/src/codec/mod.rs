@@ -18,6 +18,7 @@ mod continue_token;
 mod errors;
 mod json;
 mod manifests;
+pub mod protobuf;
 mod yaml;
 
 pub use continue_token::{
