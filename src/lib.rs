@@ -15,7 +15,6 @@ pub mod handlers;
 pub mod harness;
 pub mod http;
 pub mod metrics;
-pub mod protobuf;
 pub mod registry;
 pub mod rest;
 pub mod server;

@@ -26,7 +26,7 @@ pub fn delete_options(req: &ApiRequest) -> Result<DeleteOptions, Status> {
     } else if crate::http::negotiate::body_type(req.header("content-type"))
         == crate::http::negotiate::BodyType::Protobuf
     {
-        crate::protobuf::decode(&req.body).map_err(Status::from)?
+        crate::codec::protobuf::decode(&req.body).map_err(Status::from)?
     } else {
         crate::codec::decode_body(
             &req.body,

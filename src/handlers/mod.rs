@@ -253,15 +253,13 @@ pub fn decode_object(
     let ct = req.header("content-type");
     match body_type(ct) {
         BodyType::Json | BodyType::Yaml => {}
-        // Typed clients (kubectl create namespace) send built-in kinds as protobuf.
-        BodyType::Protobuf if kind.strategy().allow_unconditional_update() => {
-            return crate::protobuf::decode(&req.body).map_err(|e| {
-                Status::bad_request(codec::unrecognized_object_message(
-                    &kind.descriptor().kind,
-                    &codec::DecodeError::Json(e.to_string()),
-                    &req.body,
-                ))
-            });
+        // Typed clients (kubectl, client-go) send built-in kinds as protobuf; custom
+        // resources get kube's 400 (their negotiation accepts it, their decoding not).
+        BodyType::Protobuf => {
+            let d = kind.descriptor();
+            let target = (d.api_version(), d.kind.as_str());
+            return codec::protobuf::decode_body(&req.body, (&target.0, target.1), !is_builtin(kind))
+                .map_err(Status::bad_request);
         }
         _ => {
             return Err(Status::unsupported_media_type("the body of the request was in an unknown format - accepted media types include: application/json, application/yaml, application/vnd.kubernetes.protobuf".to_string()))

@@ -224,7 +224,7 @@ pub async fn list(
         }
     };
     let output = match req.output {
-        Output::Yaml => Output::Yaml,
+        o @ (Output::Yaml | Output::Protobuf(_)) => o,
         _ => Output::Json,
     };
     Ok(response::reply(Reply::ok(body), output))

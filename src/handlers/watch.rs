@@ -1,8 +1,10 @@
 //! `?watch=true`: a stream of `ADDED`/`MODIFIED`/`DELETED`/`BOOKMARK`/`ERROR` events,
-//! one JSON object per line, as kube sends them.
+//! one JSON object per line, or (built-in kinds, protobuf asked for) length-prefixed
+//! protobuf `WatchEvent` frames, as kube sends them.
 
 use super::read::{list_options, partial_metadata};
 use crate::apiserver::ApiServer;
+use crate::codec::protobuf;
 use crate::http::negotiate::Output;
 use crate::http::response::Body;
 use crate::http::ApiRequest;
@@ -34,6 +36,8 @@ struct Watcher {
     output: Output,
     sent_headers: bool,
     include_object: Option<String>,
+    /// Frames are protobuf `WatchEvent`s.
+    protobuf: bool,
 }
 
 impl Watcher {
@@ -71,6 +75,9 @@ impl Watcher {
             Output::PartialMetadata(v, _) => partial_metadata(obj, v),
             _ => obj.clone(),
         };
+        if self.protobuf {
+            return protobuf_frame(ty, &object);
+        }
         line(&json!({"type": ty, "object": object}))
     }
 
@@ -98,7 +105,15 @@ fn line(v: &Value) -> Bytes {
     Bytes::from(b)
 }
 
-fn error_event(s: &Status) -> Bytes {
+fn protobuf_frame(ty: &str, object: &Value) -> Bytes {
+    let object = protobuf::encode(object).unwrap_or_default();
+    Bytes::from(protobuf::watch_frame(ty, &object))
+}
+
+fn error_event(s: &Status, protobuf: bool) -> Bytes {
+    if protobuf {
+        return protobuf_frame("ERROR", &s.to_json());
+    }
     // `type` first and the Status in kube's field order, as kube writes the event.
     #[derive(serde::Serialize)]
     struct ErrorEvent<'a> {
@@ -122,6 +137,14 @@ pub async fn watch(
 ) -> Result<Response<Body>, Status> {
     if let Output::PartialMetadata(_, true) = req.output {
         return Err(super::partial_metadata_form_mismatch(kind, true));
+    }
+    let d = kind.descriptor();
+    let protobuf = matches!(req.output, Output::Protobuf(_))
+        && protobuf::is_registered(&d.api_version(), &d.kind);
+    if req.output == Output::Protobuf(false) && !protobuf {
+        return Err(Status::not_acceptable(
+            crate::http::negotiate::NOT_ACCEPTABLE,
+        ));
     }
     let mut opts = list_options(req)?;
     if !req.info.name.is_empty() {
@@ -170,6 +193,7 @@ pub async fn watch(
         output: req.output,
         sent_headers: false,
         include_object: req.param("includeObject").map(String::from),
+        protobuf,
     };
     tokio::spawn(async move {
         let deadline = tokio::time::Instant::now() + timeout;
@@ -207,7 +231,7 @@ pub async fn watch(
                     watcher.bookmark(last_rv, false)
                 }
                 WatchEvent::Error(s) => {
-                    let _ = tx.send(error_event(s)).await;
+                    let _ = tx.send(error_event(s, protobuf)).await;
                     return;
                 }
             };
@@ -222,7 +246,14 @@ pub async fn watch(
     ));
     Response::builder()
         .status(StatusCode::OK)
-        .header(header::CONTENT_TYPE, "application/json")
+        .header(
+            header::CONTENT_TYPE,
+            if protobuf {
+                protobuf::WATCH_MEDIA_TYPE
+            } else {
+                "application/json"
+            },
+        )
         .header("Cache-Control", "no-cache, private")
         .body(body)
         .map_err(|e| Status::internal(e.to_string()))

@@ -14,6 +14,9 @@ pub enum Output {
     PartialMetadata(MetaVersion, bool),
     /// Aggregated discovery `APIGroupDiscoveryList` (`v2` or `v2beta1`).
     AggregatedDiscovery(DiscoveryVersion),
+    /// `application/vnd.kubernetes.protobuf` for kinds that have a protobuf message;
+    /// `true`: JSON was acceptable too (custom resources fall back to it, as kube).
+    Protobuf(bool),
 }
 
 /// `meta.k8s.io` version of a Table / PartialObjectMetadata.
@@ -88,13 +91,22 @@ pub fn choose_output(accept: Option<&str>, aggregated_ok: bool, table_ok: bool) 
         Some(a) if a.trim().is_empty() => return Some(Output::Json),
         Some(a) => a,
     };
+    let mut protobuf = false;
     for part in accept.split(',') {
         let mt = MediaType::parse(part);
         let as_ = mt.param("as");
+        let json_alternative = |o: Output| {
+            if protobuf && o == Output::Json {
+                Output::Protobuf(true)
+            } else {
+                o
+            }
+        };
         match mt.essence.as_str() {
+            crate::codec::protobuf::MEDIA_TYPE if as_.is_none() => protobuf = true,
             "application/json" | "application/*" | "*/*" | "application/json;stream=watch" => {
                 match as_ {
-                    None => return Some(Output::Json),
+                    None => return Some(json_alternative(Output::Json)),
                     Some("Table") if table_ok && mt.param("g") == Some("meta.k8s.io") => {
                         match mt.param("v") {
                             Some("v1") => return Some(Output::Table(MetaVersion::V1)),
@@ -136,7 +148,7 @@ pub fn choose_output(accept: Option<&str>, aggregated_ok: bool, table_ok: bool) 
             _ => {}
         }
     }
-    None
+    protobuf.then_some(Output::Protobuf(false))
 }
 
 /// The kube message for a 406.
@@ -158,7 +170,7 @@ pub enum BodyType {
     StrategicMergePatch,
     /// `application/apply-patch+yaml` (server-side apply; JSON is valid YAML).
     ApplyPatch,
-    /// `application/vnd.kubernetes.protobuf` (not served).
+    /// `application/vnd.kubernetes.protobuf` (built-in kinds only).
     Protobuf,
     /// Anything else.
     Other,
@@ -207,14 +219,22 @@ mod tests {
     }
 
     #[test]
-    fn protobuf_only_is_not_acceptable_but_falls_back() {
+    fn protobuf_first_with_a_json_fallback() {
         assert_eq!(
             choose_output(Some("application/vnd.kubernetes.protobuf"), false, true),
-            None
+            Some(Output::Protobuf(false))
         );
         assert_eq!(
             choose_output(
-                Some("application/vnd.kubernetes.protobuf, */*"),
+                Some("application/vnd.kubernetes.protobuf, application/json"),
+                false,
+                true
+            ),
+            Some(Output::Protobuf(true))
+        );
+        assert_eq!(
+            choose_output(
+                Some("application/json, application/vnd.kubernetes.protobuf"),
                 false,
                 true
             ),

@@ -1,6 +1,7 @@
 //! Encoding replies: JSON or YAML bodies, `Status` errors, `Warning` headers.
 
-use super::negotiate::Output;
+use super::negotiate::{Output, NOT_ACCEPTABLE};
+use crate::codec::protobuf;
 use crate::status::Status;
 use bytes::Bytes;
 use http::{header, HeaderValue, Response, StatusCode};
@@ -51,9 +52,13 @@ impl Reply {
     }
 }
 
-/// Encode a value as JSON or YAML.
+/// Encode a value as JSON, YAML or (kinds that have a message) protobuf.
 pub fn encode_value(value: &Value, output: Output) -> (Vec<u8>, &'static str) {
     match output {
+        Output::Protobuf(_) if protobuf_kind(value) => (
+            protobuf::encode(value).unwrap_or_default(),
+            protobuf::MEDIA_TYPE,
+        ),
         Output::Yaml => (
             serde_norway::to_string(value)
                 .unwrap_or_default()
@@ -87,8 +92,18 @@ pub fn warning_header(text: &str) -> String {
     format!("299 - {quoted}")
 }
 
+/// Whether `value`'s `apiVersion`/`kind` has a protobuf form.
+pub fn protobuf_kind(value: &Value) -> bool {
+    let field = |k| value.get(k).and_then(Value::as_str).unwrap_or("");
+    protobuf::is_registered(field("apiVersion"), field("kind"))
+}
+
 /// Build the HTTP response for a reply.
 pub fn reply(r: Reply, output: Output) -> Response<Body> {
+    if output == Output::Protobuf(false) && !protobuf_kind(&r.body) {
+        // Only protobuf accepted, for a kind without it (a custom resource).
+        return status(&Status::not_acceptable(NOT_ACCEPTABLE), Output::Json);
+    }
     let (bytes, content_type) = encode_value(&r.body, output);
     let mut resp = Response::builder()
         .status(r.code)
@@ -126,10 +141,10 @@ pub fn status(s: &Status, output: Output) -> Response<Body> {
         );
         return r;
     }
-    let output = if output == Output::Yaml {
-        Output::Yaml
-    } else {
-        Output::Json
+    let output = match output {
+        Output::Yaml => Output::Yaml,
+        Output::Protobuf(_) => Output::Protobuf(true),
+        _ => Output::Json,
     };
     let code = StatusCode::from_u16(s.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     let mut r = if output == Output::Json {

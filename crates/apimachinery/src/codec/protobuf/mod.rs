@@ -74,6 +74,13 @@ pub enum ProtobufError {
     UnregisteredKind(String),
 }
 
+impl From<ProtobufError> for crate::status::Status {
+    /// kube's 400 for a body that does not decode.
+    fn from(e: ProtobufError) -> Self {
+        crate::status::Status::bad_request(e.to_string())
+    }
+}
+
 /// Whether `apiVersion`/`kind` has a protobuf message (every built-in kind does;
 /// custom resources do not).
 pub fn is_registered(api_version: &str, kind: &str) -> bool {
@@ -98,6 +105,53 @@ pub fn decode(body: &[u8]) -> Result<Value, ProtobufError> {
         if !api_version.is_empty() {
             m.insert("apiVersion".into(), Value::String(api_version));
         }
+    }
+    Ok(obj)
+}
+
+/// Decode a create/update body for an object of `target` (`apiVersion`, `kind`), with
+/// kube's 400 texts; `custom`: a custom resource, which has no protobuf form.
+pub fn decode_body(body: &[u8], target: (&str, &str), custom: bool) -> Result<Value, String> {
+    let envelope = if body.is_empty() {
+        Err(ProtobufError::Empty)
+    } else {
+        body.strip_prefix(MAGIC)
+            .ok_or(ProtobufError::NotProtobuf)
+            .and_then(unknown)
+    };
+    let (mut api_version, mut kind, raw) = envelope.map_err(|e| {
+        format!(
+            "the object provided is unrecognized (must be of type {}): {e} ({})",
+            target.1,
+            super::summarize_body(body)
+        )
+    })?;
+    // Missing parts of the type come from the endpoint, as kube's decoder defaults them.
+    if api_version.is_empty() {
+        api_version = target.0.to_string();
+    }
+    if kind.is_empty() {
+        kind = target.1.to_string();
+    }
+    let version = api_version.rsplit('/').next().unwrap_or("");
+    let cannot = |reason: String| {
+        format!(
+            "{kind} in version {version:?} cannot be handled as a {}: {reason}",
+            target.1
+        )
+    };
+    if custom {
+        return Err(cannot("object *unstructured.Unstructured does not implement the protobuf marshalling interface and cannot be encoded to a protobuf message".into()));
+    }
+    let msg = TABLE.kind(&api_version, &kind).ok_or_else(|| {
+        cannot(format!(
+            "no kind {kind:?} is registered for version {api_version:?} in scheme \"pkg/runtime/scheme.go:110\""
+        ))
+    })?;
+    let mut obj = decode::message(msg, raw, 0).map_err(|e| cannot(e.to_string()))?;
+    if let Value::Object(m) = &mut obj {
+        m.insert("kind".into(), Value::String(kind.clone()));
+        m.insert("apiVersion".into(), Value::String(api_version.clone()));
     }
     Ok(obj)
 }
