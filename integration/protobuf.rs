@@ -562,7 +562,11 @@ fn kubectl_creates_built_ins_in_protobuf_as_json_would_store_them() {
         ),
     ];
     for (resource, args) in cases {
-        let name = args[if matches!(*resource, "service" | "secret") { 3 } else { 2 }];
+        let name = args[if matches!(*resource, "service" | "secret") {
+            3
+        } else {
+            2
+        }];
         // kubectl's typed client sends protobuf; `create -f` sends the same object as JSON.
         ok(args);
         let mut dry = args.to_vec();
