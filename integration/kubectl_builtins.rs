@@ -770,9 +770,6 @@ fn kubectl_get_wide_prints_kubes_columns() {
 // ---------------------------------------------------------------------------
 // kubectl flows on built-ins (issue 16).
 
-/// Reason of the flows kubectl sends as protobuf (its typed clients of built-ins).
-const NEEDS_PROTOBUF: &str = "needs protobuf for built-ins (branch pb)";
-
 const WEB_DEPLOYMENT: &str = "\
 apiVersion: apps/v1
 kind: Deployment
@@ -852,9 +849,7 @@ fn in_service_range(ip: &str) -> bool {
 }
 
 #[test]
-#[ignore = "needs protobuf for built-ins (branch pb)"]
 fn create_generators_of_built_ins() {
-    let _ = NEEDS_PROTOBUF;
     let server = TestServer::start();
     assert_eq!(
         ok(

@@ -21,7 +21,7 @@ use std::sync::Arc;
 fn body(req: &ApiRequest, kind: &str) -> Result<Value, Status> {
     let ct = req.header("content-type");
     let v = if crate::http::negotiate::body_type(ct) == crate::http::negotiate::BodyType::Protobuf {
-        crate::protobuf::decode(&req.body).map_err(Status::from)?
+        crate::codec::protobuf::decode(&req.body).map_err(Status::from)?
     } else {
         crate::codec::decode_body(&req.body, ct.unwrap_or("application/json")).map_err(|e| {
             Status::bad_request(crate::codec::unrecognized_object_message(
