@@ -425,3 +425,131 @@ fn deletes_add_the_garbage_collectors_finalizers() {
         json!(["orphan"])
     );
 }
+
+#[test]
+fn limit_ranges_default_and_bound_resources() {
+    let server = TestServer::start_with(&["--disable-admission-plugins=ServiceAccount"]);
+    let http = server.http();
+    let r = http.send_json(
+        "POST",
+        "/api/v1/namespaces/default/limitranges",
+        &json!({"apiVersion": "v1", "kind": "LimitRange", "metadata": {"name": "limits"},
+                "spec": {"limits": [
+                    {"type": "Container", "default": {"cpu": "500m", "memory": "256Mi"},
+                     "defaultRequest": {"cpu": "250m", "memory": "128Mi"}, "max": {"cpu": "1"}},
+                    {"type": "PersistentVolumeClaim", "max": {"storage": "2Gi"}}]}}),
+    );
+    assert_eq!(r.status, 201, "{}", r.text());
+    let pods = "/api/v1/namespaces/default/pods";
+    let r = http.send_json("POST", pods, &pod("defaulted"));
+    assert_eq!(r.status, 201, "{}", r.text());
+    let p = r.json().unwrap();
+    assert_eq!(
+        p["spec"]["containers"][0]["resources"],
+        json!({"limits": {"cpu": "500m", "memory": "256Mi"}, "requests": {"cpu": "250m", "memory": "128Mi"}})
+    );
+    assert_eq!(
+        p["metadata"]["annotations"]["kubernetes.io/limit-ranger"],
+        "LimitRanger plugin set: cpu, memory request for container app; cpu, memory limit for container app"
+    );
+    assert_eq!(p["status"]["qosClass"], "Burstable");
+
+    let mut big = pod("big");
+    big["spec"]["containers"][0]["resources"] = json!({"limits": {"cpu": "2"}});
+    let r = http.send_json("POST", pods, &big);
+    assert_eq!(r.status, 403, "{}", r.text());
+    assert_eq!(
+        r.json().unwrap()["message"],
+        "pods \"big\" is forbidden: maximum cpu usage per Container is 1, but limit is 2"
+    );
+    let r = http.send_json(
+        "POST",
+        "/api/v1/namespaces/default/persistentvolumeclaims",
+        &json!({"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "huge"},
+                "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "5Gi"}}}}),
+    );
+    assert_eq!(r.status, 403, "{}", r.text());
+    assert_eq!(
+        r.json().unwrap()["message"],
+        "persistentvolumeclaims \"huge\" is forbidden: maximum storage usage per PersistentVolumeClaim is 2Gi, but request is 5Gi"
+    );
+}
+
+#[test]
+fn resource_quotas_count_once_their_status_is_known() {
+    let server = TestServer::start_with(&["--disable-admission-plugins=ServiceAccount"]);
+    let http = server.http();
+    namespace(&http, "quota");
+    let quotas = "/api/v1/namespaces/quota/resourcequotas";
+    let pods = "/api/v1/namespaces/quota/pods";
+    let r = http.send_json(
+        "POST",
+        quotas,
+        &json!({"apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": "q"},
+                "spec": {"hard": {"pods": "2", "requests.cpu": "1"}}}),
+    );
+    assert_eq!(r.status, 201, "{}", r.text());
+    // No quota controller has given it a status: it constrains nothing, as on kube.
+    let r = http.send_json("POST", pods, &pod("free"));
+    assert_eq!(r.status, 201, "{}", r.text());
+
+    // With a status (here set by the test, as a quota controller would), it counts.
+    let r = http.merge_patch(
+        &format!("{quotas}/q/status"),
+        &json!({"status": {"hard": {"pods": "2", "requests.cpu": "1"}, "used": {"pods": "0", "requests.cpu": "0"}}}),
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    let r = http.send_json("POST", pods, &pod("bare"));
+    assert_eq!(r.status, 403, "{}", r.text());
+    assert_eq!(
+        r.json().unwrap()["message"],
+        "pods \"bare\" is forbidden: failed quota: q: must specify requests.cpu for: app"
+    );
+    let sized = |name: &str, cpu: &str| {
+        let mut p = pod(name);
+        p["spec"]["containers"][0]["resources"] = json!({"requests": {"cpu": cpu}});
+        p
+    };
+    let r = http.send_json("POST", pods, &sized("a", "600m"));
+    assert_eq!(r.status, 201, "{}", r.text());
+    let q = http.get(&format!("{quotas}/q")).json().unwrap();
+    assert_eq!(
+        q["status"]["used"],
+        json!({"pods": "1", "requests.cpu": "600m"})
+    );
+    let r = http.send_json("POST", pods, &sized("b", "500m"));
+    assert_eq!(r.status, 403, "{}", r.text());
+    assert_eq!(
+        r.json().unwrap()["message"],
+        "pods \"b\" is forbidden: exceeded quota: q, requested: requests.cpu=500m, used: requests.cpu=600m, limited: requests.cpu=1"
+    );
+    // A dry run is checked but not counted.
+    let r = http.request(
+        "POST",
+        pods,
+        &[("dryRun".into(), "All".into())],
+        &[("Content-Type".into(), "application/json".into())],
+        Some(serde_json::to_vec(&sized("c", "400m")).unwrap()),
+    );
+    let r = r.unwrap();
+    assert_eq!(r.status, 201, "{}", r.text());
+    let q = http.get(&format!("{quotas}/q")).json().unwrap();
+    assert_eq!(q["status"]["used"]["requests.cpu"], "600m");
+
+    // Hard limits whose usage is unknown refuse what they cover.
+    let r = http.merge_patch(
+        &format!("{quotas}/q/status"),
+        &json!({"status": {"hard": {"configmaps": "5"}, "used": {"configmaps": null}}}),
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    let r = http.send_json(
+        "POST",
+        "/api/v1/namespaces/quota/configmaps",
+        &json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cm"}}),
+    );
+    assert_eq!(r.status, 403, "{}", r.text());
+    assert_eq!(
+        r.json().unwrap()["message"],
+        "configmaps \"cm\" is forbidden: status unknown for quota: q, resources: configmaps"
+    );
+}

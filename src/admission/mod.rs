@@ -19,6 +19,7 @@
 
 pub mod equivalent;
 mod error;
+pub mod followed;
 pub mod match_conditions;
 pub mod plugins;
 pub mod policy;
@@ -563,6 +564,17 @@ impl Admission {
         }
     }
 
+    /// An object was written through this server: kube's plugins read it at once.
+    pub fn builtin_written(&self, key: &str, obj: &Value, deleted: bool) {
+        if let Some(b) = self.builtin_plugins() {
+            let revision = crate::object::resource_version(obj)
+                .ok()
+                .flatten()
+                .unwrap_or(0);
+            b.written(key, revision, (!deleted).then_some(obj));
+        }
+    }
+
     fn builtin_plugins(&self) -> Option<Arc<plugins::Builtin>> {
         self.builtin.read().ok().and_then(|b| b.clone())
     }
@@ -706,9 +718,26 @@ impl Admission {
         old: Option<&Value>,
         warnings: &mut Vec<String>,
     ) -> Result<(), Status> {
-        if let Some(builtin) = self.builtin_plugins() {
-            builtin.validate(attrs, obj).await?;
+        let builtin = self.builtin_plugins();
+        if let Some(b) = &builtin {
+            b.validate(attrs, obj, old).await?;
         }
+        self.validate_hooks(attrs, obj, old, warnings).await?;
+        // ResourceQuota comes last, as in kube's plugin order.
+        if let Some(b) = &builtin {
+            b.quota(attrs, obj, old).await?;
+        }
+        Ok(())
+    }
+
+    /// The validating webhooks, in-process hooks and policies.
+    async fn validate_hooks(
+        &self,
+        attrs: &Attributes<'_>,
+        obj: &Value,
+        old: Option<&Value>,
+        warnings: &mut Vec<String>,
+    ) -> Result<(), Status> {
         let hooks = self.matching(false, attrs);
         let authz = self.authz_context(attrs, obj, old);
         let source = self

@@ -244,11 +244,11 @@ impl ApiServer {
             }
         }
         api.admission
-            .serve_builtin_plugins(crate::admission::plugins::Builtin {
-                enabled: api.options.admission_plugins.clone(),
-                storage: api.store.storage.clone(),
-                keys: api.plugin_keys(),
-            });
+            .serve_builtin_plugins(crate::admission::plugins::Builtin::new(
+                api.options.admission_plugins.clone(),
+                api.store.storage.clone(),
+                &api.plugin_keys(),
+            ));
         api.admission
             .serve_webhooks(crate::admission::webhook::WebhookSource::new(
                 api.store.storage.clone(),
@@ -569,6 +569,8 @@ impl ApiServer {
             priority_classes: root("scheduling.k8s.io", "priorityclasses"),
             storage_classes: root("storage.k8s.io", "storageclasses"),
             ingress_classes: root("networking.k8s.io", "ingressclasses"),
+            limit_ranges: root("", "limitranges"),
+            resource_quotas: root("", "resourcequotas"),
         }
     }
 
@@ -617,6 +619,11 @@ impl ApiServer {
 
     /// Hooks after a successful write through this server (CRDs update the catalog).
     pub fn after_write(self: &Arc<Self>, d: &crate::rest::Descriptor, obj: &Value, deleted: bool) {
+        self.admission.builtin_written(
+            &d.key(object::namespace(obj), object::name(obj)),
+            obj,
+            deleted,
+        );
         if d.gr == self.crds.descriptor().gr {
             self.crd_written(obj, deleted);
         }

@@ -517,6 +517,17 @@ fn percent_decode(s: &str) -> String {
 // ---------------------------------------------------------------------------------------
 // Quantities (`resource.Quantity`)
 
+/// How a quantity is written (kube's `resource.Format`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum QuantityFormat {
+    /// `1k`, `500m`.
+    DecimalSI,
+    /// `1Ki`, `1Gi`.
+    BinarySI,
+    /// `1e3`.
+    DecimalExponent,
+}
+
 /// A quantity as an exact decimal: `mantissa * 10^exp`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Quantity {
@@ -611,7 +622,8 @@ impl Quantity {
         Some((a, b, e))
     }
 
-    fn approx(&self) -> f64 {
+    /// The value as a float (approximate).
+    pub fn approx(&self) -> f64 {
         self.mantissa as f64 * 10f64.powi(self.exp)
     }
 
@@ -638,6 +650,88 @@ impl Quantity {
             return None;
         }
         i64::try_from(self.mantissa / d).ok()
+    }
+
+    /// Zero.
+    pub fn zero() -> Quantity {
+        Quantity {
+            mantissa: 0,
+            exp: 0,
+        }
+    }
+
+    /// Whether the quantity is zero.
+    pub fn is_zero(&self) -> bool {
+        self.mantissa == 0
+    }
+
+    /// The format a quantity written as `s` keeps (kube's `Quantity.Format`): binary
+    /// for `Ki`..`Ei` suffixes, exponent for `e`/`E`, else decimal SI.
+    pub fn format_of(s: &str) -> QuantityFormat {
+        let suffix =
+            s.trim_start_matches(|c: char| c.is_ascii_digit() || c == '.' || c == '+' || c == '-');
+        if suffix.ends_with('i') {
+            QuantityFormat::BinarySI
+        } else if suffix.starts_with(['e', 'E']) {
+            QuantityFormat::DecimalExponent
+        } else {
+            QuantityFormat::DecimalSI
+        }
+    }
+
+    /// kube's canonical text of the quantity in `format` (`Quantity.String()`):
+    /// `1Gi`, `500m`, `1k`, `2e3`; binary only for whole multiples of 1024.
+    pub fn canonical(&self, format: QuantityFormat) -> String {
+        if self.mantissa == 0 {
+            return "0".into();
+        }
+        if format == QuantityFormat::BinarySI && self.mantissa.abs() >= 1024 {
+            if let Some(mut whole) = self.as_int128() {
+                let mut power = 0;
+                while whole % 1024 == 0 && power < 6 {
+                    whole /= 1024;
+                    power += 1;
+                }
+                let suffix = ["", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei"][power];
+                return format!("{whole}{suffix}");
+            }
+        }
+        // Decimal: strip factors of ten, then bring the exponent to a multiple of 3.
+        let (mut m, mut e) = (self.mantissa, self.exp);
+        while m % 10 == 0 {
+            m /= 10;
+            e += 1;
+        }
+        while e.rem_euclid(3) != 0 {
+            m *= 10;
+            e -= 1;
+        }
+        let suffix = match (format, e) {
+            (QuantityFormat::DecimalExponent, 0) => String::new(),
+            (QuantityFormat::DecimalExponent, e) => format!("e{e}"),
+            (_, -9) => "n".into(),
+            (_, -6) => "u".into(),
+            (_, -3) => "m".into(),
+            (_, 0) => String::new(),
+            (_, 3) => "k".into(),
+            (_, 6) => "M".into(),
+            (_, 9) => "G".into(),
+            (_, 12) => "T".into(),
+            (_, 15) => "P".into(),
+            (_, 18) => "E".into(),
+            (_, e) => format!("e{e}"),
+        };
+        format!("{m}{suffix}")
+    }
+
+    fn as_int128(&self) -> Option<i128> {
+        if self.exp >= 0 {
+            return self
+                .mantissa
+                .checked_mul(10i128.checked_pow(self.exp as u32)?);
+        }
+        let d = 10i128.checked_pow((-self.exp) as u32)?;
+        (self.mantissa % d == 0).then(|| self.mantissa / d)
     }
 
     /// The sum (or, with `negate`, the difference) of two quantities.
@@ -1069,6 +1163,34 @@ fn validate_format(f: &str, s: &str) -> Vec<String> {
                 vec!["invalid datetime".into()]
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod quantity_text_tests {
+    use super::*;
+
+    #[test]
+    fn quantities_print_as_kube_prints_them() {
+        let c = |s: &str| {
+            Quantity::parse(s)
+                .unwrap()
+                .canonical(Quantity::format_of(s))
+        };
+        assert_eq!(c("0.1"), "100m");
+        assert_eq!(c("1024Mi"), "1Gi");
+        assert_eq!(c("1500"), "1500");
+        assert_eq!(c("1000"), "1k");
+        assert_eq!(c("512Ki"), "512Ki");
+        assert_eq!(c("1.5Gi"), "1536Mi");
+        assert_eq!(c("100Ki"), "100Ki");
+        assert_eq!(c("1e3"), "1e3");
+        assert_eq!(c("0"), "0");
+        let sum = Quantity::parse("250m")
+            .unwrap()
+            .add(&Quantity::parse("1").unwrap(), false)
+            .unwrap();
+        assert_eq!(sum.canonical(QuantityFormat::DecimalSI), "1250m");
     }
 }
 

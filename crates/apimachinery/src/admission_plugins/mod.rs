@@ -5,11 +5,15 @@
 //! `admission::plugins` in the server reads the store and calls these.
 //!
 //! Every plugin name kube v1.36 registers is accepted; those this server does not
-//! model (`PodSecurity`, `NodeRestriction`, `LimitRanger`, `ResourceQuota`, ...) are
-//! switched on and off without effect.
+//! model (`PodSecurity`, `NodeRestriction`, ...) are switched on and off without
+//! effect. LimitRanger is in `limits`, ResourceQuota in `quota`.
 
 use serde_json::{json, Value};
 use std::collections::BTreeSet;
+
+pub mod limits;
+pub mod quota;
+pub mod resources;
 
 /// Every plugin kube-apiserver v1.36 registers, in the order kube runs them.
 pub const ALL_ORDERED: &[&str] = &[

@@ -1,0 +1,229 @@
+//! A collection admission reads on every write, kept in memory and followed through
+//! a storage watch (kube's plugins read informer caches the same way): the objects
+//! under one key root, with the revision each was written at. Until the first list
+//! has loaded, reads go to storage.
+
+use crate::status::Status;
+use crate::storage::{EventKind, ListOptions, Storage, StorageError, WatchItem};
+use futures::StreamExt;
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::sync::{Arc, RwLock, Weak};
+use std::time::Duration;
+
+/// One stored object: its key, revision and content.
+#[derive(Clone, Debug)]
+pub struct Entry {
+    /// Storage key.
+    pub key: String,
+    /// The revision it was last written at.
+    pub revision: i64,
+    /// The object.
+    pub object: Arc<Value>,
+}
+
+/// The objects under a key root.
+pub struct Followed {
+    storage: Arc<dyn Storage>,
+    root: String,
+    cache: RwLock<Option<BTreeMap<String, Entry>>>,
+}
+
+impl Followed {
+    /// Follow `root` (`""`: nothing is followed and reads find nothing).
+    pub fn start(storage: Arc<dyn Storage>, root: &str) -> Arc<Followed> {
+        let f = Arc::new(Followed {
+            storage,
+            root: root.to_string(),
+            cache: RwLock::new(None),
+        });
+        if !root.is_empty() && tokio::runtime::Handle::try_current().is_ok() {
+            tokio::spawn(follow(Arc::downgrade(&f)));
+        }
+        f
+    }
+
+    /// The objects whose key starts with `root/` + `sub` (`sub`: a namespace and `/`,
+    /// or empty for all), in key order. `fresh`: read storage, not the cache.
+    pub async fn under(&self, sub: &str, fresh: bool) -> Result<Vec<Entry>, Status> {
+        if self.root.is_empty() {
+            return Ok(Vec::new());
+        }
+        let prefix = format!("{}/{sub}", self.root);
+        if !fresh {
+            if let Ok(cache) = self.cache.read() {
+                if let Some(entries) = cache.as_ref() {
+                    return Ok(entries
+                        .range(prefix.clone()..)
+                        .take_while(|(k, _)| k.starts_with(&prefix))
+                        .map(|(_, e)| e.clone())
+                        .collect());
+                }
+            }
+        }
+        let res = self
+            .storage
+            .list(&prefix, &ListOptions::default())
+            .await
+            .map_err(|e| Status::internal(e.to_string()))?;
+        Ok(res
+            .items
+            .iter()
+            .filter_map(|kv| {
+                Some(Entry {
+                    key: kv.key.clone(),
+                    revision: kv.mod_revision,
+                    object: Arc::new(crate::codec::decode_stored_json::<Value>(&kv.value).ok()?),
+                })
+            })
+            .collect())
+    }
+
+    /// An object under the root was written through this server: reads see it at
+    /// once (the watch would bring it a moment later). `None`: it was deleted.
+    pub fn written(&self, key: &str, revision: i64, object: Option<&Value>) {
+        if self.root.is_empty()
+            || !key
+                .strip_prefix(self.root.as_str())
+                .is_some_and(|k| k.starts_with('/'))
+        {
+            return;
+        }
+        let Ok(mut cache) = self.cache.write() else {
+            return;
+        };
+        let Some(entries) = cache.as_mut() else {
+            return;
+        };
+        if entries.get(key).is_some_and(|e| e.revision > revision) {
+            return;
+        }
+        match object {
+            Some(o) => {
+                entries.insert(
+                    key.to_string(),
+                    Entry {
+                        key: key.to_string(),
+                        revision,
+                        object: Arc::new(o.clone()),
+                    },
+                );
+            }
+            None => {
+                entries.remove(key);
+            }
+        }
+    }
+
+    async fn load(&self) -> Result<i64, StorageError> {
+        let res = self
+            .storage
+            .list(&format!("{}/", self.root), &ListOptions::default())
+            .await?;
+        let entries = res
+            .items
+            .iter()
+            .filter_map(|kv| {
+                let object = crate::codec::decode_stored_json::<Value>(&kv.value).ok()?;
+                Some((
+                    kv.key.clone(),
+                    Entry {
+                        key: kv.key.clone(),
+                        revision: kv.mod_revision,
+                        object: Arc::new(object),
+                    },
+                ))
+            })
+            .collect();
+        if let Ok(mut cache) = self.cache.write() {
+            *cache = Some(entries);
+        }
+        Ok(res.revision)
+    }
+
+    fn apply(&self, kind: EventKind, key: &str, revision: i64, value: &[u8]) {
+        let Ok(mut cache) = self.cache.write() else {
+            return;
+        };
+        let Some(entries) = cache.as_mut() else {
+            return;
+        };
+        match kind {
+            EventKind::Delete => {
+                entries.remove(key);
+            }
+            _ => match crate::codec::decode_stored_json::<Value>(value) {
+                Ok(object) => {
+                    entries.insert(
+                        key.to_string(),
+                        Entry {
+                            key: key.to_string(),
+                            revision,
+                            object: Arc::new(object),
+                        },
+                    );
+                }
+                Err(_) => {
+                    entries.remove(key);
+                }
+            },
+        }
+    }
+}
+
+async fn follow(source: Weak<Followed>) {
+    let mut revision: Option<i64> = None;
+    loop {
+        let Some(strong) = source.upgrade() else {
+            return;
+        };
+        let from = match revision {
+            Some(r) => r,
+            None => match strong.load().await {
+                Ok(r) => r,
+                Err(_) => {
+                    drop(strong);
+                    tokio::time::sleep(Duration::from_millis(500)).await;
+                    continue;
+                }
+            },
+        };
+        revision = Some(from);
+        let watch = strong
+            .storage
+            .watch(&format!("{}/", strong.root), from)
+            .await;
+        drop(strong);
+        let mut stream = match watch {
+            Ok(s) => s,
+            Err(StorageError::Compacted { .. }) => {
+                revision = None;
+                continue;
+            }
+            Err(_) => {
+                tokio::time::sleep(Duration::from_secs(1)).await;
+                continue;
+            }
+        };
+        while let Some(item) = stream.next().await {
+            let Some(strong) = source.upgrade() else {
+                return;
+            };
+            match item {
+                Ok(WatchItem::Event(ev)) => {
+                    revision = Some(ev.kv.mod_revision);
+                    strong.apply(ev.kind, &ev.kv.key, ev.kv.mod_revision, &ev.kv.value);
+                }
+                Ok(WatchItem::Progress(r)) => revision = Some(from.max(r)),
+                Err(StorageError::Compacted { .. }) => {
+                    revision = None;
+                    break;
+                }
+                Err(_) => break,
+            }
+        }
+        // The watch ended: resume from the last revision seen (a compacted one lists
+        // again).
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
