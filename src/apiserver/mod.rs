@@ -151,6 +151,11 @@ impl ApiServer {
             rand::random(),
         )
         .map_err(|e| Status::bad_request(e.to_string()))?;
+        let service_allocators = crate::rest::builtin::service::ServiceAllocators::new(
+            allocators,
+            store.clone(),
+            &options.prefix,
+        );
         let api = Arc::new(ApiServer {
             admission: store.admission.clone(),
             store,
@@ -168,7 +173,7 @@ impl ApiServer {
             options,
             rbac,
             authorizer,
-            service_allocators: crate::rest::builtin::service::ServiceAllocators::new(allocators),
+            service_allocators,
             builtins: Default::default(),
             bootstrapped: tokio::sync::watch::Sender::new(None),
             undecodable: Default::default(),
@@ -243,6 +248,10 @@ impl ApiServer {
                 api.register_builtin(Arc::new(kind));
             }
         }
+        // Cluster IPs are taken as IPAddress objects.
+        if let Some(kind) = api.builtin("networking.k8s.io", "v1", "ipaddresses") {
+            api.service_allocators.serve_ip_addresses(kind);
+        }
         api.admission
             .serve_builtin_plugins(crate::admission::plugins::Builtin::new(
                 api.options.admission_plugins.clone(),
@@ -272,6 +281,7 @@ impl ApiServer {
         let revision = self.load_crds().await?;
         self.ensure_system_namespaces().await?;
         self.restore_service_allocations().await?;
+        self.ensure_default_service_cidr().await?;
         self.ensure_kubernetes_service().await?;
         self.ensure_system_priority_classes().await?;
         if self.rbac_enabled() {
@@ -389,7 +399,8 @@ impl ApiServer {
         Ok(res.revision)
     }
 
-    /// Rebuild the taken cluster IPs and node ports from the stored Services.
+    /// Learn the taken cluster IPs and node ports from storage (IPAddresses, the node
+    /// port range), filling in what stored Services hold and storage lacks.
     async fn restore_service_allocations(&self) -> Result<(), Status> {
         let Some(kind) = self.builtin("", "v1", "services") else {
             return Ok(());
@@ -406,7 +417,59 @@ impl ApiServer {
             .iter()
             .filter_map(|kv| decode_stored(kv).ok())
             .collect();
-        self.service_allocators.restore(&services);
+        self.service_allocators.restore(&services).await
+    }
+
+    /// Create the default ServiceCIDR `kubernetes` (the `--service-cluster-ip-range`)
+    /// when missing and mark it Ready when it has no Ready condition and matches the
+    /// flag, as kube's default ServiceCIDR controller does.
+    async fn ensure_default_service_cidr(&self) -> Result<(), Status> {
+        use crate::service_alloc::{default_service_cidr, default_service_cidr_ready};
+        let Some(kind) = self.builtin("networking.k8s.io", "v1", "servicecidrs") else {
+            return Ok(());
+        };
+        let cidr = self.service_allocators.cidr();
+        self.create_missing(kind.as_ref(), default_service_cidr(&cidr))
+            .await?;
+        let name = crate::service_alloc::DEFAULT_SERVICE_CIDR_NAME;
+        let current = self.store.get(kind.as_ref(), "", name).await?;
+        let has_ready = current
+            .pointer("/status/conditions")
+            .and_then(Value::as_array)
+            .is_some_and(|c| {
+                c.iter()
+                    .any(|c| c["type"] == "Ready" && c["status"] != "Unknown")
+            });
+        let same = current.pointer("/spec/cidrs") == Some(&json!([cidr]));
+        if has_ready || !same || crate::rest::object::is_terminating(&current) {
+            return Ok(());
+        }
+        let opts = WriteOptions {
+            subresource: "status".into(),
+            field_manager: "kubernetes-service-cidr-controller".into(),
+            ..Default::default()
+        };
+        let ready = default_service_cidr_ready(&crate::rest::object::now());
+        let written = self
+            .store
+            .update(kind.as_ref(), "", name, &opts, false, |current| {
+                let mut desired = current.clone();
+                let mut conditions: Vec<Value> = current
+                    .pointer("/status/conditions")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                    .filter(|c| c["type"] != "Ready")
+                    .cloned()
+                    .collect();
+                conditions.push(ready.clone());
+                desired["status"] = json!({"conditions": conditions});
+                Ok(desired)
+            })
+            .await;
+        if let Err(s) = written {
+            tracing::warn!(error = %s.message, "the default ServiceCIDR Status can not be set to Ready=True");
+        }
         Ok(())
     }
 

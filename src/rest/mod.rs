@@ -58,33 +58,51 @@ impl std::future::Future for Conversion<'_> {
 }
 
 /// What a write took from a kind's allocators (kube's `FinishFunc` of `BeginCreate`
-/// and `BeginUpdate`): [`Reservation::commit`] once the object is stored keeps it;
-/// dropping it uncommitted (the write failed, or was a dry run) gives it back.
+/// and `BeginUpdate`): [`Reservation::commit`] once the object is stored keeps it,
+/// [`Reservation::revert`] when the write fails gives it back (so does dropping it
+/// unfinished, in the background).
 #[must_use = "a reservation not committed is given back"]
 pub struct Reservation {
-    finish: Option<Box<dyn FnOnce(bool) + Send + Sync>>,
+    finish: Option<Finish>,
 }
+
+/// How a [`Reservation`] ends: `true` once the write is stored, `false` when it failed.
+type Finish = Box<dyn FnOnce(bool) -> futures::future::BoxFuture<'static, ()> + Send + Sync>;
 
 impl Reservation {
     /// A reservation finished by `finish(stored)`.
-    pub fn new(finish: impl FnOnce(bool) + Send + Sync + 'static) -> Self {
+    pub fn new(
+        finish: impl FnOnce(bool) -> futures::future::BoxFuture<'static, ()> + Send + Sync + 'static,
+    ) -> Self {
         Reservation {
             finish: Some(Box::new(finish)),
         }
     }
 
-    /// The write was stored.
-    pub fn commit(mut self) {
+    /// The write was stored: keep what was taken, give back what the old object held.
+    pub async fn commit(mut self) {
         if let Some(finish) = self.finish.take() {
-            finish(true);
+            // Its own task: a request dropped half-way cannot cut it short.
+            let _ = tokio::spawn(finish(true)).await;
+        }
+    }
+
+    /// The write failed: give back what was taken.
+    pub async fn revert(mut self) {
+        if let Some(finish) = self.finish.take() {
+            let _ = tokio::spawn(finish(false)).await;
         }
     }
 }
 
 impl Drop for Reservation {
+    /// Neither committed nor reverted (a request dropped mid-write): given back in the
+    /// background.
     fn drop(&mut self) {
         if let Some(finish) = self.finish.take() {
-            finish(false);
+            if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+                runtime.spawn(finish(false));
+            }
         }
     }
 }
@@ -113,20 +131,23 @@ pub trait ResourceKind: Send + Sync {
 
     /// What a create (`old`: `None`) or an update of the main resource takes from the
     /// kind's allocators, written into the object (kube's `BeginCreate`/`BeginUpdate`:
-    /// a Service's cluster IPs and node ports); `None` (the default): nothing.
-    fn begin_write(
-        &self,
-        obj: &mut Value,
-        old: Option<&Value>,
-    ) -> Result<Option<Reservation>, Status> {
-        let _ = (obj, old);
-        Ok(None)
+    /// a Service's cluster IPs and node ports); `None` (the default): nothing. A dry
+    /// run fills the fields and takes nothing.
+    fn begin_write<'a>(
+        &'a self,
+        obj: &'a mut Value,
+        old: Option<&'a Value>,
+        dry_run: bool,
+    ) -> futures::future::BoxFuture<'a, Result<Option<Reservation>, Status>> {
+        let _ = (obj, old, dry_run);
+        Box::pin(std::future::ready(Ok(None)))
     }
 
     /// The object was removed from storage (kube's `AfterDelete`: a Service gives
     /// back its cluster IPs and node ports).
-    fn after_delete(&self, obj: &Value) {
+    fn after_delete<'a>(&'a self, obj: &'a Value) -> futures::future::BoxFuture<'a, ()> {
         let _ = obj;
+        Box::pin(std::future::ready(()))
     }
 
     /// Convert an admitted object to the form kept in storage (custom resources: the

@@ -156,16 +156,25 @@ impl order::Admit for KindAdmission<'_> {
         }
     }
 
-    fn allocate(&self, obj: &mut Value, old: Option<&Value>) -> Result<(), Status> {
-        // Subresources (`/status`) allocate nothing: kube's status store has no BeginUpdate.
-        if !self.attrs.opts.subresource.is_empty() {
-            return Ok(());
-        }
-        let taken = self.kind.begin_write(obj, old)?;
-        if let Some(taken) = taken {
-            *self.taken.lock().unwrap_or_else(|e| e.into_inner()) = Some(taken);
-        }
-        Ok(())
+    fn allocate<'a>(
+        &'a self,
+        obj: &'a mut Value,
+        old: Option<&'a Value>,
+    ) -> IoFuture<'a, Result<(), Status>> {
+        Box::pin(async move {
+            // Subresources (`/status`) allocate nothing: kube's status store has no BeginUpdate.
+            if !self.attrs.opts.subresource.is_empty() {
+                return Ok(());
+            }
+            let taken = self
+                .kind
+                .begin_write(obj, old, self.attrs.opts.dry_run)
+                .await?;
+            if let Some(taken) = taken {
+                *self.taken.lock().unwrap_or_else(|e| e.into_inner()) = Some(taken);
+            }
+            Ok(())
+        })
     }
 
     fn validate<'a>(
@@ -183,6 +192,34 @@ impl order::Admit for KindAdmission<'_> {
         warnings: &'a mut Vec<String>,
     ) -> IoFuture<'a, Result<(), Status>> {
         Box::pin(self.admission.admit_delete(&self.attrs, old, warnings))
+    }
+}
+
+/// An admitted write with what it took; a refused one gives back what it took.
+async fn settle_admitted(
+    admitted: Result<Admitted, Status>,
+    taken: Option<Reservation>,
+) -> Result<(Admitted, Option<Reservation>), Status> {
+    match admitted {
+        Ok(admitted) => Ok((admitted, taken)),
+        Err(e) => {
+            give_back(&mut Some(taken).flatten()).await;
+            Err(e)
+        }
+    }
+}
+
+/// The write was stored: keep what it took (once).
+async fn keep(taken: &mut Option<Reservation>) {
+    if let Some(taken) = taken.take() {
+        taken.commit().await;
+    }
+}
+
+/// The write was not stored: give back what it took (unless kept already).
+async fn give_back(taken: &mut Option<Reservation>) {
+    if let Some(taken) = taken.take() {
+        taken.revert().await;
     }
 }
 
@@ -226,8 +263,8 @@ impl Store {
             Attributes::new(kind.descriptor(), Operation::Create, opts),
             kind,
         );
-        let admitted = order::create(kind.strategy(), &io, body, opts).await?;
-        Ok((admitted, io.into_taken()))
+        let admitted = order::create(kind.strategy(), &io, body, opts).await;
+        settle_admitted(admitted, io.into_taken()).await
     }
 
     /// An update's stages, with this store's admission (as `admit_create`).
@@ -243,8 +280,8 @@ impl Store {
             Attributes::new(kind.descriptor(), Operation::Update, opts),
             kind,
         );
-        let admitted = order::update(kind.strategy(), &io, desired, old, opts).await?;
-        Ok((admitted, io.into_taken()))
+        let admitted = order::update(kind.strategy(), &io, desired, old, opts).await;
+        settle_admitted(admitted, io.into_taken()).await
     }
 
     /// Read one object, decorated for reading.
@@ -463,47 +500,50 @@ impl Store {
                     warnings,
                     trace,
                 },
-                taken,
+                mut taken,
             ) = self.admit_create(kind, body.clone(), opts).await?;
             let name = object::name(&obj).to_string();
             let key = d.key(object::namespace(&obj), &name);
-            let mut stored = obj;
-            kind.to_storage(&mut stored).await?;
-            if opts.dry_run {
-                // kube's dry run still round-trips the object through the storage form.
-                kind.on_read(&mut stored).await?;
-                return Ok(Written {
-                    object: stored,
-                    warnings,
-                    trace,
-                    deleted: false,
-                });
-            }
-            let mut created = self.storage.create(&key, encode_for_storage(&stored)).await;
-            if matches!(created, Err(StorageError::TooLarge(_)))
-                && !opts.is_apply
-                && object::remove_managed_fields(&mut stored)
-            {
-                // kube: managedFields can be large, and are safe to drop to fit.
-                created = self.storage.create(&key, encode_for_storage(&stored)).await;
-            }
-            match created {
-                Ok(kv) => {
-                    if let Some(taken) = taken {
-                        taken.commit();
-                    }
-                    object::set_resource_version(&mut stored, kv.mod_revision);
+            let written = async {
+                let mut stored = obj;
+                kind.to_storage(&mut stored).await?;
+                if opts.dry_run {
+                    // kube's dry run still round-trips the object through the storage form.
                     kind.on_read(&mut stored).await?;
+                    return Ok(Some(stored));
+                }
+                let mut created = self.storage.create(&key, encode_for_storage(&stored)).await;
+                if matches!(created, Err(StorageError::TooLarge(_)))
+                    && !opts.is_apply
+                    && object::remove_managed_fields(&mut stored)
+                {
+                    // kube: managedFields can be large, and are safe to drop to fit.
+                    created = self.storage.create(&key, encode_for_storage(&stored)).await;
+                }
+                match created {
+                    Ok(kv) => {
+                        keep(&mut taken).await;
+                        object::set_resource_version(&mut stored, kv.mod_revision);
+                        kind.on_read(&mut stored).await?;
+                        Ok(Some(stored))
+                    }
+                    // A generated name may collide: kube tries again with a new one.
+                    Err(StorageError::AlreadyExists(_)) if generated && attempts < 8 => Ok(None),
+                    Err(e) => Err(storage_status(e, &d.gr, &name)),
+                }
+            }
+            .await;
+            give_back(&mut taken).await;
+            match written? {
+                Some(object) => {
                     return Ok(Written {
-                        object: stored,
+                        object,
                         warnings,
                         trace,
                         deleted: false,
-                    });
+                    })
                 }
-                // A generated name may collide: kube tries again with a new one.
-                Err(StorageError::AlreadyExists(_)) if generated && attempts < 8 => attempts += 1,
-                Err(e) => return Err(storage_status(e, &d.gr, &name)),
+                None => attempts += 1,
             }
         }
     }
@@ -566,85 +606,72 @@ impl Store {
                     warnings,
                     trace,
                 },
-                taken,
+                mut taken,
             ) = self.admit_update(kind, desired, &old, opts).await?;
             object::set_resource_version(&mut obj, kv.mod_revision);
             let remove = object::is_terminating(&obj) && !kind.strategy().finalizers_pending(&obj);
-            if obj == old && !remove {
-                // kube skips writes that change nothing: no new resourceVersion.
-                if let Some(taken) = taken {
-                    taken.commit();
+            // `Ok(None)`: a conflict, tried again.
+            let written = async {
+                if obj == old && !remove {
+                    // kube skips writes that change nothing: no new resourceVersion.
+                    keep(&mut taken).await;
+                    return Ok(Some((old, false)));
                 }
-                return Ok(Written {
-                    object: old,
-                    warnings,
-                    trace,
-                    deleted: false,
-                });
-            }
-            if opts.dry_run {
-                if !remove {
-                    // kube's dry run still round-trips the object through the storage form.
-                    kind.to_storage(&mut obj).await?;
-                    kind.on_read(&mut obj).await?;
-                }
-                return Ok(Written {
-                    object: obj,
-                    warnings,
-                    trace,
-                    deleted: remove,
-                });
-            }
-            if remove {
-                match self.storage.delete(&key, Some(kv.mod_revision)).await {
-                    Ok(deleted) => {
-                        if let Some(taken) = taken {
-                            taken.commit();
-                        }
-                        kind.after_delete(&obj);
-                        object::set_resource_version(&mut obj, deleted.mod_revision);
-                        return Ok(Written {
-                            object: obj,
-                            warnings,
-                            trace,
-                            deleted: true,
-                        });
+                if opts.dry_run {
+                    if !remove {
+                        // kube's dry run still round-trips the object through the storage form.
+                        kind.to_storage(&mut obj).await?;
+                        kind.on_read(&mut obj).await?;
                     }
-                    Err(StorageError::Conflict { .. }) => continue,
-                    Err(e) => return Err(storage_status(e, &d.gr, name)),
+                    return Ok(Some((obj, remove)));
                 }
-            }
-            kind.to_storage(&mut obj).await?;
-            let mut updated = self
-                .storage
-                .update(&key, encode_for_storage(&obj), kv.mod_revision)
-                .await;
-            if matches!(updated, Err(StorageError::TooLarge(_)))
-                && !opts.is_apply
-                && object::remove_managed_fields(&mut obj)
-            {
-                // kube: managedFields can be large, and are safe to drop to fit.
-                updated = self
+                if remove {
+                    return match self.storage.delete(&key, Some(kv.mod_revision)).await {
+                        Ok(deleted) => {
+                            keep(&mut taken).await;
+                            kind.after_delete(&obj).await;
+                            object::set_resource_version(&mut obj, deleted.mod_revision);
+                            Ok(Some((obj, true)))
+                        }
+                        Err(StorageError::Conflict { .. }) => Ok(None),
+                        Err(e) => Err(storage_status(e, &d.gr, name)),
+                    };
+                }
+                kind.to_storage(&mut obj).await?;
+                let mut updated = self
                     .storage
                     .update(&key, encode_for_storage(&obj), kv.mod_revision)
                     .await;
-            }
-            match updated {
-                Ok(new_kv) => {
-                    if let Some(taken) = taken {
-                        taken.commit();
-                    }
-                    object::set_resource_version(&mut obj, new_kv.mod_revision);
-                    kind.on_read(&mut obj).await?;
-                    return Ok(Written {
-                        object: obj,
-                        warnings,
-                        trace,
-                        deleted: false,
-                    });
+                if matches!(updated, Err(StorageError::TooLarge(_)))
+                    && !opts.is_apply
+                    && object::remove_managed_fields(&mut obj)
+                {
+                    // kube: managedFields can be large, and are safe to drop to fit.
+                    updated = self
+                        .storage
+                        .update(&key, encode_for_storage(&obj), kv.mod_revision)
+                        .await;
                 }
-                Err(StorageError::Conflict { .. }) => continue,
-                Err(e) => return Err(storage_status(e, &d.gr, name)),
+                match updated {
+                    Ok(new_kv) => {
+                        keep(&mut taken).await;
+                        object::set_resource_version(&mut obj, new_kv.mod_revision);
+                        kind.on_read(&mut obj).await?;
+                        Ok(Some((obj, false)))
+                    }
+                    Err(StorageError::Conflict { .. }) => Ok(None),
+                    Err(e) => Err(storage_status(e, &d.gr, name)),
+                }
+            }
+            .await;
+            give_back(&mut taken).await;
+            if let Some((object, deleted)) = written? {
+                return Ok(Written {
+                    object,
+                    warnings,
+                    trace,
+                    deleted,
+                });
             }
         }
         Err(Status::stale(&d.gr, name))
@@ -758,7 +785,7 @@ impl Store {
                             object::set_resource_version(&mut obj, new_kv.mod_revision);
                             match self.storage.delete(&key, Some(new_kv.mod_revision)).await {
                                 Ok(_) => {
-                                    kind.after_delete(&obj);
+                                    kind.after_delete(&obj).await;
                                     Ok(Deleted::Gone(obj))
                                 }
                                 Err(e) => Err(e),
@@ -779,7 +806,7 @@ impl Store {
                 order::Deletion::Remove(obj) => {
                     match self.storage.delete(&key, Some(kv.mod_revision)).await {
                         Ok(_) => {
-                            kind.after_delete(&obj);
+                            kind.after_delete(&obj).await;
                             Ok(Deleted::Gone(obj))
                         }
                         Err(e) => Err(e),

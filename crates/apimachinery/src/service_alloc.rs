@@ -1,14 +1,15 @@
 //! What kube's service REST storage allocates around a Service write, without IO:
 //! cluster IPs from `--service-cluster-ip-range` and node ports from
-//! `--service-node-port-range`, each a bitmap over its range (kube's `ipallocator`
-//! and `portallocator`), and the rules of `allocateCreate`/`allocateUpdate`: which
-//! fields a create or update fills, takes and gives back, with kube's error texts.
+//! `--service-node-port-range`, each a set over its range, and the rules of
+//! `allocateCreate`/`allocateUpdate`: which fields a create or update fills, takes and
+//! gives back, with kube's error texts.
 //!
-//! A write takes its IPs and ports at once ([`Allocators::allocate_create`],
-//! [`Allocators::allocate_update`]) and gets a [`Reservation`]; the caller
-//! [`commit`](Allocators::commit)s it once the object is stored (an update then gives
-//! back what the old object held and the new one does not) or
-//! [`revert`](Allocators::revert)s it when the write fails. Single stack: one IPv4 range.
+//! The sets here are views: the server keeps every taken cluster IP as an `IPAddress`
+//! object named by the address ([`ip_address`]; creating it is the allocation) and the
+//! node ports as kube's `RangeAllocation` bitmap ([`node_port_range`]), written with
+//! compare-and-swap. A write plans on a view ([`Allocators::allocate_create`],
+//! [`Allocators::allocate_update`]) and gets a [`Reservation`] naming what it takes and
+//! what it gives back once stored; the server does the IO. Single stack: one IPv4 range.
 
 use crate::builtin_validation::core::service_cluster_ip_fields;
 use crate::field::{Error, ErrorList, Path};
@@ -55,6 +56,72 @@ pub enum AllocError {
     },
 }
 
+/// kube's label naming an `IPAddress`'s family.
+pub const LABEL_IP_FAMILY: &str = "ipaddress.kubernetes.io/ip-family";
+
+/// kube's label naming who manages an `IPAddress`.
+pub const LABEL_MANAGED_BY: &str = "ipaddress.kubernetes.io/managed-by";
+
+/// kube's cluster IP allocator (`ipallocator.ControllerName`).
+pub const IP_ALLOCATOR: &str = "ipallocator.k8s.io";
+
+/// Where kube keeps the node port bitmap, under the storage prefix.
+pub const NODE_PORT_RANGE_KEY: &str = "ranges/servicenodeports";
+
+/// The name of the default `ServiceCIDR` (kube's `DefaultServiceCIDRName`).
+pub const DEFAULT_SERVICE_CIDR_NAME: &str = "kubernetes";
+
+/// The `IPAddress` kube's allocator creates to take `ip` for `svc`.
+pub fn ip_address(ip: Ipv4Addr, svc: &Value) -> Value {
+    json!({
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "IPAddress",
+        "metadata": {
+            "name": ip.to_string(),
+            "labels": {LABEL_IP_FAMILY: "IPv4", LABEL_MANAGED_BY: IP_ALLOCATOR}
+        },
+        "spec": {"parentRef": {
+            "resource": "services",
+            "namespace": crate::object::namespace(svc),
+            "name": crate::object::name(svc)
+        }}
+    })
+}
+
+/// The default `ServiceCIDR` kube's controller creates for `--service-cluster-ip-range`.
+pub fn default_service_cidr(cidr: &str) -> Value {
+    json!({
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "ServiceCIDR",
+        "metadata": {"name": DEFAULT_SERVICE_CIDR_NAME},
+        "spec": {"cidrs": [cidr]}
+    })
+}
+
+/// The Ready condition kube's controller sets on the default `ServiceCIDR`.
+pub fn default_service_cidr_ready(now: &str) -> Value {
+    json!({
+        "type": "Ready",
+        "status": "True",
+        "lastTransitionTime": now,
+        "reason": "",
+        "message": "Kubernetes default Service CIDR is ready"
+    })
+}
+
+/// The node ports as kube stores them: a `RangeAllocation` whose `data` is the bitmap
+/// as a big-endian integer (bit `i`: port `base + i`).
+pub fn node_port_range(ports: &PortRange) -> Value {
+    use base64::Engine;
+    json!({
+        "kind": "RangeAllocation",
+        "apiVersion": "v1",
+        "metadata": {"creationTimestamp": null},
+        "range": ports.range(),
+        "data": base64::engine::general_purpose::STANDARD.encode(ports.used.snapshot()),
+    })
+}
+
 /// A range flag that does not parse.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]
@@ -98,6 +165,32 @@ impl Bitmap {
         if self.has(i) {
             self.words[i / 64] &= !(1 << (i % 64));
             self.count -= 1;
+        }
+    }
+
+    /// The set as a big-endian integer, without leading zero bytes (kube's `big.Int.Bytes`).
+    fn snapshot(&self) -> Vec<u8> {
+        let mut bytes: Vec<u8> = self
+            .words
+            .iter()
+            .rev()
+            .flat_map(|w| w.to_be_bytes())
+            .skip_while(|b| *b == 0)
+            .collect();
+        bytes.shrink_to_fit();
+        bytes
+    }
+
+    /// Replaces the set with a snapshot's (bits beyond the range are ignored).
+    fn restore(&mut self, bytes: &[u8]) {
+        self.words.iter_mut().for_each(|w| *w = 0);
+        self.count = 0;
+        for (i, byte) in bytes.iter().rev().enumerate() {
+            for bit in 0..8 {
+                if byte & (1 << bit) != 0 {
+                    self.set(i * 8 + bit);
+                }
+            }
         }
     }
 
@@ -230,6 +323,16 @@ impl IpRange {
         }
     }
 
+    /// Forgets every taken address (before marking a fresh view of them).
+    pub fn clear(&mut self) {
+        self.used.restore(&[]);
+    }
+
+    /// Whether `ip` is an address of the range that can be handed out.
+    pub fn contains(&self, ip: Ipv4Addr) -> bool {
+        self.offset(ip).is_ok()
+    }
+
     /// Whether `ip` is taken.
     pub fn has(&self, ip: Ipv4Addr) -> bool {
         self.offset(ip).is_ok_and(|o| self.used.has(o))
@@ -310,6 +413,30 @@ impl PortRange {
         if let Ok(offset) = self.offset(port) {
             self.used.clear(offset);
         }
+    }
+
+    /// Takes the ports a stored `RangeAllocation` ([`node_port_range`]) marks, in
+    /// place of the ones held; kube's error when it is of another range.
+    pub fn restore(&mut self, stored: &Value) -> Result<(), RangeError> {
+        use base64::Engine;
+        let range = stored.get("range").and_then(Value::as_str).unwrap_or("");
+        if range != self.range() {
+            return Err(RangeError(format!(
+                "the provided range does not match the current range: {range} != {}",
+                self.range()
+            )));
+        }
+        let data = stored.get("data").and_then(Value::as_str).unwrap_or("");
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(data)
+            .map_err(|e| RangeError(format!("the stored node port range does not decode: {e}")))?;
+        self.used.restore(&bytes);
+        Ok(())
+    }
+
+    /// How many ports are taken.
+    pub fn used(&self) -> usize {
+        self.used.count
     }
 
     /// Whether `port` is taken.
@@ -484,6 +611,11 @@ impl Allocators {
         })
     }
 
+    /// Seeds the random scan anew (a plan on a copy of the view draws its own).
+    pub fn reseed(&mut self, seed: u64) {
+        self.rng = StdRng::seed_from_u64(seed);
+    }
+
     /// Marks what a stored Service holds as taken (rebuilding the sets at start-up).
     pub fn restore(&mut self, svc: &Value) {
         for ip in held_ips(svc) {
@@ -493,6 +625,16 @@ impl Allocators {
             for port in held_node_ports(svc) {
                 let _ = self.ports.allocate(port);
             }
+        }
+    }
+
+    /// What a deleted Service gives back (kube's `releaseAllocatedResources`), as a
+    /// reservation that takes nothing.
+    pub fn release_of(svc: &Value) -> Reservation {
+        Reservation {
+            release_ips: held_ips(svc),
+            release_ports: held_node_ports(svc),
+            ..Reservation::default()
         }
     }
 
@@ -1156,6 +1298,51 @@ mod tests {
         a.restore(&svc(json!({"type": "NodePort", "clusterIP": "10.96.0.40", "clusterIPs": ["10.96.0.40"], "ports": [{"port": 1, "nodePort": 31000}]})));
         assert!(a.ips.has("10.96.0.40".parse().unwrap()));
         assert!(a.ports.has(31000));
+    }
+
+    #[test]
+    fn the_node_port_bitmap_round_trips_as_kubes_range_allocation() {
+        let mut a = allocators("10.96.0.0/24");
+        for port in [30000, 30007, 30008, 32767] {
+            a.ports.allocate(port).unwrap();
+        }
+        let stored = node_port_range(&a.ports);
+        assert_eq!(stored["kind"], "RangeAllocation");
+        assert_eq!(stored["range"], "30000-32767");
+        let mut view = PortRange::parse(DEFAULT_NODE_PORT_RANGE).unwrap();
+        view.allocate(31000).unwrap();
+        view.restore(&stored).unwrap();
+        assert_eq!(view.used(), 4);
+        assert!(view.has(30007) && view.has(32767) && !view.has(31000));
+        // Bit 0 is the lowest bit of the last byte (kube's big.Int bytes).
+        let mut one = PortRange::parse("30000-30015").unwrap();
+        one.allocate(30000).unwrap();
+        one.allocate(30009).unwrap();
+        assert_eq!(one.used.snapshot(), vec![0x02, 0x01]);
+        let other = node_port_range(&PortRange::parse("1-10").unwrap());
+        assert!(view.restore(&other).is_err());
+    }
+
+    #[test]
+    fn an_ip_address_names_its_service_as_kube_does() {
+        let s = svc(json!({}));
+        let ip = ip_address(Ipv4Addr::new(10, 0, 0, 12), &s);
+        assert_eq!(ip["metadata"]["name"], "10.0.0.12");
+        assert_eq!(
+            ip["metadata"]["labels"],
+            json!({"ipaddress.kubernetes.io/ip-family": "IPv4",
+                   "ipaddress.kubernetes.io/managed-by": "ipallocator.k8s.io"})
+        );
+        assert_eq!(
+            ip["spec"]["parentRef"],
+            json!({"resource": "services", "namespace": "ns", "name": "s"})
+        );
+        let gone = svc(json!({"type": "NodePort", "clusterIPs": ["10.0.0.3"],
+            "ports": [{"port": 1, "nodePort": 30001}]}));
+        let r = Allocators::release_of(&gone);
+        assert!(r.ips.is_empty() && r.ports.is_empty());
+        assert_eq!(r.release_ips, vec![Ipv4Addr::new(10, 0, 0, 3)]);
+        assert_eq!(r.release_ports, vec![30001]);
     }
 
     #[test]

@@ -9,6 +9,7 @@ pub mod schema;
 pub mod secret;
 pub mod service;
 pub mod service_account;
+pub mod service_allocation;
 pub mod token_request;
 pub mod token_review;
 

@@ -1,52 +1,25 @@
 //! Services as kube's service REST storage serves them: the schema strategy's rules
-//! plus cluster IP and node port allocation around every write (`service_alloc`,
-//! behind one mutex per server; the sets are rebuilt from the stored Services at
-//! start-up), kube's printer, and the `kubernetes` Service its bootstrap controller
-//! keeps in `default` with its Endpoints and EndpointSlice.
+//! plus cluster IP and node port allocation around every write (planned by
+//! `service_alloc`, kept in storage by `service_allocation`: IPAddress objects and the
+//! node port range), kube's printer, and the `kubernetes` Service its bootstrap
+//! controller keeps in `default` with its Endpoints and EndpointSlice.
 
 use super::age_cell;
+pub use super::service_allocation::ServiceAllocators;
 use crate::rest::typed::TypedKind;
 use crate::rest::{Conversion, Descriptor, Reservation, ResourceKind, Strategy, WriteOptions};
 use crate::service_alloc::Allocators;
 use crate::status::Status;
 use crate::table::{BuiltinColumn, BuiltinPrinter};
+use futures::future::BoxFuture;
 use serde_json::{json, Value};
 use std::net::SocketAddr;
-use std::sync::{Arc, Mutex, MutexGuard};
 
 /// The OpenAPI definition of a ServiceSpec (the printer's column descriptions).
 const SPEC_DEFINITION: &str = "io.k8s.api.core.v1.ServiceSpec";
 
 /// kube's `loadBalancerWidth`: longer ingress lists are cut in the default view.
 const LOAD_BALANCER_WIDTH: usize = 16;
-
-/// The cluster IP and node port allocators of one server.
-#[derive(Clone)]
-pub struct ServiceAllocators(Arc<Mutex<Allocators>>);
-
-impl ServiceAllocators {
-    /// Allocators over `--service-cluster-ip-range` and `--service-node-port-range`.
-    pub fn new(allocators: Allocators) -> Self {
-        ServiceAllocators(Arc::new(Mutex::new(allocators)))
-    }
-
-    fn lock(&self) -> MutexGuard<'_, Allocators> {
-        self.0.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// Marks what stored Services hold as taken (start-up).
-    pub fn restore<'a>(&self, services: impl IntoIterator<Item = &'a Value>) {
-        let mut a = self.lock();
-        for svc in services {
-            a.restore(svc);
-        }
-    }
-
-    /// The first address of the range: the `kubernetes` Service's.
-    pub fn first_ip(&self) -> String {
-        self.lock().ips.first().to_string()
-    }
-}
 
 /// The `services` kind: the schema strategy's kind with kube's allocation hooks.
 pub struct ServiceKind {
@@ -79,34 +52,36 @@ impl ResourceKind for ServiceKind {
         self.typed.write_check(obj, old, opts)
     }
 
-    fn begin_write(
-        &self,
-        obj: &mut Value,
-        old: Option<&Value>,
-    ) -> Result<Option<Reservation>, Status> {
-        let taken = {
-            let mut a = self.allocators.lock();
-            match old {
-                None => a.allocate_create(obj)?,
-                Some(old) => a.allocate_update(obj, old)?,
-            }
-        };
-        if taken.is_empty() {
-            return Ok(None);
-        }
+    fn begin_write<'a>(
+        &'a self,
+        obj: &'a mut Value,
+        old: Option<&'a Value>,
+        dry_run: bool,
+    ) -> BoxFuture<'a, Result<Option<Reservation>, Status>> {
         let allocators = self.allocators.clone();
-        Ok(Some(Reservation::new(move |stored| {
-            let mut a = allocators.lock();
-            if stored {
-                a.commit(taken);
-            } else {
-                a.revert(taken);
-            }
-        })))
+        let mut filled = obj.clone();
+        let old = old.cloned();
+        Box::pin(async move {
+            // Its own task: a request dropped half-way still ends with what was taken
+            // held by a reservation (given back when dropped), never leaked.
+            let task = tokio::spawn(async move {
+                let taken = allocators.take(&mut filled, old.as_ref(), dry_run).await?;
+                Ok::<_, Status>((filled, taken.map(|r| allocators.reservation(r))))
+            });
+            let (filled, reservation) = task
+                .await
+                .map_err(|e| Status::internal(format!("allocating the Service's IPs: {e}")))??;
+            *obj = filled;
+            Ok(reservation)
+        })
     }
 
-    fn after_delete(&self, obj: &Value) {
-        self.allocators.lock().release_service(obj);
+    fn after_delete<'a>(&'a self, obj: &'a Value) -> BoxFuture<'a, ()> {
+        let release = Allocators::release_of(obj);
+        let allocators = self.allocators.clone();
+        Box::pin(async move {
+            let _ = tokio::spawn(async move { allocators.finish(release, true).await }).await;
+        })
     }
 
     fn to_storage<'a>(&'a self, obj: &'a mut Value) -> Conversion<'a> {

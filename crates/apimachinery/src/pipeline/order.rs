@@ -61,10 +61,15 @@ pub trait Admit: Send + Sync {
     /// What the object takes from the kind's allocators (kube's `BeginCreate` and
     /// `BeginUpdate`: a Service's cluster IPs and node ports), written into it. The
     /// caller holds what was taken until the write is stored (kept) or fails (given
-    /// back). Default: nothing.
-    fn allocate(&self, obj: &mut Value, old: Option<&Value>) -> Result<(), Status> {
+    /// back). Taking may be IO (a Service's cluster IPs are objects in storage); a
+    /// dry run takes nothing. Default: nothing.
+    fn allocate<'a>(
+        &'a self,
+        obj: &'a mut Value,
+        old: Option<&'a Value>,
+    ) -> IoFuture<'a, Result<(), Status>> {
         let _ = (obj, old);
-        Ok(())
+        Box::pin(std::future::ready(Ok(())))
     }
 
     /// Validating admission (webhooks, hooks and policies, in parallel).
@@ -147,6 +152,7 @@ pub async fn create(
     kind.default(&mut obj, &mut t);
     // 7. the kind's allocations (a Service's cluster IPs and node ports)
     io.allocate(&mut obj, None)
+        .await
         .map_err(|e| e.with_warnings_before(&warnings))?;
     // 8. prepare: system metadata, then the kind's
     object::prepare_for_create(&mut obj, kind.has_generation());
@@ -209,6 +215,7 @@ pub async fn update(
     kind.default(&mut new, &mut t);
     // 8. the kind's allocations: kept, taken or given back by the update
     io.allocate(&mut new, Some(old))
+        .await
         .map_err(|e| e.with_warnings_before(&warnings))?;
     // 9. prepare: the kind's (which half this write changes), system metadata carried
     //    over, generation, and no managedFields change that moves only timestamps
@@ -507,9 +514,13 @@ mod tests {
             self.note("check");
             Box::pin(std::future::ready(Ok(())))
         }
-        fn allocate(&self, _: &mut Value, _: Option<&Value>) -> Result<(), Status> {
+        fn allocate<'a>(
+            &'a self,
+            _: &'a mut Value,
+            _: Option<&'a Value>,
+        ) -> IoFuture<'a, Result<(), Status>> {
             self.note("allocate");
-            Ok(())
+            Box::pin(std::future::ready(Ok(())))
         }
         fn validate<'a>(
             &'a self,
