@@ -100,7 +100,11 @@ impl ServiceAllocators {
         for svc in services {
             let held = Allocators::release_of(svc);
             for ip in held.release_ips {
-                if !self.view().ips.contains(ip) || self.view().ips.has(ip) {
+                let known = {
+                    let view = self.view();
+                    !view.ips.contains(ip) || view.ips.has(ip)
+                };
+                if known {
                     continue;
                 }
                 match self.create_ip(ip, svc).await {
