@@ -720,3 +720,209 @@ fn kubectl_patches_sets_images_and_scales_deployments() {
         "error: Expected replicas to be 1, was 4\n"
     );
 }
+
+/// HorizontalPodAutoscalers are stored as autoscaling/v2 and served by both versions,
+/// converted as kube converts them (`pkg/apis/autoscaling/v1/conversion.go`): v1 has the
+/// CPU target in `targetCPUUtilizationPercentage` and the rest of v2 in annotations
+/// whose text is what Go's `encoding/json` writes for v1's types (and for the internal
+/// behavior type, which has no JSON tags). Expected values are worked out by hand from
+/// kube's conversion and defaulting code.
+#[test]
+fn autoscalers_convert_between_autoscaling_v1_and_v2() {
+    let server = TestServer::start();
+    let http = server.http();
+    let v1 = "/apis/autoscaling/v1/namespaces/default/horizontalpodautoscalers";
+    let v2 = "/apis/autoscaling/v2/namespaces/default/horizontalpodautoscalers";
+    let target = json!({"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"});
+    let pods_metric = json!({"type": "Pods", "pods": {"metric": {"name": "packets-per-second"},
+        "target": {"type": "AverageValue", "averageValue": "1k"}}});
+    let cpu_metric = json!({"type": "Resource", "resource": {"name": "cpu",
+        "target": {"type": "Utilization", "averageUtilization": 60}}});
+    let resp = http.send_json(
+        "POST",
+        v2,
+        &json!({"apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler",
+            "metadata": {"name": "web", "annotations": {"team": "a"}},
+            "spec": {"scaleTargetRef": target, "maxReplicas": 5,
+                "metrics": [cpu_metric, pods_metric],
+                "behavior": {"scaleDown": {"stabilizationWindowSeconds": 60,
+                    "policies": [{"type": "Pods", "value": 2, "periodSeconds": 30}]}}}}),
+    );
+    assert_eq!(resp.status, 201, "{}", resp.text());
+    // kube's v2 defaults of the behavior (scale-up rules, `selectPolicy: Max`).
+    let behavior = json!({
+        "scaleUp": {"stabilizationWindowSeconds": 0, "selectPolicy": "Max", "policies": [
+            {"type": "Pods", "value": 4, "periodSeconds": 15},
+            {"type": "Percent", "value": 100, "periodSeconds": 15}]},
+        "scaleDown": {"stabilizationWindowSeconds": 60, "selectPolicy": "Max",
+            "policies": [{"type": "Pods", "value": 2, "periodSeconds": 30}]}});
+    assert_eq!(resp.json().expect("json")["spec"]["behavior"], behavior);
+
+    // Read through v1.
+    let resp = http.get(&format!("{v1}/web"));
+    assert_eq!(resp.status, 200, "{}", resp.text());
+    let mut old = resp.json().expect("json");
+    assert_eq!(old["apiVersion"], "autoscaling/v1");
+    assert_eq!(old["kind"], "HorizontalPodAutoscaler");
+    assert_eq!(
+        old["spec"],
+        json!({"scaleTargetRef": target, "minReplicas": 1, "maxReplicas": 5,
+               "targetCPUUtilizationPercentage": 60})
+    );
+    assert_eq!(
+        old["status"],
+        json!({"currentReplicas": 0, "desiredReplicas": 0})
+    );
+    assert_eq!(
+        old["metadata"]["annotations"],
+        json!({
+            "team": "a",
+            "autoscaling.alpha.kubernetes.io/metrics":
+                r#"[{"type":"Pods","pods":{"metricName":"packets-per-second","targetAverageValue":"1k"}}]"#,
+            "autoscaling.alpha.kubernetes.io/behavior":
+                r#"{"ScaleUp":{"StabilizationWindowSeconds":0,"SelectPolicy":"Max","Policies":[{"Type":"Pods","Value":4,"PeriodSeconds":15},{"Type":"Percent","Value":100,"PeriodSeconds":15}],"Tolerance":null},"ScaleDown":{"StabilizationWindowSeconds":60,"SelectPolicy":"Max","Policies":[{"Type":"Pods","Value":2,"PeriodSeconds":30}],"Tolerance":null}}"#,
+        })
+    );
+    // managedFields stay as they were recorded.
+    assert_eq!(
+        old["metadata"]["managedFields"][0]["apiVersion"],
+        "autoscaling/v2"
+    );
+
+    // Update through v1: the other metrics and the behavior come back from the annotations
+    // (after the CPU target, as kube orders them).
+    old["spec"]["maxReplicas"] = json!(7);
+    let resp = http.send_json("PUT", &format!("{v1}/web"), &old);
+    assert_eq!(resp.status, 200, "{}", resp.text());
+    let updated = resp.json().expect("json");
+    assert_eq!(updated["apiVersion"], "autoscaling/v1");
+    assert_eq!(updated["spec"]["maxReplicas"], 7);
+    assert_eq!(updated["spec"]["targetCPUUtilizationPercentage"], 60);
+    let now = http.get(&format!("{v2}/web")).json().expect("json");
+    assert_eq!(now["apiVersion"], "autoscaling/v2");
+    assert_eq!(now["spec"]["maxReplicas"], 7);
+    assert_eq!(now["spec"]["metrics"], json!([pods_metric, cpu_metric]));
+    assert_eq!(now["spec"]["behavior"], behavior);
+    assert_eq!(now["metadata"]["annotations"], json!({"team": "a"}));
+    let managers: Vec<&Value> = now["metadata"]["managedFields"]
+        .as_array()
+        .expect("managedFields")
+        .iter()
+        .map(|e| &e["apiVersion"])
+        .collect();
+    assert!(managers.contains(&&json!("autoscaling/v1")), "{managers:?}");
+
+    // Create through v1: kube's v1 defaults, and v2 sees the implicit 80% CPU target.
+    let resp = http.send_json(
+        "POST",
+        v1,
+        &json!({"apiVersion": "autoscaling/v1", "kind": "HorizontalPodAutoscaler",
+            "metadata": {"name": "legacy"},
+            "spec": {"scaleTargetRef": target, "maxReplicas": 3}}),
+    );
+    assert_eq!(resp.status, 201, "{}", resp.text());
+    let created = resp.json().expect("json");
+    assert_eq!(created["apiVersion"], "autoscaling/v1");
+    assert_eq!(
+        created["spec"],
+        json!({"scaleTargetRef": target, "minReplicas": 1, "maxReplicas": 3,
+               "targetCPUUtilizationPercentage": 80})
+    );
+    assert!(
+        created["metadata"].get("annotations").is_none(),
+        "{created}"
+    );
+    let legacy = http.get(&format!("{v2}/legacy")).json().expect("json");
+    assert_eq!(legacy["apiVersion"], "autoscaling/v2");
+    assert_eq!(
+        legacy["spec"]["metrics"],
+        json!([{"type": "Resource", "resource": {"name": "cpu",
+            "target": {"type": "Utilization", "averageUtilization": 80}}}])
+    );
+
+    // v1's rules are v2's (kube validates the internal object).
+    let resp = http.send_json(
+        "POST",
+        v1,
+        &json!({"metadata": {"name": "bad"},
+            "spec": {"scaleTargetRef": target, "minReplicas": 0, "maxReplicas": 3}}),
+    );
+    assert_eq!(resp.status, 422, "{}", resp.text());
+    assert_eq!(
+        resp.json().expect("json")["message"],
+        "HorizontalPodAutoscaler.autoscaling \"bad\" is invalid: spec.minReplicas: Invalid value: 0: must be greater than or equal to 1"
+    );
+
+    // /status through v1: the CPU figure becomes v2's current metric.
+    let mut status = http.get(&format!("{v1}/legacy")).json().expect("json");
+    status["status"] = json!({"currentReplicas": 2, "desiredReplicas": 3,
+        "currentCPUUtilizationPercentage": 42});
+    let resp = http.send_json("PUT", &format!("{v1}/legacy/status"), &status);
+    assert_eq!(resp.status, 200, "{}", resp.text());
+    assert_eq!(
+        resp.json().expect("json")["status"],
+        json!({"currentReplicas": 2, "desiredReplicas": 3, "currentCPUUtilizationPercentage": 42})
+    );
+    let legacy = http.get(&format!("{v2}/legacy")).json().expect("json");
+    assert_eq!(
+        legacy["status"],
+        json!({"currentReplicas": 2, "desiredReplicas": 3, "currentMetrics": [
+            {"type": "Resource", "resource": {"name": "cpu", "current": {"averageUtilization": 42}}}]})
+    );
+    // ... and v1 shows what v2 holds beyond it in its annotation.
+    let legacy = http.get(&format!("{v1}/legacy")).json().expect("json");
+    assert_eq!(
+        legacy["metadata"]["annotations"]["autoscaling.alpha.kubernetes.io/current-metrics"],
+        r#"[{"type":"Resource","resource":{"name":"cpu","currentAverageUtilization":42,"currentAverageValue":"0"}}]"#
+    );
+
+    // Lists, field selectors and watches of v1 are v1.
+    let list = http.get(v1).json().expect("json");
+    assert_eq!(list["apiVersion"], "autoscaling/v1");
+    assert_eq!(list["kind"], "HorizontalPodAutoscalerList");
+    let items = list["items"].as_array().expect("items");
+    assert_eq!(items.len(), 2);
+    for item in items {
+        assert!(
+            item["spec"]["targetCPUUtilizationPercentage"].is_i64(),
+            "{item}"
+        );
+        assert!(item["spec"].get("metrics").is_none(), "{item}");
+    }
+    let selected = http
+        .get(&format!("{v1}?fieldSelector=metadata.name%3Dweb"))
+        .json()
+        .expect("json");
+    assert_eq!(selected["items"].as_array().map(Vec::len), Some(1));
+    assert_eq!(selected["items"][0]["spec"]["maxReplicas"], 7);
+    let watch = http.watch_for(v1, 1, &[]);
+    let events: Vec<Value> = watch
+        .text()
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("event"))
+        .collect();
+    assert_eq!(events.len(), 2, "{}", watch.text());
+    for ev in &events {
+        assert_eq!(ev["type"], "ADDED");
+        assert_eq!(ev["object"]["apiVersion"], "autoscaling/v1", "{ev}");
+        assert!(ev["object"]["spec"].get("metrics").is_none(), "{ev}");
+    }
+
+    // kubectl reads them through the preferred v2 and, asked to, through v1.
+    let out = server.kubectl(&["get", "hpa", "-n", "default"]);
+    let text = describe_output(&out);
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains("Deployment/web"), "{text}");
+    assert!(text.contains("cpu: 42%/80%"), "{text}");
+    let out = server.kubectl(&[
+        "get",
+        "horizontalpodautoscalers.v1.autoscaling",
+        "web",
+        "-n",
+        "default",
+        "-o",
+        "jsonpath={.apiVersion} {.spec.targetCPUUtilizationPercentage}",
+    ]);
+    assert!(out.status.success(), "{}", describe_output(&out));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "autoscaling/v1 60");
+}

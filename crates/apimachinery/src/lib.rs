@@ -10,6 +10,7 @@
 pub mod access;
 pub mod admission_plugins;
 pub mod apply;
+pub mod builtin_conversion;
 pub mod builtin_defaults;
 pub mod builtin_validation;
 pub mod cel;

@@ -5,13 +5,15 @@
 //! `TypedKind` keeps `status` apart when the kind has a status subresource and moves
 //! the generation where kube does (`registry::builtin::GENERATION`). Its Table columns
 //! are kube's printer of the kind (`apimachinery::printers`; Services: `service::printer`),
-//! NAME and AGE for a kind kube prints no more of.
+//! NAME and AGE for a kind kube prints no more of. A kind kube serves in several
+//! versions from one storage (HorizontalPodAutoscalers) is stored in kube's storage
+//! version and converted on the way out (`builtin_conversion`).
 
 use super::age_cell;
 use crate::field::{ErrorList, Path};
 use crate::rest::typed::TypedStrategy;
 use crate::table::{BuiltinColumn, BuiltinPrinter};
-use apimachinery::{builtin_defaults, builtin_validation};
+use apimachinery::{builtin_conversion, builtin_defaults, builtin_validation};
 use serde_json::{json, Value};
 
 /// The strategy of a kind served from its schema and kube's rules for it.
@@ -82,6 +84,23 @@ impl TypedStrategy for SchemaStrategy {
     fn validate_update(&self, new: &Value, old: &Value) -> ErrorList {
         // `TypedKind` checks the metadata update; the kind's own rules follow.
         builtin_validation::validate_update(&self.group, &self.version, &self.kind, new, old)
+    }
+
+    fn to_storage(&self, obj: &mut Value) {
+        let Some(storage) = builtin_conversion::storage_version(&self.group, &self.kind) else {
+            return;
+        };
+        if storage != self.version {
+            builtin_conversion::convert(&self.group, &self.kind, storage, obj);
+            // The defaults kube's decoder gives the stored version when it reads it.
+            builtin_defaults::apply(&self.group, storage, &self.kind, obj);
+        }
+    }
+
+    fn on_read(&self, obj: &mut Value) {
+        if builtin_conversion::storage_version(&self.group, &self.kind).is_some() {
+            builtin_conversion::convert(&self.group, &self.kind, &self.version, obj);
+        }
     }
 
     fn printer(&self) -> BuiltinPrinter {

@@ -5,7 +5,7 @@ use super::{is_empty_collection, ptr, set_defaults, struct_value_at, FieldDefaul
 use serde_json::{json, Map, Value};
 
 /// The CPU utilization an HPA without metrics targets.
-const DEFAULT_CPU_UTILIZATION: i64 = 80;
+pub const DEFAULT_CPU_UTILIZATION: i64 = 80;
 
 /// Where autoscaling/v1 keeps the metrics it has no field for.
 const METRICS_ANNOTATION: &str = "autoscaling.alpha.kubernetes.io/metrics";

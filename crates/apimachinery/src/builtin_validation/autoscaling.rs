@@ -1,4 +1,5 @@
-//! The autoscaling group: HorizontalPodAutoscaler (v2).
+//! The autoscaling group: HorizontalPodAutoscaler (v2; v1 validates as its v2 form,
+//! as kube validates the internal object both convert to).
 
 use super::*;
 
@@ -10,6 +11,14 @@ pub fn validate_v2(kind: &str, obj: &Value) -> ErrorList {
         }
         _ => ErrorList::new(),
     }
+}
+
+/// Validate an autoscaling/v1 object: its v2 form's rules (the fields checked have the
+/// same paths in both versions).
+pub fn validate_v1(kind: &str, obj: &Value) -> ErrorList {
+    let mut v2 = obj.clone();
+    crate::builtin_conversion::convert("autoscaling", kind, "v2", &mut v2);
+    validate_v2(kind, &v2)
 }
 
 /// `validateHorizontalPodAutoscalerSpec` (replica bounds and the scale target; metrics

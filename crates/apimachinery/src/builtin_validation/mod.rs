@@ -39,6 +39,7 @@ pub fn validate(group: &str, version: &str, kind: &str, obj: &Value) -> ErrorLis
         ("networking.k8s.io", "v1") => networking::validate(kind, obj),
         ("policy", "v1") => policy::validate(kind, obj),
         ("autoscaling", "v2") => autoscaling::validate_v2(kind, obj),
+        ("autoscaling", "v1") => autoscaling::validate_v1(kind, obj),
         _ => ErrorList::new(),
     }
 }
@@ -58,6 +59,7 @@ pub fn validate_update(
         ("networking.k8s.io", "v1") => networking::validate(kind, new),
         ("policy", "v1") => policy::validate(kind, new),
         ("autoscaling", "v2") => autoscaling::validate_v2(kind, new),
+        ("autoscaling", "v1") => autoscaling::validate_v1(kind, new),
         ("scheduling.k8s.io", "v1") => scheduling::validate_update(kind, new, old),
         ("storage.k8s.io", "v1") => storage::validate_update(kind, new, old),
         _ => ErrorList::new(),

@@ -252,26 +252,21 @@ pub(super) const HORIZONTAL_POD_AUTOSCALER: KindPrinter = KindPrinter {
 /// CPU target is the one Resource metric kube converts it to.
 fn hpa_targets(hpa: &Value) -> String {
     const MAX: usize = 2;
-    let (specs, statuses) = match at(hpa, "/spec/targetCPUUtilizationPercentage").as_i64() {
-        Some(target) => {
-            let current = at(hpa, "/status/currentCPUUtilizationPercentage");
-            let status = if current.is_i64() {
-                vec![json!({"type": "Resource", "resource": {"name": "cpu",
-                    "current": {"averageUtilization": current}}})]
-            } else {
-                Vec::new()
-            };
-            (
-                vec![json!({"type": "Resource", "resource": {"name": "cpu",
-                    "target": {"type": "Utilization", "averageUtilization": target}}})],
-                status,
-            )
-        }
-        None => (
-            super::array_at(hpa, "/spec/metrics").to_vec(),
-            super::array_at(hpa, "/status/currentMetrics").to_vec(),
-        ),
+    // kube prints the internal object: a v1 object with its annotations' metrics.
+    let is_v1 = hpa.get("apiVersion").and_then(Value::as_str) == Some("autoscaling/v1")
+        || hpa.pointer("/spec/metrics").is_none();
+    let converted;
+    let hpa = if is_v1 {
+        let mut v2 = hpa.clone();
+        v2["apiVersion"] = json!("autoscaling/v1");
+        crate::builtin_conversion::autoscaling::hpa_v1_to_v2(&mut v2);
+        converted = v2;
+        &converted
+    } else {
+        hpa
     };
+    let specs = super::array_at(hpa, "/spec/metrics").to_vec();
+    let statuses = super::array_at(hpa, "/status/currentMetrics").to_vec();
     if specs.is_empty() {
         return "<none>".to_string();
     }
