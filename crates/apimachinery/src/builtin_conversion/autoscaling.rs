@@ -108,6 +108,7 @@ pub fn hpa_v2_to_v1(obj: &mut Value) {
     // Every cpu utilization counts: the last one wins.
     let cpu_now = current
         .iter()
+        .rev()
         .filter(|m| {
             str_at(m, "type") == "Resource" && m.pointer("/resource/name") == Some(&json!("cpu"))
         })
@@ -115,7 +116,7 @@ pub fn hpa_v2_to_v1(obj: &mut Value) {
             m.pointer("/resource/current/averageUtilization")
                 .filter(|v| !v.is_null())
         })
-        .last();
+        .next();
     put(&mut v1_status, "currentCPUUtilizationPercentage", cpu_now);
 
     m.insert("spec".into(), Value::Object(v1_spec));
@@ -169,7 +170,7 @@ pub fn hpa_v1_to_v2(obj: &mut Value) {
                        "averageUtilization": crate::builtin_defaults::autoscaling::DEFAULT_CPU_UTILIZATION}}}));
     }
     v2_spec.insert("metrics".into(), Value::Array(metrics));
-    if let Some(b) = notes.get(BEHAVIOR_ANNOTATION).and_then(|t| behavior_v2(t)) {
+    if let Some(b) = notes.get(BEHAVIOR_ANNOTATION).and_then(behavior_v2) {
         v2_spec.insert("behavior".into(), b);
     }
 

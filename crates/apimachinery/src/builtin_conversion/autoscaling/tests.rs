@@ -194,3 +194,15 @@ fn converting_to_the_version_an_object_has_changes_nothing() {
     super::super::convert("autoscaling", "HorizontalPodAutoscaler", "v1", &mut obj);
     assert_eq!(obj, v1_hpa());
 }
+
+#[test]
+fn the_last_cpu_utilization_is_v1s_current_figure() {
+    let cpu = |n: i64| {
+        json!({"type": "Resource", "resource": {"name": "cpu",
+        "current": {"averageUtilization": n}}})
+    };
+    let mut obj = json!({"apiVersion": "autoscaling/v2", "spec": {"maxReplicas": 2},
+        "status": {"currentMetrics": [cpu(10), cpu(20)]}});
+    hpa_v2_to_v1(&mut obj);
+    assert_eq!(obj["status"]["currentCPUUtilizationPercentage"], 20);
+}
