@@ -1785,3 +1785,112 @@ fn explicit_nulls_in_webhook_configurations_are_defaulted_and_the_webhook_runs()
     assert_eq!(r.status, 200, "{}", r.text());
     defaulted(&r.json().unwrap_or_default()["webhooks"][0], true);
 }
+
+/// kube admits a `/scale` write as the autoscaling/v1 Scale it is, not as the parent:
+/// hooks see `kind: autoscaling/v1 Scale` of resource `apps/v1 deployments` with
+/// subresource `scale`, Scales as `object` and `oldObject`, and the replicas a mutating
+/// hook sets in the Scale are the parent's.
+#[test]
+fn scale_writes_are_admitted_as_scales() {
+    let t = InProcess::start();
+    let mutated: Seen = Arc::default();
+    let validated: Seen = Arc::default();
+    let record = mutated.clone();
+    t.admission().register_mutating(
+        "cap.example.com",
+        Matcher::new(&["apps"], &["deployments/scale"], &[Operation::Update]),
+        move |req: AdmissionRequest| {
+            let record = record.clone();
+            async move {
+                let mut obj = req.object.clone();
+                if let Ok(mut s) = record.lock() {
+                    s.push(req);
+                }
+                if obj["spec"]["replicas"].as_i64().unwrap_or(0) > 4 {
+                    obj["spec"]["replicas"] = json!(4);
+                }
+                AdmissionResponse::mutate(obj)
+            }
+        },
+    );
+    let record = validated.clone();
+    t.admission().register_validating(
+        "check.example.com",
+        Matcher::new(&["apps"], &["deployments/scale"], &[Operation::Update]),
+        move |req: AdmissionRequest| {
+            let record = record.clone();
+            async move {
+                if let Ok(mut s) = record.lock() {
+                    s.push(req);
+                }
+                AdmissionResponse::allow()
+            }
+        },
+    );
+    let deployments = "/apis/apps/v1/namespaces/default/deployments";
+    let r = t.http.send_json(
+        "POST",
+        deployments,
+        &json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"},
+            "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "web"}},
+                "template": {"metadata": {"labels": {"app": "web"}},
+                    "spec": {"containers": [{"name": "c", "image": "busybox"}]}}}}),
+    );
+    assert_eq!(r.status, 201, "{}", r.text());
+    assert!(
+        seen_requests(&mutated).is_empty(),
+        "the parent's writes are not the scale's"
+    );
+
+    let r = t.http.merge_patch(
+        &format!("{deployments}/web/scale"),
+        &json!({"spec": {"replicas": 5}}),
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    let scale = r.json().unwrap_or_default();
+    assert_eq!(scale["kind"], "Scale");
+    assert_eq!(scale["spec"]["replicas"], 4);
+    let parent = t
+        .http
+        .get(&format!("{deployments}/web"))
+        .json()
+        .unwrap_or_default();
+    assert_eq!(parent["spec"]["replicas"], 4);
+
+    let reqs = seen_requests(&mutated);
+    assert_eq!(reqs.len(), 1);
+    let req = &reqs[0];
+    assert_eq!(
+        (
+            req.kind_group.as_str(),
+            req.kind_version.as_str(),
+            req.kind.as_str()
+        ),
+        ("autoscaling", "v1", "Scale")
+    );
+    assert_eq!(
+        (
+            req.group.as_str(),
+            req.version.as_str(),
+            req.resource.as_str(),
+            req.subresource.as_str()
+        ),
+        ("apps", "v1", "deployments", "scale")
+    );
+    assert_eq!(
+        (req.name.as_str(), req.namespace.as_str()),
+        ("web", "default")
+    );
+    assert_eq!(req.object["apiVersion"], "autoscaling/v1");
+    assert_eq!(req.object["kind"], "Scale");
+    assert_eq!(req.object["spec"], json!({"replicas": 5}));
+    assert_eq!(req.object["status"]["selector"], "app=web");
+    let old = req.old_object.clone().unwrap_or_default();
+    assert_eq!(old["kind"], "Scale");
+    assert_eq!(old["spec"], json!({"replicas": 2}));
+    // Validation sees the Scale after mutation.
+    let reqs = seen_requests(&validated);
+    assert_eq!(reqs.len(), 1);
+    assert_eq!(reqs[0].kind, "Scale");
+    assert_eq!(reqs[0].object["spec"], json!({"replicas": 4}));
+}

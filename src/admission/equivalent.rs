@@ -67,6 +67,10 @@ impl Versions {
         if obj.is_null() {
             return Ok(Value::Null);
         }
+        // A subresource's own kind (a Scale) is the same in every version of its parent.
+        if attrs.object_kind.is_some() {
+            return Ok(obj.clone());
+        }
         let Some(crd) = self.crd(attrs) else {
             return Ok(obj.clone());
         };

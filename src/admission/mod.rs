@@ -53,8 +53,12 @@ pub struct AdmissionRequest {
     pub resource: String,
     /// Subresource written (`""`, `status`, `scale`).
     pub subresource: String,
-    /// `Kind`.
+    /// `Kind` of `object` (`Scale` on a `/scale` write).
     pub kind: String,
+    /// API group of that kind (`autoscaling` for a Scale; else the resource's).
+    pub kind_group: String,
+    /// Version of that kind.
+    pub kind_version: String,
     /// Object name (empty on a create with `generateName`: the name is generated
     /// later; empty for the objects of a deletecollection, as kube).
     pub name: String,
@@ -263,6 +267,32 @@ pub struct Attributes<'a> {
     /// addressed (`requestKind`, `requestResource`), while `descriptor` is the matched
     /// version (`kind`, `resource`). `None`: the descriptor is the one addressed.
     pub requested: Option<&'a Descriptor>,
+    /// The kind hooks see when it is not the resource's (a `/scale` write: kube admits
+    /// the autoscaling/v1 Scale, not the parent).
+    pub object_kind: Option<ObjectKind>,
+}
+
+/// A group, version and kind.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ObjectKind {
+    /// API group (`""`: core).
+    pub group: String,
+    /// Version.
+    pub version: String,
+    /// `Kind`.
+    pub kind: String,
+}
+
+/// What admission is shown of an object written through a subresource with a kind of
+/// its own (kube's `/scale`: hooks see an autoscaling/v1 Scale of the parent, and
+/// what a mutating hook changes in it is written back into the parent).
+pub trait SubresourceView: Send + Sync {
+    /// The kind of the view.
+    fn kind(&self) -> ObjectKind;
+    /// The view of `parent`.
+    fn view(&self, parent: &Value) -> Result<Value, Status>;
+    /// `parent` with what `view` holds.
+    fn merge(&self, parent: &Value, view: &Value) -> Result<Value, Status>;
 }
 
 impl<'a> Attributes<'a> {
@@ -275,6 +305,7 @@ impl<'a> Attributes<'a> {
             delete: None,
             audit: AuditAnnotations::default(),
             requested: None,
+            object_kind: None,
         }
     }
 
@@ -288,7 +319,17 @@ impl<'a> Attributes<'a> {
             delete: self.delete,
             audit: self.audit.clone(),
             requested: Some(self.requested()),
+            object_kind: self.object_kind.clone(),
         }
+    }
+
+    /// The group, version and kind of the objects hooks see.
+    pub fn kind(&self) -> ObjectKind {
+        self.object_kind.clone().unwrap_or_else(|| ObjectKind {
+            group: self.descriptor.gr.group.clone(),
+            version: self.descriptor.version.clone(),
+            kind: self.descriptor.kind.clone(),
+        })
     }
 
     /// The endpoint the request addressed.
@@ -385,11 +426,15 @@ impl<'a> Attributes<'a> {
     pub fn request(&self, uid: &str, obj: &Value, old: Option<&Value>) -> Value {
         let d = self.descriptor;
         let r = self.requested();
+        let kind = |d: &Descriptor| match &self.object_kind {
+            Some(k) => json!({"group": k.group, "version": k.version, "kind": k.kind}),
+            None => json!({"group": d.gr.group, "version": d.version, "kind": d.kind}),
+        };
         let mut req = json!({
             "uid": uid,
-            "kind": {"group": d.gr.group, "version": d.version, "kind": d.kind},
+            "kind": kind(d),
             "resource": {"group": d.gr.group, "version": d.version, "resource": d.gr.resource},
-            "requestKind": {"group": r.gr.group, "version": r.version, "kind": r.kind},
+            "requestKind": kind(r),
             "requestResource": {"group": r.gr.group, "version": r.version, "resource": r.gr.resource},
             "operation": self.operation_name(),
             "userInfo": self.opts.user.to_json(),
@@ -885,6 +930,7 @@ impl Admission {
 
 fn request(attrs: &Attributes<'_>, obj: Value, old: Option<&Value>) -> AdmissionRequest {
     let d = attrs.descriptor;
+    let kind = attrs.kind();
     AdmissionRequest {
         uid: uuid::Uuid::new_v4().to_string(),
         operation: attrs.operation,
@@ -892,7 +938,9 @@ fn request(attrs: &Attributes<'_>, obj: Value, old: Option<&Value>) -> Admission
         version: d.version.clone(),
         resource: d.gr.resource.clone(),
         subresource: attrs.opts.subresource.clone(),
-        kind: d.kind.clone(),
+        kind: kind.kind,
+        kind_group: kind.group,
+        kind_version: kind.version,
         name: attrs.name(&obj, old).to_string(),
         namespace: attrs.namespace(&obj, old).to_string(),
         object: obj,

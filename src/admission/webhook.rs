@@ -662,6 +662,31 @@ mod tests {
     }
 
     #[test]
+    fn a_subresource_with_a_kind_of_its_own_is_reviewed_as_that_kind() {
+        let d = widgets();
+        let opts = WriteOptions {
+            subresource: "scale".into(),
+            ..Default::default()
+        };
+        let mut attrs = Attributes::new(&d, Operation::Update, &opts);
+        attrs.object_kind = Some(crate::admission::ObjectKind {
+            group: "autoscaling".into(),
+            version: "v1".into(),
+            kind: "Scale".into(),
+        });
+        let scale = json!({"kind": "Scale", "metadata": {"name": "w", "namespace": "ns"}});
+        let req = &review(&attrs, "u-2", &scale, Some(&scale))["request"];
+        let kind = json!({"group": "autoscaling", "version": "v1", "kind": "Scale"});
+        assert_eq!(req["kind"], kind);
+        assert_eq!(req["requestKind"], kind);
+        assert_eq!(
+            req["resource"],
+            json!({"group": "example.com", "version": "v1", "resource": "widgets"})
+        );
+        assert_eq!(req["subResource"], "scale");
+    }
+
+    #[test]
     fn review_request_has_kubes_fields() {
         let d = widgets();
         let opts = WriteOptions {

@@ -8,6 +8,7 @@
 
 use super::patch::Patch;
 use super::{decode_object, write_options};
+use crate::admission::{ObjectKind, SubresourceView};
 use crate::apiserver::{ApiServer, Resolved};
 use crate::apply::scale::{record_scale_update, ScaleWrite};
 use crate::field::{Error as FieldError, Path};
@@ -198,6 +199,32 @@ impl ScaleTarget {
     }
 }
 
+/// What admission sees of a `/scale` write: the Scale of the parent (kube admits the
+/// autoscaling/v1 Scale), a mutating hook's replicas written back into the parent.
+struct ScaleAdmission<'a> {
+    target: &'a ScaleTarget,
+    gr: &'a GroupResource,
+}
+
+impl SubresourceView for ScaleAdmission<'_> {
+    fn kind(&self) -> ObjectKind {
+        ObjectKind {
+            group: "autoscaling".into(),
+            version: "v1".into(),
+            kind: "Scale".into(),
+        }
+    }
+
+    fn view(&self, parent: &Value) -> Result<Value, Status> {
+        self.target.scale_of(parent)
+    }
+
+    fn merge(&self, parent: &Value, view: &Value) -> Result<Value, Status> {
+        let name = object::name(parent).to_string();
+        Ok(self.target.parent_with(parent, view, self.gr, &name)?.0)
+    }
+}
+
 fn get_path<'a>(obj: &'a Value, path: &str) -> Option<&'a Value> {
     let mut cur = obj;
     for part in path.trim_start_matches('.').split('.') {
@@ -269,25 +296,37 @@ where
         .split('.')
         .collect();
     let name = &req.info.name;
+    let view = ScaleAdmission {
+        target: &target,
+        gr: &d.gr,
+    };
     let w = api
         .store
-        .update(kind, &req.info.namespace, name, &opts, false, |cur| {
-            let old_scale = target.scale_of(cur)?;
-            let scale = new_scale(&old_scale)?;
-            let (mut out, replicas) = target.parent_with(cur, &scale, &d.gr, name)?;
-            let old_replicas = old_scale
-                .pointer("/spec/replicas")
-                .and_then(Value::as_i64)
-                .unwrap_or(0);
-            let write = ScaleWrite {
-                manager: &opts.field_manager,
-                replicas_path: &replicas_path,
-                api_version: &api_version,
-                replicas: (old_replicas, replicas),
-            };
-            record_scale_update(cur, &mut out, &write);
-            Ok(out)
-        })
+        .update_viewed(
+            kind,
+            &req.info.namespace,
+            name,
+            &opts,
+            false,
+            Some(&view),
+            |cur| {
+                let old_scale = target.scale_of(cur)?;
+                let scale = new_scale(&old_scale)?;
+                let (mut out, replicas) = target.parent_with(cur, &scale, &d.gr, name)?;
+                let old_replicas = old_scale
+                    .pointer("/spec/replicas")
+                    .and_then(Value::as_i64)
+                    .unwrap_or(0);
+                let write = ScaleWrite {
+                    manager: &opts.field_manager,
+                    replicas_path: &replicas_path,
+                    api_version: &api_version,
+                    replicas: (old_replicas, replicas),
+                };
+                record_scale_update(cur, &mut out, &write);
+                Ok(out)
+            },
+        )
         .await?;
     Ok(response::reply(
         Reply::ok(target.scale_of(&w.object)?),

@@ -4,7 +4,7 @@
 use super::{
     object, Admitted, DeleteOptions, Descriptor, Operation, Reservation, ResourceKind, WriteOptions,
 };
-use crate::admission::{Admission, Attributes};
+use crate::admission::{Admission, Attributes, SubresourceView};
 use crate::codec;
 use crate::pipeline::order::{self, IoFuture};
 use crate::selector::{fields::FieldSelector, labels::LabelSelector};
@@ -115,6 +115,8 @@ struct KindAdmission<'a> {
     admission: &'a Admission,
     attrs: Attributes<'a>,
     kind: &'a dyn ResourceKind,
+    /// What hooks see instead of the object (`/scale`: a Scale).
+    view: Option<&'a dyn SubresourceView>,
     /// What the write took from the kind's allocators.
     taken: std::sync::Mutex<Option<Reservation>>,
 }
@@ -125,8 +127,25 @@ impl<'a> KindAdmission<'a> {
             admission,
             attrs,
             kind,
+            view: None,
             taken: std::sync::Mutex::new(None),
         }
+    }
+
+    /// Hooks see `view` of the objects (and its kind) instead of the objects.
+    fn viewed(mut self, view: Option<&'a dyn SubresourceView>) -> Self {
+        self.attrs.object_kind = view.map(|v| v.kind());
+        self.view = view;
+        self
+    }
+
+    /// `obj` and `old` as hooks see them.
+    fn views(&self, obj: &Value, old: Option<&Value>) -> Result<(Value, Option<Value>), Status> {
+        let Some(view) = self.view else {
+            return Ok((obj.clone(), old.cloned()));
+        };
+        let old = old.map(|o| view.view(o)).transpose()?;
+        Ok((view.view(obj)?, old))
     }
 
     /// What the write took (to commit once stored).
@@ -142,7 +161,20 @@ impl order::Admit for KindAdmission<'_> {
         old: Option<&'a Value>,
         warnings: &'a mut Vec<String>,
     ) -> IoFuture<'a, Result<Value, Status>> {
-        Box::pin(self.admission.mutate(&self.attrs, obj, old, warnings))
+        let Some(view) = self.view else {
+            return Box::pin(self.admission.mutate(&self.attrs, obj, old, warnings));
+        };
+        Box::pin(async move {
+            let (seen, seen_old) = self.views(&obj, old)?;
+            let mutated = self
+                .admission
+                .mutate(&self.attrs, seen.clone(), seen_old.as_ref(), warnings)
+                .await?;
+            if mutated == seen {
+                return Ok(obj);
+            }
+            view.merge(&obj, &mutated)
+        })
     }
 
     fn check<'a>(
@@ -183,7 +215,15 @@ impl order::Admit for KindAdmission<'_> {
         old: Option<&'a Value>,
         warnings: &'a mut Vec<String>,
     ) -> IoFuture<'a, Result<(), Status>> {
-        Box::pin(self.admission.validate(&self.attrs, obj, old, warnings))
+        if self.view.is_none() {
+            return Box::pin(self.admission.validate(&self.attrs, obj, old, warnings));
+        }
+        Box::pin(async move {
+            let (seen, seen_old) = self.views(obj, old)?;
+            self.admission
+                .validate(&self.attrs, &seen, seen_old.as_ref(), warnings)
+                .await
+        })
     }
 
     fn delete<'a>(
@@ -274,12 +314,14 @@ impl Store {
         desired: Value,
         old: &Value,
         opts: &WriteOptions,
+        view: Option<&dyn SubresourceView>,
     ) -> Result<(Admitted, Option<Reservation>), Status> {
         let io = KindAdmission::new(
             &self.admission,
             Attributes::new(kind.descriptor(), Operation::Update, opts),
             kind,
-        );
+        )
+        .viewed(view);
         let admitted = order::update(kind.strategy(), &io, desired, old, opts).await;
         settle_admitted(admitted, io.into_taken()).await
     }
@@ -558,6 +600,26 @@ impl Store {
         name: &str,
         opts: &WriteOptions,
         require_rv: bool,
+        build: F,
+    ) -> Result<Written, Status>
+    where
+        F: FnMut(&Value) -> Result<Value, Status>,
+    {
+        self.update_viewed(kind, namespace, name, opts, require_rv, None, build)
+            .await
+    }
+
+    /// [`Store::update`] of a subresource whose hooks see `view` of the object
+    /// (`/scale`: kube admits a Scale).
+    #[allow(clippy::too_many_arguments)]
+    pub async fn update_viewed<F>(
+        &self,
+        kind: &dyn ResourceKind,
+        namespace: &str,
+        name: &str,
+        opts: &WriteOptions,
+        require_rv: bool,
+        view: Option<&dyn SubresourceView>,
         mut build: F,
     ) -> Result<Written, Status>
     where
@@ -607,7 +669,7 @@ impl Store {
                     trace,
                 },
                 mut taken,
-            ) = self.admit_update(kind, desired, &old, opts).await?;
+            ) = self.admit_update(kind, desired, &old, opts, view).await?;
             object::set_resource_version(&mut obj, kv.mod_revision);
             let remove = object::is_terminating(&obj) && !kind.strategy().finalizers_pending(&obj);
             // `Ok(None)`: a conflict, tried again.
