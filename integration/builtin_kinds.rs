@@ -926,3 +926,111 @@ fn autoscalers_convert_between_autoscaling_v1_and_v2() {
     assert!(out.status.success(), "{}", describe_output(&out));
     assert_eq!(String::from_utf8_lossy(&out.stdout), "autoscaling/v1 60");
 }
+
+/// A server-side apply of a Scale (`kubectl apply --server-side --subresource=scale`,
+/// controllers): kube's scale field manager shows the parent's owners of
+/// `spec.replicas` as the Scale's, so an apply conflicts with them unless forced; the
+/// winner owns the parent's replicas under `subresource: scale` (at the parent's
+/// version, without a time: `ScaleHandler.ToParent` carries only the parent's times).
+#[test]
+fn scales_of_built_in_workloads_take_server_side_applies() {
+    let server = TestServer::start();
+    let http = server.http();
+    let base = "/apis/apps/v1/namespaces/default/deployments";
+    let resp = http.send_json(
+        "POST",
+        &format!("{base}?fieldManager=creator"),
+        &json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"},
+            "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "a"}},
+                "template": {"metadata": {"labels": {"app": "a"}},
+                    "spec": {"containers": [{"name": "c", "image": "busybox"}]}}}}),
+    );
+    assert_eq!(resp.status, 201, "{}", resp.text());
+    let apply = |replicas: i64, force: bool| {
+        let body = format!(
+            "apiVersion: autoscaling/v1\nkind: Scale\nmetadata:\n  name: d\n  namespace: default\nspec:\n  replicas: {replicas}\n"
+        );
+        let mut query = vec![("fieldManager".to_string(), "scaler".to_string())];
+        if force {
+            query.push(("force".to_string(), "true".to_string()));
+        }
+        let headers = vec![
+            ("Accept".to_string(), "application/json".to_string()),
+            (
+                "Content-Type".to_string(),
+                "application/apply-patch+yaml".to_string(),
+            ),
+        ];
+        http.request(
+            "PATCH",
+            &format!("{base}/d/scale"),
+            &query,
+            &headers,
+            Some(body.into_bytes()),
+        )
+        .expect("request")
+    };
+
+    // `creator` owns the replicas: kube's conflict, worded for the Scale's entry.
+    let resp = apply(3, false);
+    assert_eq!(resp.status, 409, "{}", resp.text());
+    let status = resp.json().expect("json");
+    assert_eq!(status["reason"], "Conflict");
+    assert_eq!(
+        status["message"],
+        "Apply failed with 1 conflict: conflict with \"creator\" using autoscaling/v1: .spec.replicas"
+    );
+
+    let resp = apply(3, true);
+    assert_eq!(resp.status, 200, "{}", resp.text());
+    let scale = resp.json().expect("json");
+    assert_eq!(scale["kind"], "Scale");
+    assert_eq!(scale["spec"], json!({"replicas": 3}));
+    let parent = http.get(&format!("{base}/d")).json().expect("json");
+    assert_eq!(parent["spec"]["replicas"], 3);
+    let entries = parent["metadata"]["managedFields"]
+        .as_array()
+        .expect("managedFields");
+    let scaler: Vec<&Value> = entries
+        .iter()
+        .filter(|e| e["manager"] == "scaler")
+        .collect();
+    assert_eq!(
+        scaler,
+        [
+            &json!({"manager": "scaler", "operation": "Apply", "apiVersion": "apps/v1",
+            "fieldsType": "FieldsV1", "fieldsV1": {"f:spec": {"f:replicas": {}}},
+            "subresource": "scale"})
+        ]
+    );
+    let creator = entries
+        .iter()
+        .find(|e| e["manager"] == "creator")
+        .expect("creator");
+    assert!(
+        creator["fieldsV1"]["f:spec"].get("f:replicas").is_none(),
+        "{creator}"
+    );
+
+    // The applier owns them now: no conflict.
+    let resp = apply(4, false);
+    assert_eq!(resp.status, 200, "{}", resp.text());
+    assert_eq!(resp.json().expect("json")["spec"]["replicas"], 4);
+    let parent = http.get(&format!("{base}/d")).json().expect("json");
+    assert_eq!(parent["spec"]["replicas"], 4);
+
+    // A Scale of another version is kube's 400.
+    let resp = http
+        .request(
+            "PATCH",
+            &format!("{base}/d/scale"),
+            &[("fieldManager".to_string(), "scaler".to_string())],
+            &[(
+                "Content-Type".to_string(),
+                "application/apply-patch+yaml".to_string(),
+            )],
+            Some(b"apiVersion: apps/v1\nkind: Scale\nspec:\n  replicas: 1\n".to_vec()),
+        )
+        .expect("request");
+    assert_eq!(resp.status, 400, "{}", resp.text());
+}

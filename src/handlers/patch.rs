@@ -236,7 +236,7 @@ async fn server_side_apply(
 
 /// The applied configuration, decoded as kube's `yaml.Unmarshal` into a map: `null`
 /// (or an empty body) is an empty configuration, anything but a map a 400.
-fn decode_apply_config(body: &[u8]) -> Result<Value, Status> {
+pub(super) fn decode_apply_config(body: &[u8]) -> Result<Value, Status> {
     let config = crate::codec::decode_yaml(body).map_err(|e| {
         Status::bad_request(format!(
             "error decoding YAML: error converting YAML to JSON: {e}"

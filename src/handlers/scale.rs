@@ -10,9 +10,11 @@ use super::patch::Patch;
 use super::{decode_object, write_options};
 use crate::admission::{ObjectKind, SubresourceView};
 use crate::apiserver::{ApiServer, Resolved};
-use crate::apply::scale::{record_scale_update, ScaleWrite};
+use crate::apply::scale::{
+    record_scale_apply, record_scale_update, scale_managed_fields, ScaleWrite,
+};
 use crate::field::{Error as FieldError, Path};
-use crate::http::negotiate::body_type;
+use crate::http::negotiate::{body_type, BodyType};
 use crate::http::response::{self, Body, Reply};
 use crate::http::ApiRequest;
 use crate::rest::object;
@@ -363,8 +365,93 @@ pub async fn patch(
     resolved: &Resolved,
 ) -> Result<Response<Body>, Status> {
     let builtin = matches!(resolved, Resolved::Builtin(_));
-    let patch = Patch::parse(body_type(req.header("content-type")), &req.body, builtin)?;
+    let ty = body_type(req.header("content-type"));
+    if ty == BodyType::ApplyPatch {
+        return apply(api, req, resolved).await;
+    }
+    let patch = Patch::parse(ty, &req.body, builtin)?;
     write_scale(api, req, resolved, |cur| patch.apply(cur)).await
+}
+
+/// Server-side apply of a Scale (kube's scale field manager): the applied
+/// configuration merges into the current Scale, whose managedFields are the parent's
+/// owners of the replicas (`apply::scale::scale_managed_fields`), with kube's conflicts;
+/// the parent gets the Scale's replicas and its owners back
+/// (`apply::scale::record_scale_apply`). A Scale is never created by an apply.
+async fn apply(
+    api: &Arc<ApiServer>,
+    req: &ApiRequest,
+    resolved: &Resolved,
+) -> Result<Response<Body>, Status> {
+    let target = target(resolved)?;
+    let kind = resolved.kind();
+    let opts = write_options(api, req, "PatchOptions")?;
+    let config = super::patch::decode_apply_config(&req.body)?;
+    // kube's query booleans: only "0" and "false" (any case) are false once present.
+    let force = req
+        .param("force")
+        .is_some_and(|f| f != "0" && !f.eq_ignore_ascii_case("false"));
+    let d = kind.descriptor();
+    let api_version = d.api_version();
+    let replicas_path: Vec<&str> = target
+        .spec_replicas_path
+        .trim_start_matches('.')
+        .split('.')
+        .collect();
+    let schema = crate::rest::typed::schema_of(SCALE_DEFINITION);
+    let now = object::now();
+    let scope = crate::apply::Scope {
+        schema: &schema,
+        api_version: "autoscaling/v1",
+        kind: "Scale",
+        subresource: "scale",
+        // A Scale's status is the parent's: an applier never owns it.
+        status_subresource: true,
+        versions: &[],
+        now: &now,
+    };
+    let view = ScaleAdmission {
+        target: &target,
+        gr: &d.gr,
+    };
+    let name = &req.info.name;
+    let w = api
+        .store
+        .update_viewed(
+            kind,
+            &req.info.namespace,
+            name,
+            &opts,
+            false,
+            Some(&view),
+            |cur| {
+                let mut live = target.scale_of(cur)?;
+                let old_replicas = live
+                    .pointer("/spec/replicas")
+                    .and_then(Value::as_i64)
+                    .unwrap_or(0);
+                if let Some(entries) = scale_managed_fields(cur, &replicas_path) {
+                    object::meta_mut(&mut live).insert("managedFields".into(), entries);
+                }
+                let merged =
+                    crate::apply::apply(Some(&live), &config, &opts.field_manager, force, &scope)
+                        .map_err(|e| e.to_status())?;
+                let (mut out, replicas) = target.parent_with(cur, &merged, &d.gr, name)?;
+                let write = ScaleWrite {
+                    manager: &opts.field_manager,
+                    replicas_path: &replicas_path,
+                    api_version: &api_version,
+                    replicas: (old_replicas, replicas),
+                };
+                record_scale_apply(cur, &mut out, &merged, &write);
+                Ok(out)
+            },
+        )
+        .await?;
+    Ok(response::reply(
+        Reply::ok(target.scale_of(&w.object)?),
+        req.output,
+    ))
 }
 
 #[cfg(test)]

@@ -112,6 +112,105 @@ pub fn record_scale_update(old_parent: &Value, new_parent: &mut Value, w: &Scale
     };
 }
 
+/// The managedFields of the Scale an apply to `/scale` merges into (kube's
+/// `ScaleHandler.ToSubresource`): the parent's owners of the replicas, each owning the
+/// Scale's `spec.replicas` under its Scale identity. `None`: nobody owns them (the
+/// Scale is then untracked, as kube's).
+pub fn scale_managed_fields(parent: &Value, replicas_path: &[&str]) -> Option<Value> {
+    let entries = managed::parse_entries(parent.pointer("/metadata/managedFields"))?;
+    let parent = Managed::decode(&entries).ok()?;
+    let path = field_path(replicas_path);
+    let replicas = FieldSet::from_paths([field_path(&["spec", "replicas"]).as_slice()]);
+    let mut out = Managed::default();
+    for (key, vs) in parent.fields.iter().filter(|(_, vs)| vs.set.has(&path)) {
+        let scale_key = scale_key(key, vs);
+        out.fields.insert(
+            scale_key.clone(),
+            VersionedSet {
+                set: replicas.clone(),
+                api_version: SCALE_API_VERSION.to_string(),
+                applied: vs.applied,
+            },
+        );
+        out.times
+            .insert(scale_key, parent.times.get(key).cloned().flatten());
+    }
+    out.encode()
+}
+
+/// Set the managedFields of `new_parent` from those of `old_parent` and of `scale`, the
+/// Scale an apply produced (kube's `ScaleHandler.ToParent`): a parent owner of the
+/// replicas keeps them only if the Scale still lists it; every other Scale manager
+/// owning `spec.replicas` owns the parent's replicas, at the parent's version and
+/// without a time.
+pub fn record_scale_apply(
+    old_parent: &Value,
+    new_parent: &mut Value,
+    scale: &Value,
+    w: &ScaleWrite,
+) {
+    let decode = |v: &Value| {
+        managed::parse_entries(v.pointer("/metadata/managedFields"))
+            .and_then(|e| Managed::decode(&e).ok())
+            .unwrap_or_default()
+    };
+    let parent = decode(old_parent);
+    let mut scale_fields = decode(scale).fields;
+    let path = field_path(w.replicas_path);
+    let replicas = FieldSet::from_paths([path.as_slice()]);
+    let mut out = Managed::default();
+    for (key, vs) in &parent.fields {
+        let time = parent.times.get(key).cloned().flatten();
+        if !vs.set.has(&path) || scale_fields.remove(key).is_some() {
+            out.fields.insert(key.clone(), vs.clone());
+            out.times.insert(key.clone(), time);
+            continue;
+        }
+        let rest = vs.set.difference(&replicas);
+        if !rest.is_empty() {
+            out.fields.insert(
+                key.clone(),
+                VersionedSet {
+                    set: rest,
+                    api_version: vs.api_version.clone(),
+                    applied: vs.applied,
+                },
+            );
+            out.times.insert(key.clone(), time);
+        }
+    }
+    let scale_replicas = field_path(&["spec", "replicas"]);
+    for (key, vs) in scale_fields {
+        if !vs.set.has(&scale_replicas) {
+            continue;
+        }
+        let time = parent.times.get(&key).cloned().flatten();
+        out.fields.insert(
+            key.clone(),
+            VersionedSet {
+                set: replicas.clone(),
+                api_version: w.api_version.to_string(),
+                applied: vs.applied,
+            },
+        );
+        out.times.insert(key, time);
+    }
+    let Some(meta) = new_parent
+        .get_mut("metadata")
+        .and_then(Value::as_object_mut)
+    else {
+        return;
+    };
+    match out.encode() {
+        Some(list) => meta.insert("managedFields".into(), list),
+        None => meta.remove("managedFields"),
+    };
+}
+
+fn field_path(fields: &[&str]) -> Vec<PathElement> {
+    fields.iter().map(|f| PathElement::field(f)).collect()
+}
+
 /// The key a parent's entry has once written as a Scale entry.
 fn scale_key(key: &str, vs: &VersionedSet) -> String {
     let mut id = ManagerId::parse(key).unwrap_or_default();
@@ -168,6 +267,50 @@ mod tests {
         let mut new = old.clone();
         record_scale_update(&old, &mut new, &write("hpa", (3, 3)));
         assert_eq!(new, old);
+    }
+
+    #[test]
+    fn an_apply_sees_the_owners_of_the_replicas_as_scale_entries() {
+        let parent = deployment(json!([{"manager": "kubectl", "operation": "Update",
+            "apiVersion": "apps/v1", "time": "2024-01-01T00:00:00Z", "fieldsType": "FieldsV1",
+            "fieldsV1": {"f:spec": {"f:replicas": {}, "f:paused": {}}}},
+            {"manager": "other", "operation": "Update", "apiVersion": "apps/v1",
+            "fieldsType": "FieldsV1", "fieldsV1": {"f:metadata": {"f:labels": {}}}}]));
+        assert_eq!(
+            scale_managed_fields(&parent, &["spec", "replicas"]),
+            Some(json!([{"manager": "kubectl", "operation": "Update",
+                "apiVersion": "autoscaling/v1", "time": "2024-01-01T00:00:00Z",
+                "fieldsType": "FieldsV1", "fieldsV1": {"f:spec": {"f:replicas": {}}}}]))
+        );
+        assert_eq!(
+            scale_managed_fields(&deployment(json!([])), &["spec", "replicas"]),
+            None
+        );
+    }
+
+    #[test]
+    fn an_applied_scale_gives_the_replicas_to_its_manager_at_the_parents_version() {
+        let old = deployment(json!([{"manager": "kubectl", "operation": "Update",
+            "apiVersion": "apps/v1", "time": "2024-01-01T00:00:00Z", "fieldsType": "FieldsV1",
+            "fieldsV1": {"f:spec": {"f:replicas": {}, "f:paused": {}}}}]));
+        // The Scale after a forced apply by `ci`: kubectl lost the replicas.
+        let scale = json!({"metadata": {"managedFields": [{"manager": "ci", "operation": "Apply",
+            "apiVersion": "autoscaling/v1", "time": "2024-02-02T00:00:00Z",
+            "fieldsType": "FieldsV1", "fieldsV1": {"f:spec": {"f:replicas": {}}},
+            "subresource": "scale"}]}});
+        let mut new = old.clone();
+        record_scale_apply(&old, &mut new, &scale, &write("ci", (3, 5)));
+        assert_eq!(
+            new["metadata"]["managedFields"],
+            json!([
+                {"manager": "ci", "operation": "Apply", "apiVersion": "apps/v1",
+                 "fieldsType": "FieldsV1", "fieldsV1": {"f:spec": {"f:replicas": {}}},
+                 "subresource": "scale"},
+                {"manager": "kubectl", "operation": "Update", "apiVersion": "apps/v1",
+                 "time": "2024-01-01T00:00:00Z", "fieldsType": "FieldsV1",
+                 "fieldsV1": {"f:spec": {"f:paused": {}}}}
+            ])
+        );
     }
 
     #[test]
