@@ -9,7 +9,7 @@ use std::process::Output;
 use std::time::Duration;
 
 use common::{describe_output, poll, testdata_dir, TestServer};
-use serde_json::Value;
+use serde_json::{json, Value};
 
 /// How long a kubectl step may wait for the server to reach a state.
 const SETTLE: Duration = Duration::from_secs(10);
@@ -712,6 +712,43 @@ fn label_annotate_patch_and_scale() {
     assert_eq!(
         err, "error: Expected replicas to be 1, was 3\n",
         "kubectl scale precondition"
+    );
+
+    // A server-side apply of the Scale (as built-ins take it): the applier owns the
+    // replicas under `subresource: scale`, at the custom resource's version.
+    let resp = server
+        .http()
+        .request(
+            "PATCH",
+            "/apis/example.com/v1/namespaces/default/widgets/w1/scale",
+            &[
+                ("fieldManager".to_string(), "scaler".to_string()),
+                ("force".to_string(), "true".to_string()),
+            ],
+            &[(
+                "Content-Type".to_string(),
+                "application/apply-patch+yaml".to_string(),
+            )],
+            Some(b"apiVersion: autoscaling/v1\nkind: Scale\nspec:\n  replicas: 4\n".to_vec()),
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(resp.status, 200, "{}", resp.text());
+    assert_eq!(
+        jsonpath(&server, &["widget", "w1"], "{.spec.replicas}"),
+        "4"
+    );
+    let entries = jsonpath(
+        &server,
+        &["widget", "w1"],
+        "{.metadata.managedFields[?(@.manager==\"scaler\")]}",
+    );
+    let entry: Value = serde_json::from_str(&entries)
+        .unwrap_or_else(|e| panic!("entry is not JSON ({e}): {entries}"));
+    assert_eq!(
+        entry,
+        json!({"manager": "scaler", "operation": "Apply", "apiVersion": "example.com/v1",
+            "fieldsType": "FieldsV1", "fieldsV1": {"f:spec": {"f:replicas": {}}},
+            "subresource": "scale"})
     );
 }
 
