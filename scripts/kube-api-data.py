@@ -11,12 +11,22 @@ From a directory of documents recorded from a real kube-apiserver (README.md the
   of every group-version, merged, in OpenAPI v2's form (`#/definitions/` references, a
   reference with siblings written beside them rather than wrapped in `allOf`),
   descriptions and `default`s kept;
+- openapi-v3/*.json -> crates/apimachinery/data/kube-v1.36/openapi-v3.json.zlib: the
+  documents themselves, as served at `/openapi/v3/<group-version>`, in one zlib stream
+  of `{"documents": {"api/v1": ..., "apis/apps/v1": ...}, "shared": [...]}` where a
+  subtree met more than once (a parameter, a schema in several documents) is written
+  once in `shared` and replaced by `{"$shared": <index>}` (shared entries refer only to
+  earlier ones); keys sorted. And into testdata/kube-v1.36/openapi-v3/digests.json, as
+  the expectation the integration test holds the served documents to, a digest of each
+  member of each document (OPENAPI_DIGESTS below says which and how);
 - protobuf-fields.json -> crates/apimachinery/data/kube-v1.36/protobuf.json: every
   message's fields (number, JSON name, type, and from the Go types in a Kubernetes
   tree, KUBE_TREE (default /tmp/kube), whether a field is a pointer, `omitempty`,
   `omitzero` or `inline`), and which message each apiVersion/kind is.
 """
+import collections
 import glob
+import hashlib
 import json
 import os
 import re
@@ -185,5 +195,111 @@ def protobuf_table():
         f.write("\n")
 
 
+def canonical(value):
+    """Compact JSON, keys sorted, non-ASCII as UTF-8: the bytes the digests are of."""
+    return json.dumps(value, separators=(",", ":"), sort_keys=True, ensure_ascii=False)
+
+
+SHARED = "$shared"
+# A subtree is shared when it occurs twice or more and its JSON is at least this long.
+SHARED_MIN_LEN = 48
+
+
+def openapi_documents():
+    docs = {}
+    for path in sorted(glob.glob(os.path.join(SRC, "openapi-v3", "*.json"))):
+        name = os.path.basename(path)[: -len(".json")].replace("_", "/")
+        with open(path) as f:
+            docs[name] = json.load(f)
+    return docs
+
+
+def pooled(docs):
+    seen = collections.Counter()
+
+    def count(v):
+        if isinstance(v, dict):
+            if SHARED in v:
+                sys.exit(f"a recorded document has a {SHARED!r} key")
+            for x in v.values():
+                count(x)
+        elif isinstance(v, list):
+            for x in v:
+                count(x)
+        seen[canonical(v)] += 1
+
+    for d in docs.values():
+        count(d)
+    shared, index = [], {}
+
+    def inner(v):
+        if isinstance(v, dict):
+            return {k: outer(x) for k, x in v.items()}
+        if isinstance(v, list):
+            return [outer(x) for x in v]
+        return v
+
+    def outer(v):
+        key = canonical(v)
+        if seen[key] < 2 or len(key) < SHARED_MIN_LEN:
+            return inner(v)
+        if key not in index:
+            entry = inner(v)
+            index[key] = len(shared)
+            shared.append(entry)
+        return {SHARED: index[key]}
+
+    out = {"documents": {k: inner(d) for k, d in docs.items()}, "shared": shared}
+
+    def expand(v):
+        if isinstance(v, dict):
+            if set(v) == {SHARED}:
+                return expand(shared[v[SHARED]])
+            return {k: expand(x) for k, x in v.items()}
+        if isinstance(v, list):
+            return [expand(x) for x in v]
+        return v
+
+    for k, d in docs.items():
+        if canonical(expand(out["documents"][k])) != canonical(d):
+            sys.exit(f"pooling {k} does not round-trip")
+    return out
+
+
+def openapi_digests(doc):
+    """OPENAPI_DIGESTS: {JSON pointer: first 16 hex digits of the SHA-256 of the member's
+    canonical JSON} for `/paths/<path>`, `/components/<section>/<name>` and every other
+    top-level member (`/openapi`, `/info`); pointers escape `~` and `/` (RFC 6901)."""
+    esc = lambda k: k.replace("~", "~0").replace("/", "~1")
+    digest = lambda v: hashlib.sha256(canonical(v).encode()).hexdigest()[:16]
+    out = {}
+    for key, value in doc.items():
+        if key == "paths" and isinstance(value, dict):
+            for p, item in value.items():
+                out[f"/paths/{esc(p)}"] = digest(item)
+        elif key == "components" and isinstance(value, dict):
+            for section, members in value.items():
+                for name, item in members.items():
+                    out[f"/components/{esc(section)}/{esc(name)}"] = digest(item)
+        else:
+            out[f"/{esc(key)}"] = digest(value)
+    return dict(sorted(out.items()))
+
+
+def openapi_v3():
+    import zlib
+
+    docs = openapi_documents()
+    data = os.path.join(ROOT, "crates", "apimachinery", "data", "kube-v1.36", "openapi-v3.json.zlib")
+    with open(data, "wb") as f:
+        f.write(zlib.compress(canonical(pooled(docs)).encode(), 9))
+    tests = os.path.join(ROOT, "testdata", "kube-v1.36", "openapi-v3")
+    os.makedirs(tests, exist_ok=True)
+    with open(os.path.join(tests, "digests.json"), "w") as f:
+        json.dump({k: openapi_digests(d) for k, d in docs.items()}, f, indent=1, sort_keys=True)
+        f.write("\n")
+
+
 main()
 protobuf_table()
+openapi_v3()

@@ -19,6 +19,7 @@ pub mod crd;
 pub mod field;
 pub mod goformat;
 pub mod kube_discovery;
+pub mod kube_openapi;
 pub mod number;
 pub mod object;
 pub mod pipeline;
