@@ -1086,3 +1086,254 @@ fn v3_patch_operations_list_the_patch_types_kube_lists() {
         );
     }
 }
+
+/// The canonical JSON the recorded digests are of (as `scripts/kube-api-data.py` writes
+/// it): compact, object keys sorted, non-ASCII as UTF-8, strings escaped as
+/// `serde_json` and Python's `json` both escape them.
+fn canonical(v: &Value, out: &mut String) {
+    match v {
+        Value::Object(m) => {
+            let mut keys: Vec<&String> = m.keys().collect();
+            keys.sort();
+            out.push('{');
+            for (i, k) in keys.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                out.push_str(&Value::String(k.clone()).to_string());
+                out.push(':');
+                canonical(&m[k], out);
+            }
+            out.push('}');
+        }
+        Value::Array(a) => {
+            out.push('[');
+            for (i, x) in a.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                canonical(x, out);
+            }
+            out.push(']');
+        }
+        scalar => out.push_str(&scalar.to_string()),
+    }
+}
+
+/// A document's digests, keyed as in `testdata/kube-v1.36/openapi-v3/digests.json`: for
+/// `/paths/<path>`, `/components/<section>/<name>` and every other top-level member
+/// (`/openapi`, `/info`), the first 16 hex digits of the SHA-256 of the member's
+/// canonical JSON; names in the JSON pointers escaped as RFC 6901 says.
+fn openapi_digests(doc: &Value) -> Map<String, Value> {
+    use sha2::{Digest, Sha256};
+    let esc = |k: &str| k.replace('~', "~0").replace('/', "~1");
+    let digest = |v: &Value| {
+        let mut text = String::new();
+        canonical(v, &mut text);
+        let hex: String = Sha256::digest(text.as_bytes())
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        Value::String(hex[..16].to_string())
+    };
+    let mut out = Map::new();
+    for (key, value) in doc.as_object().expect("a document is an object") {
+        match (key.as_str(), value) {
+            ("paths", Value::Object(paths)) => {
+                for (p, item) in paths {
+                    out.insert(format!("/paths/{}", esc(p)), digest(item));
+                }
+            }
+            ("components", Value::Object(sections)) => {
+                for (section, members) in sections {
+                    for (name, item) in members.as_object().into_iter().flatten() {
+                        out.insert(
+                            format!("/components/{}/{}", esc(section), esc(name)),
+                            digest(item),
+                        );
+                    }
+                }
+            }
+            _ => {
+                out.insert(format!("/{}", esc(key)), digest(value));
+            }
+        }
+    }
+    out
+}
+
+/// Upper-case hex SHA-512, kube-openapi's `?hash=` and ETag.
+fn sha512_hex(bytes: &[u8]) -> String {
+    use sha2::{Digest, Sha512};
+    Sha512::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02X}"))
+        .collect()
+}
+
+#[test]
+fn every_built_in_v3_document_is_the_one_kube_serves() {
+    let server = TestServer::start();
+    let recorded: Map<String, Value> =
+        serde_json::from_str(&common::testdata("kube-v1.36/openapi-v3/digests.json"))
+            .expect("digests.json");
+    assert_eq!(recorded.len(), 22);
+    let index = get(&server, "/openapi/v3", "application/json")
+        .json()
+        .expect("the v3 index");
+    let listed = index["paths"].as_object().expect("paths");
+    // No CRD yet: the index lists exactly the built-in group-versions kube lists.
+    let names: Vec<&String> = listed.keys().collect();
+    assert_eq!(names, recorded.keys().collect::<Vec<_>>());
+    for (gv, expected) in &recorded {
+        let url = listed[gv]["serverRelativeURL"].as_str().expect("a URL");
+        let resp = get(&server, url, "application/json");
+        assert_eq!(resp.status, 200, "{url}");
+        let hash = sha512_hex(&resp.body);
+        assert_eq!(url, format!("/openapi/v3/{gv}?hash={hash}"));
+        assert_eq!(resp.header("etag"), Some(format!("\"{hash}\"")), "{gv}");
+        assert_eq!(
+            resp.header("content-type").as_deref(),
+            Some("application/json")
+        );
+        assert_eq!(
+            resp.header("cache-control").as_deref(),
+            Some("public, immutable"),
+            "{gv}"
+        );
+        assert!(resp.header("expires").is_some(), "{gv}");
+        let doc = resp.json().unwrap_or_else(|| panic!("{gv} is not JSON"));
+        let served = openapi_digests(&doc);
+        let expected = expected.as_object().expect("digests of one document");
+        let mut pointers: Vec<&String> = served.keys().chain(expected.keys()).collect();
+        pointers.sort();
+        if let Some(p) = pointers
+            .into_iter()
+            .find(|p| served.get(*p) != expected.get(*p))
+        {
+            let what = match (served.contains_key(p), expected.contains_key(p)) {
+                (true, false) => "served, not in kube's document",
+                (false, true) => "in kube's document, not served",
+                _ => "differs from kube's",
+            };
+            panic!("/openapi/v3/{gv}: {p} {what}");
+        }
+    }
+}
+
+/// GET `path` without following redirects: `(status, Location)`.
+fn get_unfollowed(server: &TestServer, path: &str) -> (u16, Option<String>) {
+    let agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .max_redirects(0)
+        .proxy(None)
+        .build()
+        .new_agent();
+    let resp = agent
+        .get(format!("{}{path}", server.url()))
+        .call()
+        .unwrap_or_else(|e| panic!("GET {path}: {e}"));
+    let location = resp
+        .headers()
+        .get("location")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string);
+    (resp.status().as_u16(), location)
+}
+
+#[test]
+fn v3_hashes_follow_the_content() {
+    let server = TestServer::start();
+    let http = server.http();
+    let index = |server: &TestServer| {
+        get(server, "/openapi/v3", "application/json")
+            .json()
+            .expect("the v3 index")["paths"]
+            .clone()
+    };
+    let apps = index(&server)["apis/apps/v1"]["serverRelativeURL"]
+        .as_str()
+        .expect("apps/v1 listed")
+        .to_string();
+    // Without a hash: the generic server's caching; the same ETag answers 304.
+    let plain = get(&server, "/openapi/v3/apis/apps/v1", "application/json");
+    assert_eq!(plain.status, 200);
+    assert_eq!(
+        plain.header("cache-control").as_deref(),
+        Some("no-cache, private")
+    );
+    let etag = plain.header("etag").expect("an ETag");
+    assert_eq!(
+        apps,
+        format!("/openapi/v3/apis/apps/v1?hash={}", &etag[1..etag.len() - 1])
+    );
+    let cached = http
+        .request(
+            "GET",
+            "/openapi/v3/apis/apps/v1",
+            &[],
+            &[("If-None-Match".into(), etag.clone())],
+            None,
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(cached.status, 304);
+    // A stale hash: kube-openapi redirects to the current one.
+    let stale = get_unfollowed(&server, "/openapi/v3/apis/apps/v1?hash=0123");
+    assert_eq!(stale, (301, Some(apps.clone())));
+
+    // A CRD group's hash changes when its schema does.
+    let created = http.send_json("POST", CRDS, &common::testdata_json("crds/widgets.yaml"));
+    assert_eq!(created.status, 201, "{}", created.text());
+    let gv = "apis/example.com/v1";
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    let before = loop {
+        if let Some(url) = index(&server)[gv]["serverRelativeURL"].as_str() {
+            break url.to_string();
+        }
+        assert!(std::time::Instant::now() < deadline, "{gv} never listed");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let doc = get(&server, &before, "application/json");
+    assert_eq!(doc.status, 200);
+    assert_eq!(
+        before,
+        format!("/openapi/v3/{gv}?hash={}", sha512_hex(&doc.body))
+    );
+    let name = created.json().expect("the CRD")["metadata"]["name"]
+        .as_str()
+        .expect("a name")
+        .to_string();
+    let patch = json!([{"op": "add", "path": "/spec/versions/0/schema/openAPIV3Schema/description", "value": "Widgets, described."}]);
+    let patched = http
+        .request(
+            "PATCH",
+            &format!("{CRDS}/{name}"),
+            &[],
+            &[("Content-Type".into(), "application/json-patch+json".into())],
+            Some(patch.to_string().into_bytes()),
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(patched.status, 200, "{}", patched.text());
+    let after = loop {
+        let url = index(&server)[gv]["serverRelativeURL"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        if url != before {
+            break url;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{gv}'s hash never changed"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert_eq!(get_unfollowed(&server, &before), (301, Some(after.clone())));
+    let doc = get(&server, &after, "application/json");
+    assert!(doc.text().contains("Widgets, described."));
+    // The built-in documents do not change with the CRDs.
+    assert_eq!(
+        index(&server)["apis/apps/v1"]["serverRelativeURL"].as_str(),
+        Some(apps.as_str())
+    );
+}

@@ -1,5 +1,6 @@
-//! `/openapi/v2`, `/openapi/v3` and `/openapi/v3/apis/{group}/{version}`, built from the
-//! CRDs, with kube's ETag and caching headers.
+//! `/openapi/v2`, `/openapi/v3` and `/openapi/v3/apis/{group}/{version}` with kube's
+//! ETag and caching headers (a `?hash=` that is not the document's redirects to the
+//! current one).
 //!
 //! These paths negotiate as kube-openapi's handlers do, not as API paths: `/openapi/v2`
 //! serves JSON or gnostic's protobuf (the form kubectl asks for), a group-version
@@ -11,6 +12,7 @@ use crate::http::response::{full, Body};
 use crate::http::ApiRequest;
 use crate::registry::{openapi, openapi_v2_proto};
 use crate::status::Status;
+use bytes::Bytes;
 use http::{header, Response, StatusCode};
 use serde_json::Value;
 use std::sync::Arc;
@@ -82,41 +84,76 @@ fn bare(code: StatusCode) -> Result<Response<Body>, Status> {
         .map_err(|e| Status::internal(e.to_string()))
 }
 
-/// One document in `form`; the ETag is the JSON document's in every form (the
-/// response varies by `Accept`), as kube-openapi sets it.
+/// How a response may be cached.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Caching {
+    /// The generic API server's default.
+    NoCache,
+    /// A `?hash=` that is the document's: cached for a year, as kube-openapi allows.
+    Immutable,
+}
+
+/// One document: `json` is its JSON bytes (whose [`openapi::hash`] is `hash` and makes
+/// the ETag in every form, the response varying by `Accept`, as kube-openapi sets it);
+/// `body` the bytes of the negotiated form.
 fn document(
     req: &ApiRequest,
-    doc: &Value,
-    form: Form,
-    immutable: bool,
+    hash: &str,
+    content_type: &str,
+    body: Bytes,
+    caching: Caching,
 ) -> Result<Response<Body>, Status> {
-    let json = serde_json::to_vec(doc).map_err(|e| Status::internal(e.to_string()))?;
-    let etag = openapi::etag(&json);
-    let cache = if immutable {
-        "public, immutable"
-    } else {
-        "no-cache, private"
-    };
-    let builder = Response::builder()
+    let etag = format!("\"{hash}\"");
+    let mut builder = Response::builder()
         .header(header::ETAG, &etag)
-        .header(header::CACHE_CONTROL, cache)
         .header("Vary", "Accept");
+    builder = match caching {
+        Caching::NoCache => builder.header(header::CACHE_CONTROL, "no-cache, private"),
+        Caching::Immutable => builder
+            .header(header::CACHE_CONTROL, "public, immutable")
+            .header(header::EXPIRES, a_year_from_now()),
+    };
     let not_modified = req
         .header("if-none-match")
         .is_some_and(|inm| inm.split(',').any(|t| t.trim() == etag));
     let resp = if not_modified {
         builder.status(StatusCode::NOT_MODIFIED).body(full(""))
     } else {
-        let (content_type, bytes) = match form {
-            Form::Json => ("application/json", json),
-            Form::ProtobufV2 => (PROTOBUF_V2, openapi_v2_proto::encode(doc)),
-        };
         builder
             .status(StatusCode::OK)
             .header(header::CONTENT_TYPE, content_type)
-            .body(full(bytes))
+            .body(full(body))
     };
     resp.map_err(|e| Status::internal(e.to_string()))
+}
+
+/// Go's `time.RFC1123` of now plus one year (kube-openapi's `Expires`).
+fn a_year_from_now() -> String {
+    let now = chrono::Utc::now();
+    now.checked_add_months(chrono::Months::new(12))
+        .unwrap_or(now)
+        .format("%a, %d %b %Y %H:%M:%S UTC")
+        .to_string()
+}
+
+/// kube-openapi's answer to a `?hash=` that is not the document's: a redirect to the
+/// current one, with no body (Go's `http.Redirect` after the JSON `Content-Type` is set).
+fn moved(gv: &str, hash: &str) -> Result<Response<Body>, Status> {
+    Response::builder()
+        .status(StatusCode::MOVED_PERMANENTLY)
+        .header(header::LOCATION, format!("/openapi/v3/{gv}?hash={hash}"))
+        .header(header::CONTENT_TYPE, "application/json")
+        .header(header::CACHE_CONTROL, "no-cache, private")
+        .header(header::ETAG, format!("\"{hash}\""))
+        .header("Vary", "Accept")
+        .body(full(""))
+        .map_err(|e| Status::internal(e.to_string()))
+}
+
+fn json_bytes(doc: &Value) -> Result<Bytes, Status> {
+    serde_json::to_vec(doc)
+        .map(Bytes::from)
+        .map_err(|e| Status::internal(e.to_string()))
 }
 
 /// Serve `/openapi/...` (`parts` after `openapi`).
@@ -137,18 +174,34 @@ pub fn serve(
             let Some(form) = negotiate(accept, &served) else {
                 return not_acceptable();
             };
-            document(req, &openapi::openapi_v2(&crds), form, false)
+            let doc = openapi::openapi_v2(&crds);
+            let json = json_bytes(&doc)?;
+            let hash = openapi::hash(&json);
+            let (content_type, body) = match form {
+                Form::Json => ("application/json", json),
+                Form::ProtobufV2 => (PROTOBUF_V2, Bytes::from(openapi_v2_proto::encode(&doc))),
+            };
+            document(req, &hash, content_type, body, Caching::NoCache)
         }
-        ["v3"] => document(req, &openapi::openapi_v3_index(&crds), Form::Json, false),
+        ["v3"] => {
+            let json = json_bytes(&openapi::openapi_v3_index(&crds))?;
+            let hash = openapi::hash(&json);
+            document(req, &hash, "application/json", json, Caching::NoCache)
+        }
         ["v3", rest @ ..] => {
-            let path = rest.join("/");
-            let Some(doc) = openapi::openapi_v3_path(&path, &crds) else {
+            let gv = rest.join("/");
+            let Some(doc) = openapi::openapi_v3_path(&gv, &crds) else {
                 return bare(StatusCode::NOT_FOUND);
             };
             if negotiate(accept, &[("json", Form::Json)]).is_none() {
                 return not_acceptable();
             }
-            document(req, &doc, Form::Json, req.param("hash").is_some())
+            let caching = match req.param("hash").filter(|h| !h.is_empty()) {
+                Some(h) if h != doc.hash => return moved(&gv, &doc.hash),
+                Some(_) => Caching::Immutable,
+                None => Caching::NoCache,
+            };
+            document(req, &doc.hash, "application/json", doc.bytes, caching)
         }
         _ => Err(Status::page_not_found()),
     }

@@ -1,7 +1,11 @@
-//! OpenAPI documents derived from the CRDs, as kube's apiextensions-apiserver builds
-//! them: `/openapi/v2` (Swagger 2.0, everything in one document), the `/openapi/v3`
-//! index, and one OpenAPI 3.0 document per group-version (`/openapi/v3/api/v1`,
-//! `/openapi/v3/apis/{group}/{version}`).
+//! OpenAPI documents: `/openapi/v2` (Swagger 2.0, everything in one document), the
+//! `/openapi/v3` index, and one OpenAPI 3.0 document per group-version
+//! (`/openapi/v3/api/v1`, `/openapi/v3/apis/{group}/{version}`).
+//!
+//! A built-in group-version's v3 document is kube's own, as recorded from kube-apiserver
+//! v1.36 ([`apimachinery::kube_openapi`]), served as its bytes; the CRD groups' documents
+//! and `/openapi/v2` are derived from the CRDs (and the built-in definitions) as kube's
+//! apiextensions-apiserver builds them.
 //!
 //! A CR kind is published as `<reversed group>.<version>.<Kind>` (e.g.
 //! `com.example.crud.v1.Widget`) with the schema as written (every `x-kubernetes-*`
@@ -24,12 +28,14 @@
 
 use crate::registry::builtin::{self, BuiltinResource};
 use crate::registry::crd::{CrdInfo, VersionInfo};
+use bytes::Bytes;
 use serde_json::{json, Map, Value};
 use sha2::{Digest, Sha512};
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::OnceLock;
 
-/// The `info.version` of the built-in documents (the kube release the wire format follows).
-pub const KUBE_GIT_VERSION: &str = "v1.36.2";
+/// The `info.version` of `/openapi/v2`: kube's emulation version, `<major>.<minor>`.
+const INFO_VERSION: &str = "1.36";
 
 const OBJECT_META: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta";
 const LIST_META: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.ListMeta";
@@ -1115,7 +1121,7 @@ pub fn openapi_v2(crds: &[CrdInfo]) -> Value {
     }
     json!({
         "swagger": "2.0",
-        "info": {"title": "Kubernetes", "version": KUBE_GIT_VERSION},
+        "info": {"title": "Kubernetes", "version": INFO_VERSION},
         "paths": paths,
         "definitions": definitions,
         "securityDefinitions": security_definitions(),
@@ -1123,83 +1129,83 @@ pub fn openapi_v2(crds: &[CrdInfo]) -> Value {
     })
 }
 
-fn v3_document(title: &str, version: &str, p: Published, security: bool) -> Value {
-    let mut components = json!({"schemas": p.schemas});
-    let mut doc = json!({
+fn v3_document(p: Published) -> Value {
+    json!({
         "openapi": "3.0.0",
-        "info": {"title": title, "version": version},
+        "info": {"title": "Kubernetes CRD Swagger", "version": "v0.1.0"},
         "paths": p.paths,
-    });
-    if security {
-        components["securitySchemes"] = security_definitions();
-        doc["security"] = json!([{"BearerToken": []}]);
+        "components": {"schemas": p.schemas},
+    })
+}
+
+/// A document as served: its bytes and their [`hash`].
+#[derive(Clone, Debug)]
+pub struct Served {
+    pub bytes: Bytes,
+    pub hash: String,
+}
+
+impl Served {
+    fn new(bytes: Bytes) -> Served {
+        let hash = hash(&bytes);
+        Served { bytes, hash }
     }
-    doc["components"] = components;
-    doc
+}
+
+/// The built-in group-versions' documents: kube's, as recorded
+/// ([`apimachinery::kube_openapi`]), hashed once.
+fn builtin_v3() -> &'static BTreeMap<String, Served> {
+    static DOCS: OnceLock<BTreeMap<String, Served>> = OnceLock::new();
+    DOCS.get_or_init(|| {
+        apimachinery::kube_openapi::builtin_openapi_v3()
+            .iter()
+            .map(|(gv, bytes)| (gv.clone(), Served::new(Bytes::from_static(bytes))))
+            .collect()
+    })
 }
 
 /// `GET /openapi/v3/{gv}` where `gv` is `api/v1` or `apis/{group}/{version}`; `None`
 /// (404) when nothing is served there.
-pub fn openapi_v3_path(gv: &str, crds: &[CrdInfo]) -> Option<Value> {
+pub fn openapi_v3_path(gv: &str, crds: &[CrdInfo]) -> Option<Served> {
     if gv == "api/v1" {
-        return publish_builtin_group_version("", "v1");
+        return builtin_v3().get(gv).cloned();
     }
     let rest = gv.strip_prefix("apis/")?;
     let (group, version) = rest.split_once('/')?;
-    openapi_v3_group_version(group, version, crds)
-}
-
-/// The v3 document of a built-in group-version; `None` when it serves nothing.
-fn publish_builtin_group_version(group: &str, version: &str) -> Option<Value> {
-    let resources = builtin::resources_of(group, version);
-    let mut all: Option<Published> = None;
-    for r in resources {
-        let p = publish_builtin(&Resource::builtin(r), Flavor::V3);
-        match all.as_mut() {
-            Some(a) => {
-                a.paths.extend(p.paths);
-                a.schemas.extend(p.schemas);
-            }
-            None => all = Some(p),
-        }
+    if version.contains('/') {
+        return None;
     }
-    Some(v3_document("Kubernetes", KUBE_GIT_VERSION, all?, true))
-}
-
-/// `GET /openapi/v3/apis/{group}/{version}`; `None` (404) when nothing is served there.
-pub fn openapi_v3_group_version(group: &str, version: &str, crds: &[CrdInfo]) -> Option<Value> {
     if builtin::is_builtin_group(group) {
-        return publish_builtin_group_version(group, version);
+        return builtin_v3().get(gv).cloned();
     }
-    let p = publish_custom(group, version, crds, Flavor::V3)?;
-    Some(v3_document("Kubernetes CRD Swagger", "v0.1.0", p, false))
+    let doc = openapi_v3_custom(group, version, crds)?;
+    let (bytes, _) = encode(&doc);
+    Some(Served::new(Bytes::from(bytes)))
+}
+
+/// The document of a CRD group-version; `None` when no CRD serves it.
+pub fn openapi_v3_custom(group: &str, version: &str, crds: &[CrdInfo]) -> Option<Value> {
+    publish_custom(group, version, crds, Flavor::V3).map(v3_document)
 }
 
 /// `GET /openapi/v3`: each group-version with the URL of its document, whose `hash`
-/// is the [`hash`] of the [`encode`]d document.
+/// is the [`hash`] of the bytes served.
 pub fn openapi_v3_index(crds: &[CrdInfo]) -> Value {
     let mut paths = Map::new();
-    let mut add = |gv: String, doc: Option<Value>| {
-        if let Some(doc) = doc {
-            let (bytes, _) = encode(&doc);
-            paths.insert(
-                gv.clone(),
-                json!({"serverRelativeURL": format!("/openapi/v3/{gv}?hash={}", hash(&bytes))}),
-            );
-        }
-    };
-    add("api/v1".into(), openapi_v3_path("api/v1", crds));
-    for (group, version) in builtin::served_groups() {
-        add(
-            format!("apis/{group}/{version}"),
-            publish_builtin_group_version(group, version),
+    let mut add = |gv: &str, hash: &str| {
+        paths.insert(
+            gv.to_string(),
+            json!({"serverRelativeURL": format!("/openapi/v3/{gv}?hash={hash}")}),
         );
+    };
+    for (gv, doc) in builtin_v3() {
+        add(gv, &doc.hash);
     }
     for (group, version) in custom_group_versions(crds).into_keys() {
-        add(
-            format!("apis/{group}/{version}"),
-            openapi_v3_group_version(&group, &version, crds),
-        );
+        let gv = format!("apis/{group}/{version}");
+        if let Some(doc) = openapi_v3_path(&gv, crds) {
+            add(&gv, &doc.hash);
+        }
     }
     json!({"paths": paths})
 }
@@ -1304,7 +1310,7 @@ mod tests {
     #[test]
     fn v3_document_for_custom_resources() {
         let crds = [widget_crd(false)];
-        let doc = openapi_v3_group_version("crud.example.com", "v1", &crds).expect("served");
+        let doc = openapi_v3_custom("crud.example.com", "v1", &crds).expect("served");
         assert_eq!(doc["openapi"], "3.0.0");
         let schemas = doc["components"]["schemas"].as_object().expect("schemas");
         assert_eq!(
@@ -1399,7 +1405,7 @@ mod tests {
     #[test]
     fn v3_operations_carry_actions_gvk_and_field_validation() {
         let crds = [widget_crd(false)];
-        let doc = openapi_v3_group_version("crud.example.com", "v1", &crds).expect("served");
+        let doc = openapi_v3_custom("crud.example.com", "v1", &crds).expect("served");
         let paths = doc["paths"].as_object().expect("paths");
         let mut keys: Vec<&str> = paths.keys().map(String::as_str).collect();
         keys.sort();
@@ -1537,44 +1543,18 @@ mod tests {
     }
 
     #[test]
-    fn builtin_documents() {
-        let core = openapi_v3_path("api/v1", &[]).expect("core");
-        let ns = &core["paths"]["/api/v1/namespaces/{name}"];
-        assert_eq!(ns["get"]["operationId"], "readCoreV1Namespace");
-        assert_eq!(ns["get"]["tags"], json!(["core_v1"]));
-        assert!(ns["patch"]["requestBody"]["content"]
-            .get("application/strategic-merge-patch+json")
-            .is_some());
+    fn builtin_documents_are_kubes() {
+        let ext = openapi_v3_path("apis/apiextensions.k8s.io/v1", &[]).expect("apiextensions");
+        assert_eq!(ext.hash, hash(&ext.bytes));
+        let doc: Value = serde_json::from_slice(&ext.bytes).expect("JSON");
         assert_eq!(
-            core["paths"]["/api/v1/namespaces/{name}/finalize"]["put"]["operationId"],
-            "replaceCoreV1NamespaceFinalize"
-        );
-        assert!(core["paths"]["/api/v1/namespaces"].get("delete").is_none());
-        let schemas = core["components"]["schemas"].as_object().expect("schemas");
-        assert_eq!(
-            dangling_refs(&core, "#/components/schemas/", schemas),
-            Vec::<String>::new()
-        );
-        // v3 wraps references that have siblings.
-        assert_eq!(
-            schemas["io.k8s.api.core.v1.Namespace"]["properties"]["metadata"]["allOf"],
-            json!([{"$ref": "#/components/schemas/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"}])
-        );
-        let ext =
-            openapi_v3_group_version("apiextensions.k8s.io", "v1", &[]).expect("apiextensions");
-        let crd_path =
-            &ext["paths"]["/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}"];
-        assert_eq!(
-            crd_path["get"]["operationId"],
-            "readApiextensionsV1CustomResourceDefinition"
-        );
-        assert_eq!(crd_path["get"]["tags"], json!(["apiextensions_v1"]));
-        assert_eq!(
-            ext["components"]["schemas"][CRD_DEF]["x-kubernetes-group-version-kind"][0]["kind"],
+            doc["components"]["schemas"][CRD_DEF]["x-kubernetes-group-version-kind"][0]["kind"],
             "CustomResourceDefinition"
         );
-        assert!(openapi_v3_group_version("apiextensions.k8s.io", "v1beta1", &[]).is_none());
-        assert!(openapi_v3_group_version("crud.example.com", "v1", &[]).is_none());
+        assert!(openapi_v3_path("api/v1", &[]).is_some());
+        assert!(openapi_v3_path("apis/apiextensions.k8s.io/v1beta1", &[]).is_none());
+        assert!(openapi_v3_path("apis/crud.example.com/v1", &[]).is_none());
+        assert!(openapi_v3_path("apis/apps/v1/extra", &[]).is_none());
     }
 
     #[test]
@@ -1593,9 +1573,13 @@ mod tests {
         ]);
         expected.sort();
         assert_eq!(keys, expected);
-        let doc = openapi_v3_group_version("crud.example.com", "v2", &crds).expect("served");
+        let doc = openapi_v3_custom("crud.example.com", "v2", &crds).expect("served");
         let (bytes, tag) = encode(&doc);
         let h = hash(&bytes);
+        assert_eq!(
+            openapi_v3_path("apis/crud.example.com/v2", &crds).map(|d| d.hash),
+            Some(h.clone())
+        );
         assert_eq!(h.len(), 128);
         assert!(h
             .chars()
