@@ -15,6 +15,7 @@ pub mod builtin_defaults;
 pub mod builtin_validation;
 pub mod cel;
 pub mod codec;
+pub mod command_line;
 pub mod crd;
 pub mod field;
 pub mod goformat;
