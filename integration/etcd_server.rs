@@ -694,7 +694,7 @@ fn watch_from_a_compacted_revision_gets_410_expired() {
 
 #[test]
 fn compaction_interval_flag_compacts_history() {
-    let (_etcd, server, old, _) = widget_with_history(&["--etcd-compaction-interval", "1"]);
+    let (_etcd, server, old, _) = widget_with_history(&["--etcd-compaction-interval", "1s"]);
     let http = server.http();
     // Each tick compacts to the revision of the tick before: within a few seconds a
     // watch from before the updates is too old.

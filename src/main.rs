@@ -1,6 +1,6 @@
 //! The `crd-apiserver` command: flags → `Config` → `Server`.
 
-use clap::Parser;
+use clap::{CommandFactory, Parser};
 use crd_apiserver::{Config, Server};
 use std::io::{IsTerminal, Write};
 use std::net::IpAddr;
@@ -17,7 +17,7 @@ enum LogFormat {
 
 /// A kube-apiserver for CustomResourceDefinitions and custom resources.
 #[derive(Parser, Debug)]
-#[command(name = "crd-apiserver", version, about)]
+#[command(name = "crd-apiserver", about)]
 struct Flags {
     /// Log line format (the level comes from CRD_APISERVER_LOG or RUST_LOG).
     #[arg(long = "log-format", value_enum, default_value_t = LogFormat::Text)]
@@ -83,8 +83,12 @@ struct Flags {
     #[arg(long = "anonymous-auth", num_args = 0..=1, default_value_t = true, default_missing_value = "true", action = clap::ArgAction::Set)]
     anonymous_auth: bool,
     /// Authorizers, comma-separated, asked in order: AlwaysAllow, AlwaysDeny, RBAC.
-    #[arg(long = "authorization-mode", default_value = "AlwaysAllow")]
-    authorization_mode: String,
+    #[arg(
+        long = "authorization-mode",
+        value_delimiter = ',',
+        default_value = "AlwaysAllow"
+    )]
+    authorization_mode: Vec<String>,
     /// Time limit of non-long-running requests (a Go duration, e.g. 60s, 1m30s).
     #[arg(long = "request-timeout", default_value = "1m0s", value_parser = parse_duration)]
     request_timeout: std::time::Duration,
@@ -147,13 +151,9 @@ struct Flags {
     /// SSL key file used to secure etcd communication.
     #[arg(long = "etcd-keyfile", value_name = "PATH")]
     etcd_keyfile: Option<PathBuf>,
-    /// Interval of compaction requests to etcd, in seconds (0 disables compaction).
-    #[arg(
-        long = "etcd-compaction-interval",
-        value_name = "SECONDS",
-        default_value_t = 300
-    )]
-    etcd_compaction_interval: u64,
+    /// Interval of compaction requests to etcd (a Go duration; 0 disables compaction).
+    #[arg(long = "etcd-compaction-interval", default_value = "5m0s", value_parser = parse_duration)]
+    etcd_compaction_interval: std::time::Duration,
     /// Inject a fault, e.g. 'verb=update,resource=widgets,error=409,rate=0.5' (repeatable;
     /// grammar in docs/testing-your-controller.md).
     #[arg(long = "fault", value_name = "SPEC", value_parser = crd_apiserver::fault::FaultRule::parse)]
@@ -170,7 +170,7 @@ struct Flags {
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() {
-    let flags = Flags::parse();
+    let (flags, ignored) = command_line();
     // CRD_APISERVER_LOG, else RUST_LOG, else info (one line per request at info).
     let filter = tracing_subscriber::EnvFilter::try_from_env("CRD_APISERVER_LOG")
         .or_else(|_| tracing_subscriber::EnvFilter::try_from_default_env())
@@ -181,6 +181,13 @@ async fn main() {
     match flags.log_format {
         LogFormat::Text => logs.with_ansi(std::io::stderr().is_terminal()).init(),
         LogFormat::Json => logs.json().with_ansi(false).init(),
+    }
+    if !ignored.is_empty() {
+        let names: Vec<String> = ignored.iter().map(|n| format!("--{n}")).collect();
+        tracing::warn!(
+            "kube-apiserver flags accepted but ignored (they do not apply here): {}",
+            names.join(" ")
+        );
     }
     let secure = flags
         .secure_port
@@ -200,7 +207,7 @@ async fn main() {
         requestheader_extra_headers_prefix: non_empty(flags.requestheader_extra_headers_prefix),
         anonymous_auth: flags.anonymous_auth,
         authorization_modes: match crd_apiserver::auth::authz::Mode::parse(
-            &flags.authorization_mode,
+            &flags.authorization_mode.join(","),
         ) {
             Ok(modes) => modes,
             Err(e) => {
@@ -249,7 +256,7 @@ async fn main() {
         etcd_cafile: flags.etcd_cafile,
         etcd_certfile: flags.etcd_certfile,
         etcd_keyfile: flags.etcd_keyfile,
-        etcd_compaction_interval: std::time::Duration::from_secs(flags.etcd_compaction_interval),
+        etcd_compaction_interval: flags.etcd_compaction_interval,
         faults: flags.fault,
         webhook_services: flags.webhook_service,
     };
@@ -278,6 +285,79 @@ async fn main() {
     wait_for_signal().await;
     tracing::info!("shutting down");
     server.shutdown().await;
+}
+
+/// Reads the command line as kube-apiserver does (its help, version, errors and every
+/// flag it accepts); the flags implemented here go to clap. Returns them and the kube
+/// flags given that do not apply here.
+fn command_line() -> (Flags, Vec<String>) {
+    use apimachinery::command_line::{classify, FlagTable, Invocation, OwnFlag};
+    let table = FlagTable::kube_apiserver();
+    let command = Flags::command();
+    let own: Vec<OwnFlag> = command
+        .get_arguments()
+        .filter_map(|a| {
+            Some(OwnFlag {
+                name: a.get_long()?.to_string(),
+                takes_value: a.get_action().takes_values(),
+            })
+        })
+        .collect();
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let run = match classify(&args, &table, &own) {
+        Ok(Invocation::Run(run)) => run,
+        Ok(Invocation::Help) => {
+            let mut out = std::io::stdout().lock();
+            let _ = out.write_all(apimachinery::command_line::KUBE_APISERVER_HELP.as_bytes());
+            let _ = out.write_all(own_flags_help(&command, &table).as_bytes());
+            let _ = out.flush();
+            std::process::exit(0);
+        }
+        Ok(Invocation::Version) => {
+            println!("Kubernetes {}", apimachinery::command_line::KUBE_VERSION);
+            std::process::exit(0);
+        }
+        Ok(Invocation::VersionRaw) => {
+            println!("{}", apimachinery::command_line::version_raw());
+            std::process::exit(0);
+        }
+        Err(e) => {
+            eprintln!("Error: {e}");
+            std::process::exit(1);
+        }
+    };
+    let flags =
+        Flags::parse_from(std::iter::once("crd-apiserver".to_string()).chain(run.forwarded));
+    (flags, run.ignored)
+}
+
+/// The `--help` section of the flags that are ours, not kube-apiserver's, after kube's.
+fn own_flags_help(
+    command: &clap::Command,
+    table: &apimachinery::command_line::FlagTable,
+) -> String {
+    let rows: Vec<(String, String)> = command
+        .get_arguments()
+        .filter_map(|a| {
+            let name = a.get_long()?;
+            if table.get(name).is_some() || name == "help" {
+                return None;
+            }
+            let value = match (a.get_action().takes_values(), a.get_value_names()) {
+                (false, _) => String::new(),
+                (true, Some([v, ..])) => format!(" {v}"),
+                (true, _) => " string".to_string(),
+            };
+            let help = a.get_help().map(|h| h.to_string()).unwrap_or_default();
+            Some((format!("      --{name}{value}"), help.replace('\n', " ")))
+        })
+        .collect();
+    let width = rows.iter().map(|(f, _)| f.len()).max().unwrap_or(0);
+    let mut out = String::from("\ncrd-apiserver flags (not kube-apiserver's):\n\n");
+    for (flag, help) in rows {
+        out.push_str(&format!("{flag:width$}   {help}\n"));
+    }
+    out
 }
 
 /// A Go duration flag (`time.ParseDuration`).

@@ -10,8 +10,7 @@
 use std::collections::BTreeMap;
 
 /// kube-apiserver v1.36's `--help` output, recorded from the real binary.
-pub const KUBE_APISERVER_HELP: &str =
-    include_str!("../data/kube-v1.36/kube-apiserver-help.txt");
+pub const KUBE_APISERVER_HELP: &str = include_str!("../data/kube-v1.36/kube-apiserver-help.txt");
 
 /// The version `--version` reports (the kube release the data was recorded from).
 pub const KUBE_VERSION: &str = "v1.36.2";
@@ -318,7 +317,9 @@ pub fn classify(
                     i += 1;
                     v.clone()
                 } else {
-                    return Err(CommandLineError::NeedsArgument(format!("'{c}' in -{group}")));
+                    return Err(CommandLineError::NeedsArgument(format!(
+                        "'{c}' in -{group}"
+                    )));
                 };
                 kube_value(flag, value)?;
             }
@@ -365,19 +366,24 @@ fn check_value(flag: &KubeFlag, value: &str) -> Result<String, CommandLineError>
             .map_err(|why| invalid(strconv_error("ParseInt", value, why))),
         "Level" => match value.parse::<u32>() {
             Ok(_) if value.bytes().all(|b| b.is_ascii_digit()) => Ok(value.to_string()),
-            Err(e) if *e.kind() == std::num::IntErrorKind::PosOverflow => {
-                Err(invalid(strconv_error("ParseUint", value, "value out of range")))
-            }
+            Err(e) if *e.kind() == std::num::IntErrorKind::PosOverflow => Err(invalid(
+                strconv_error("ParseUint", value, "value out of range"),
+            )),
             _ => Err(invalid(strconv_error("ParseUint", value, "invalid syntax"))),
         },
         "float" | "float32" => match value.parse::<f64>() {
             Ok(_) if !value.contains(['i', 'I', 'n', 'N']) || is_go_float_word(value) => {
                 Ok(value.to_string())
             }
-            _ => Err(invalid(strconv_error("ParseFloat", value, "invalid syntax"))),
+            _ => Err(invalid(strconv_error(
+                "ParseFloat",
+                value,
+                "invalid syntax",
+            ))),
         },
-        "duration" => go_duration_error(value)
-            .map_or(Ok(value.to_string()), |reason| Err(invalid(reason))),
+        "duration" => {
+            go_duration_error(value).map_or(Ok(value.to_string()), |reason| Err(invalid(reason)))
+        }
         "ip" => {
             if value.is_empty() || value.trim().parse::<std::net::IpAddr>().is_ok() {
                 Ok(value.to_string())
@@ -622,9 +628,9 @@ mod tests {
 
     #[test]
     fn scalars_keep_the_last_value_and_booleans_are_normalised() {
-        let Ok(Invocation::Run(r)) =
-            run("--secure-port=1 --etcd-servers=a --secure-port=2 --etcd-servers=b --anonymous-auth=F")
-        else {
+        let Ok(Invocation::Run(r)) = run(
+            "--secure-port=1 --etcd-servers=a --secure-port=2 --etcd-servers=b --anonymous-auth=F",
+        ) else {
             panic!()
         };
         assert_eq!(
@@ -641,7 +647,10 @@ mod tests {
         assert_eq!(err("--no-such=1"), "unknown flag: --no-such");
         assert_eq!(err("-x"), "unknown shorthand flag: 'x' in -x");
         assert_eq!(err("---x"), "bad flag syntax: ---x");
-        assert_eq!(err("--secure-port"), "flag needs an argument: --secure-port");
+        assert_eq!(
+            err("--secure-port"),
+            "flag needs an argument: --secure-port"
+        );
         assert_eq!(
             err("--secure-port=abc"),
             "invalid argument \"abc\" for \"--secure-port\" flag: strconv.ParseInt: parsing \"abc\": invalid syntax"
@@ -686,7 +695,10 @@ mod tests {
             err("a b"),
             "\"kube-apiserver\" does not take any arguments, got [\"a\" \"b\"]"
         );
-        assert_eq!(err("-"), "\"kube-apiserver\" does not take any arguments, got [\"-\"]");
+        assert_eq!(
+            err("-"),
+            "\"kube-apiserver\" does not take any arguments, got [\"-\"]"
+        );
         // A parse error wins over --help, whichever comes first.
         assert_eq!(err("--help --no-such"), "unknown flag: --no-such");
         assert_eq!(err("--no-such --help"), "unknown flag: --no-such");

@@ -1,0 +1,187 @@
+//! kube-apiserver's command line against the real binary: `--help` is kube v1.36's
+//! (then our own flags), `--version`, kube's errors and exit code for what kube refuses,
+//! envtest's argv accepted and served over HTTPS only, and kube's flags that do not
+//! apply here logged once as ignored.
+//!
+//! Expected texts were observed from a kube-apiserver v1.36 built from the Kubernetes
+//! tree (`kube-apiserver ARGS; echo $?`): stderr `Error: ...` and exit code 1, help on
+//! stdout and exit code 0.
+
+mod common;
+
+use common::{json_accept, kubeconfig_ca, server_binary, Http, TestCa, TestServer};
+use std::process::{Command, Output, Stdio};
+
+/// kube-apiserver v1.36's `--help`, recorded from the real binary.
+const KUBE_HELP: &str =
+    include_str!("../crates/apimachinery/data/kube-v1.36/kube-apiserver-help.txt");
+
+fn run(args: &[&str]) -> Output {
+    Command::new(server_binary())
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap_or_else(|e| panic!("running {}: {e}", server_binary().display()))
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+#[test]
+fn help_is_kubes_then_our_own_flags() {
+    for flag in ["--help", "-h"] {
+        let out = run(&[flag]);
+        assert_eq!(out.status.code(), Some(0), "{flag}");
+        let stdout = text(&out.stdout);
+        let ours = stdout
+            .strip_prefix(KUBE_HELP)
+            .unwrap_or_else(|| panic!("{flag}: kube's help text first; got:\n{stdout}"));
+        assert!(
+            ours.starts_with("\ncrd-apiserver flags (not kube-apiserver's):\n\n"),
+            "{ours}"
+        );
+        for own in [
+            "--port PORT",
+            "--kubeconfig-out PATH",
+            "--load DIR",
+            "--log-pipeline",
+        ] {
+            assert!(ours.contains(&format!("      {own} ")), "{own} in\n{ours}");
+        }
+        // envtest decides from --help whether to pass --insecure-port: v1.36 has none.
+        assert!(!stdout.contains("--insecure-port"));
+        assert_eq!(text(&out.stderr), "");
+    }
+}
+
+#[test]
+fn version_is_kube_style() {
+    let out = run(&["--version"]);
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(text(&out.stdout), "Kubernetes v1.36.2\n");
+}
+
+#[test]
+fn refusals_read_as_kubes() {
+    // (argv, kube-apiserver v1.36's stderr) observed from the real binary.
+    let cases: &[(&[&str], &str)] = &[
+        (&["--no-such-flag"], "Error: unknown flag: --no-such-flag\n"),
+        (&["--no-such-flag=1"], "Error: unknown flag: --no-such-flag\n"),
+        (&["--help", "--no-such"], "Error: unknown flag: --no-such\n"),
+        (&["-x"], "Error: unknown shorthand flag: 'x' in -x\n"),
+        (&["---x"], "Error: bad flag syntax: ---x\n"),
+        (&["--secure-port"], "Error: flag needs an argument: --secure-port\n"),
+        (
+            &["--secure-port=abc"],
+            "Error: invalid argument \"abc\" for \"--secure-port\" flag: strconv.ParseInt: parsing \"abc\": invalid syntax\n",
+        ),
+        (
+            &["--allow-privileged=maybe"],
+            "Error: invalid argument \"maybe\" for \"--allow-privileged\" flag: strconv.ParseBool: parsing \"maybe\": invalid syntax\n",
+        ),
+        (
+            &["--request-timeout=5", "--secure-port", "1"],
+            "Error: invalid argument \"5\" for \"--request-timeout\" flag: time: missing unit in duration \"5\"\n",
+        ),
+        (
+            &["--bind-address=notip"],
+            "Error: invalid argument \"notip\" for \"--bind-address\" flag: failed to parse IP: \"notip\"\n",
+        ),
+        (
+            &["--v=x"],
+            "Error: invalid argument \"x\" for \"-v, --v\" flag: strconv.ParseUint: parsing \"x\": invalid syntax\n",
+        ),
+        // A boolean takes no separate value: `false` is an argument.
+        (
+            &["--anonymous-auth", "false"],
+            "Error: \"kube-apiserver\" does not take any arguments, got [\"false\"]\n",
+        ),
+        (
+            &["a", "b"],
+            "Error: \"kube-apiserver\" does not take any arguments, got [\"a\" \"b\"]\n",
+        ),
+    ];
+    for (args, stderr) in cases {
+        let out = run(args);
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        assert_eq!(text(&out.stderr), *stderr, "{args:?}");
+        assert_eq!(text(&out.stdout), "", "{args:?}");
+    }
+}
+
+#[test]
+fn envtests_argv_serves_https_only_and_logs_ignored_flags_once() {
+    let dir =
+        std::env::temp_dir().join(format!("crd-apiserver-command-line-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let ca = TestCa::new("client-cert-auth-ca");
+    let ca_file = dir.join("client-cert-auth-ca.crt");
+    std::fs::write(&ca_file, &ca.pem).expect("CA file");
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port();
+    let d = dir.to_str().expect("UTF-8 temp dir");
+    // envtest's argv (controller-runtime's control plane), without --etcd-servers (the
+    // embedded store) and the service account key files; --secure-port comes after the
+    // harness's `--secure-port 0`: the last one wins, as in kube.
+    let argv = [
+        "--advertise-address=127.0.0.1".to_string(),
+        "--allow-privileged=true".to_string(),
+        "--authorization-mode=RBAC".to_string(),
+        "--bind-address=127.0.0.1".to_string(),
+        format!("--cert-dir={d}"),
+        format!("--client-ca-file={d}/client-cert-auth-ca.crt"),
+        "--disable-admission-plugins=ServiceAccount".to_string(),
+        format!("--secure-port={port}"),
+        format!("--service-account-issuer=https://127.0.0.1:{port}/"),
+        "--service-cluster-ip-range=10.0.0.0/24".to_string(),
+        // kube flags that do not apply here, in both value forms.
+        "--feature-gates".to_string(),
+        "AllAlpha=false".to_string(),
+        "--v=2".to_string(),
+        "--audit-log-maxage".to_string(),
+        "3".to_string(),
+    ];
+    let args: Vec<&str> = argv.iter().map(String::as_str).collect();
+    let server = TestServer::start_secure(&args);
+    assert_eq!(server.url(), format!("https://127.0.0.1:{port}"));
+    assert!(
+        dir.join("apiserver.crt").exists(),
+        "serving pair kept in --cert-dir"
+    );
+
+    let server_ca = kubeconfig_ca(&server).expect("the generated CA in the kubeconfig");
+    let (cert, key) = ca.client("admin", &["system:masters"]);
+    let http = Http::new_tls(
+        server.url(),
+        "command-line-test",
+        &server_ca,
+        Some((&cert, &key)),
+    );
+    let r = http
+        .request("GET", "/api/v1/namespaces", &[], &json_accept(), None)
+        .expect("a response");
+    assert_eq!(r.status, 200, "{}", r.text());
+
+    let stderr = server.stderr();
+    let ignored: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.contains("kube-apiserver flags accepted but ignored"))
+        .collect();
+    assert_eq!(ignored.len(), 1, "{stderr}");
+    // Each once, in the order given.
+    assert!(
+        ignored[0].ends_with(
+            ": --advertise-address --allow-privileged --feature-gates --v --audit-log-maxage"
+        ),
+        "{}",
+        ignored[0]
+    );
+    // Started as kube-apiserver is (a --secure-port, no --port): no plain HTTP.
+    assert!(!stderr.contains("serving plain HTTP"), "{stderr}");
+    drop(server);
+    let _ = std::fs::remove_dir_all(&dir);
+}
