@@ -224,3 +224,85 @@ fn csr_approval_writes_only_conditions() {
     assert_eq!(c["status"]["conditions"][0]["type"], "Approved");
     assert_eq!(c["spec"]["usages"], json!(["client auth"]));
 }
+
+#[test]
+fn pods_and_services_are_selected_by_kubes_field_labels() {
+    let server = server();
+    let http = server.http();
+    create_pod(&http, "on-n1", json!({}));
+    create_pod(&http, "pending", json!({}));
+    let r = http.send_json(
+        "POST",
+        &format!("{PODS}/on-n1/binding"),
+        &json!({"apiVersion": "v1", "kind": "Binding", "metadata": {"name": "on-n1"},
+                "target": {"kind": "Node", "name": "n1"}}),
+    );
+    assert_eq!(r.status, 201, "{}", r.text());
+    let names = |selector: &str| -> Vec<String> {
+        let r = http
+            .request(
+                "GET",
+                PODS,
+                &[("fieldSelector".into(), selector.into())],
+                &[],
+                None,
+            )
+            .unwrap();
+        assert_eq!(r.status, 200, "{selector}: {}", r.text());
+        r.json().unwrap()["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p["metadata"]["name"].as_str().unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(names("spec.nodeName=n1"), ["on-n1"]);
+    assert_eq!(names("spec.nodeName="), ["pending"]);
+    assert_eq!(
+        names("status.phase=Pending,spec.restartPolicy=Always"),
+        ["on-n1", "pending"]
+    );
+    assert_eq!(names("spec.host=n1"), ["on-n1"]);
+    let r = http
+        .request(
+            "GET",
+            PODS,
+            &[("fieldSelector".into(), "spec.containers=x".into())],
+            &[],
+            None,
+        )
+        .unwrap();
+    assert_eq!(r.status, 400, "{}", r.text());
+    assert_eq!(
+        r.json().unwrap()["message"],
+        "field label not supported: spec.containers"
+    );
+    // kubectl's own flag, and Services by type.
+    let out = server.kubectl(&[
+        "get",
+        "pods",
+        "--field-selector",
+        "spec.nodeName=n1",
+        "-o",
+        "name",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "pod/on-n1\n");
+    let r = http.request(
+        "GET",
+        "/api/v1/namespaces/default/services",
+        &[("fieldSelector".into(), "spec.type=ClusterIP".into())],
+        &[],
+        None,
+    );
+    let r = r.unwrap();
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(
+        r.json().unwrap()["items"][0]["metadata"]["name"],
+        "kubernetes"
+    );
+}

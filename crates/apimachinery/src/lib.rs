@@ -12,6 +12,7 @@ pub mod admission_plugins;
 pub mod apply;
 pub mod builtin_conversion;
 pub mod builtin_defaults;
+pub mod builtin_fields;
 pub mod builtin_validation;
 pub mod cel;
 pub mod codec;

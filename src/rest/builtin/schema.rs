@@ -103,6 +103,20 @@ impl TypedStrategy for SchemaStrategy {
         }
     }
 
+    fn field_value(
+        &self,
+        obj: &Value,
+        field: &str,
+    ) -> Result<Option<String>, crate::selector::SelectorError> {
+        apimachinery::builtin_fields::field_value(
+            &self.group,
+            &self.version,
+            &self.kind,
+            obj,
+            field,
+        )
+    }
+
     fn printer(&self) -> BuiltinPrinter {
         if self.group.is_empty() && self.kind == "Service" {
             return super::service::printer();
