@@ -7,6 +7,7 @@
 //! message, or run with the argv clap should parse and the kube flags accepted but
 //! ignored here.
 
+use crate::field::go_quote;
 use std::collections::BTreeMap;
 
 /// kube-apiserver v1.36's `--help` output, recorded from the real binary.
@@ -497,31 +498,6 @@ fn go_duration_error(s: &str) -> Option<String> {
         rest = &rest[unit_end..];
     }
     invalid
-}
-
-/// Go's `%q` of a string.
-pub fn go_quote(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\u{7}' => out.push_str("\\a"),
-            '\u{8}' => out.push_str("\\b"),
-            '\u{c}' => out.push_str("\\f"),
-            '\u{b}' => out.push_str("\\v"),
-            c if (c as u32) < 0x20 || c == '\u{7f}' => {
-                out.push_str(&format!("\\x{:02x}", c as u32))
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
 }
 
 /// kube's `--version=raw` record for [`KUBE_VERSION`].
