@@ -147,25 +147,7 @@ fn pod_errors(pod: &Value, range: &Value) -> Vec<String> {
                 }
             }
             Some("Pod") => {
-                let (mut req, mut lim) = (List::new(), List::new());
-                for c in &main {
-                    let (r, li) = container_lists(c);
-                    req = resources::add(&req, &r);
-                    lim = resources::add(&lim, &li);
-                }
-                for c in &init {
-                    let (r, li) = container_lists(c);
-                    for (total, one) in [(&mut req, r), (&mut lim, li)] {
-                        for (k, v) in one {
-                            let bigger = total
-                                .get(&k)
-                                .is_none_or(|t| v.q.compare(&t.q) == std::cmp::Ordering::Greater);
-                            if bigger {
-                                total.insert(k, v);
-                            }
-                        }
-                    }
-                }
+                let (req, lim) = resources::pod_totals(pod);
                 check(&mut errs, "Pod", l, &req, &lim);
             }
             _ => {}

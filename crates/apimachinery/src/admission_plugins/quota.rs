@@ -29,7 +29,7 @@ pub fn usage(group: &str, resource: &str, obj: &Value) -> List {
                 return List::new();
             }
             u.insert("pods".into(), Amount::count(1));
-            let (req, lim) = pod_resources(obj);
+            let (req, lim) = resources::pod_totals(obj);
             for (k, v) in req {
                 if COMPUTE.contains(&k.as_str()) {
                     u.insert(k.clone(), v.clone());
@@ -99,42 +99,6 @@ pub fn usage(group: &str, resource: &str, obj: &Value) -> List {
     u
 }
 
-/// A pod's requests and limits: its containers summed, at least each init container.
-fn pod_resources(pod: &Value) -> (List, List) {
-    let containers = |key: &str| {
-        pod.pointer(&format!("/spec/{key}"))
-            .and_then(Value::as_array)
-            .cloned()
-            .unwrap_or_default()
-    };
-    let lists = |c: &Value| {
-        (
-            resources::list(c.pointer("/resources/requests")),
-            resources::list(c.pointer("/resources/limits")),
-        )
-    };
-    let (mut req, mut lim) = (List::new(), List::new());
-    for c in containers("containers") {
-        let (r, l) = lists(&c);
-        req = resources::add(&req, &r);
-        lim = resources::add(&lim, &l);
-    }
-    for c in containers("initContainers") {
-        let (r, l) = lists(&c);
-        for (total, one) in [(&mut req, r), (&mut lim, l)] {
-            for (k, v) in one {
-                if total
-                    .get(&k)
-                    .is_none_or(|t| v.q.compare(&t.q) == std::cmp::Ordering::Greater)
-                {
-                    total.insert(k, v);
-                }
-            }
-        }
-    }
-    (req, lim)
-}
-
 /// Whether a quota's `name` constrains objects of `group`/`resource`.
 fn covers(group: &str, resource: &str, name: &str) -> bool {
     let count = if group.is_empty() {
@@ -192,7 +156,7 @@ fn selects(quota: &Value, resource: &str, obj: &Value) -> bool {
     if resource != "pods" {
         return false;
     }
-    let (req, lim) = pod_resources(obj);
+    let (req, lim) = resources::pod_totals(obj);
     let best_effort = req.is_empty() && lim.is_empty();
     let terminating = obj
         .pointer("/spec/activeDeadlineSeconds")

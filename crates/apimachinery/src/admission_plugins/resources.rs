@@ -107,3 +107,39 @@ pub fn pretty(l: &List) -> String {
         .collect::<Vec<_>>()
         .join(",")
 }
+
+/// A pod's requests and limits: its containers summed, at least each init container.
+pub fn pod_totals(pod: &Value) -> (List, List) {
+    let containers = |key: &str| {
+        pod.pointer(&format!("/spec/{key}"))
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default()
+    };
+    let lists = |c: &Value| {
+        (
+            list(c.pointer("/resources/requests")),
+            list(c.pointer("/resources/limits")),
+        )
+    };
+    let (mut req, mut lim) = (List::new(), List::new());
+    for c in containers("containers") {
+        let (r, l) = lists(&c);
+        req = add(&req, &r);
+        lim = add(&lim, &l);
+    }
+    for c in containers("initContainers") {
+        let (r, l) = lists(&c);
+        for (total, one) in [(&mut req, r), (&mut lim, l)] {
+            for (k, v) in one {
+                if total
+                    .get(&k)
+                    .is_none_or(|t| v.q.compare(&t.q) == std::cmp::Ordering::Greater)
+                {
+                    total.insert(k, v);
+                }
+            }
+        }
+    }
+    (req, lim)
+}
