@@ -185,3 +185,42 @@ fn envtests_argv_serves_https_only_and_logs_ignored_flags_once() {
     drop(server);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn unusable_service_account_key_files_stop_the_start_in_kubes_words() {
+    let dir = std::env::temp_dir().join(format!("crd-apiserver-sa-keys-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let junk = dir.join("junk.pem");
+    std::fs::write(
+        &junk,
+        "-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n",
+    )
+    .expect("junk file");
+    let j = junk.display();
+    let out = run(&[
+        "--secure-port=0",
+        &format!("--service-account-key-file={j}"),
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).ends_with(&format!(
+            "error reading public key file {j}: data does not contain any valid RSA or ECDSA public keys\n"
+        )),
+        "{}",
+        text(&out.stderr)
+    );
+    let out = run(&[
+        "--secure-port=0",
+        &format!("--service-account-signing-key-file={j}"),
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).ends_with(&format!(
+            "failed to parse service-account-issuer-key-file: error reading private key file {j}: data does not contain a valid RSA or ECDSA private key\n"
+        )),
+        "{}",
+        text(&out.stderr)
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

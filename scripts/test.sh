@@ -59,11 +59,12 @@ cargo test --workspace --locked --features kube --lib --bins --tests
 
 echo "== integration suites again, every server on its own etcd (TEST_BACKEND=etcd)"
 # Every [[test]] target except those that pick their backends themselves: the etcd
-# suites, and conformance (each case is a test on both backends).
+# suites, conformance (each case is a test on both backends) and envtest (each run on
+# both).
 suites=()
 while read -r name; do
   case "$name" in
-    etcd | etcd_server | conformance) ;;
+    etcd | etcd_server | conformance | envtest) ;;
     *) suites+=(--test "$name") ;;
   esac
 done < <(awk '/^\[\[test\]\]/ { in_test = 1; next }

@@ -92,20 +92,22 @@ struct Flags {
     /// Time limit of non-long-running requests (a Go duration, e.g. 60s, 1m30s).
     #[arg(long = "request-timeout", default_value = "1m0s", value_parser = parse_duration)]
     request_timeout: std::time::Duration,
-    /// Issuer (`iss`) of service account tokens.
-    #[arg(
-        long = "service-account-issuer",
-        default_value = crd_apiserver::auth::service_account::DEFAULT_ISSUER
-    )]
-    service_account_issuer: String,
+    /// Issuer of service account tokens (repeatable: the first is the `iss` of new
+    /// tokens, each is accepted; default https://kubernetes.default.svc.cluster.local).
+    #[arg(long = "service-account-issuer", action = clap::ArgAction::Append)]
+    service_account_issuer: Vec<String>,
     /// Audiences service account tokens must carry to authenticate (comma-separated;
     /// default: the issuer).
     #[arg(long = "api-audiences", value_delimiter = ',')]
     api_audiences: Vec<String>,
-    /// PEM PKCS#8 ECDSA P-256 key signing service account tokens (default: one
-    /// generated at start).
+    /// PEM RSA or ECDSA (P-256, P-384) private key signing service account tokens
+    /// (default: a P-256 key generated at start).
     #[arg(long = "service-account-signing-key-file", value_name = "PATH")]
     service_account_signing_key_file: Option<PathBuf>,
+    /// PEM public keys, certificates or private keys verifying service account tokens
+    /// (repeatable; default: the signing key).
+    #[arg(long = "service-account-key-file", value_name = "PATH", action = clap::ArgAction::Append)]
+    service_account_key_file: Vec<PathBuf>,
     /// How long Events are kept after their last write (a Go duration; 0 keeps them).
     #[arg(long = "event-ttl", default_value = "1h0m0s", value_parser = parse_duration)]
     event_ttl: std::time::Duration,
@@ -215,9 +217,10 @@ async fn main() {
                 std::process::exit(1);
             }
         },
-        service_account_issuer: flags.service_account_issuer,
+        service_account_issuers: flags.service_account_issuer,
         api_audiences: non_empty(flags.api_audiences),
         service_account_signing_key_file: flags.service_account_signing_key_file,
+        service_account_key_files: flags.service_account_key_file,
     };
     let admission_plugins = match apimachinery::admission_plugins::Enabled::from_flags(
         &non_empty(flags.enable_admission_plugins),

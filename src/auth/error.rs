@@ -31,14 +31,14 @@ pub enum AuthError {
     /// A bearer token no authenticator knows.
     #[error("invalid bearer token")]
     InvalidBearerToken,
-    /// A service account token signed with another algorithm than ours.
+    /// A service account token whose `kid` names none of the keys.
     #[error("invalid signature, no keys found")]
     NoKeys,
     /// A service account token whose signature is not base64url.
     #[error("invalid signature")]
     InvalidSignature,
-    /// A service account token whose signature does not verify.
-    #[error("crypto/ecdsa: verification error")]
+    /// A service account token whose signature no key verifies (go-jose's words).
+    #[error("go-jose/go-jose: error in cryptographic primitive")]
     SignatureVerification,
     /// `nbf` is in the future.
     #[error("service account token is not valid yet")]
@@ -162,12 +162,27 @@ pub enum AuthConfigError {
     /// A signing key file is not PEM.
     #[error(transparent)]
     KeyPem(rustls::pki_types::pem::Error),
-    /// A signing key file holds another key format than PKCS#8.
-    #[error("only PKCS#8 (\"PRIVATE KEY\") ECDSA P-256 keys are supported")]
-    KeyFormat,
-    /// A signing key is not ECDSA P-256.
+    /// A generated signing key ring does not take back.
     #[error("not an ECDSA P-256 key: {0}")]
     KeyType(ring::error::KeyRejected),
+    /// `--service-account-signing-key-file` holds no private key ring signs with.
+    #[error("error reading private key file {path}: data does not contain a valid RSA or ECDSA private key")]
+    PrivateKeyFile {
+        /// The file.
+        path: String,
+    },
+    /// A `--service-account-key-file` holds no public key.
+    #[error("error reading public key file {path}: data does not contain any valid RSA or ECDSA public keys")]
+    PublicKeyFile {
+        /// The file.
+        path: String,
+    },
+    /// An empty `--service-account-issuer`.
+    #[error("service-account-issuer should not be an empty string")]
+    EmptyIssuer,
+    /// A `--service-account-issuer` given twice.
+    #[error("service-account-issuer {} is already specified", go_quote(.0))]
+    RepeatedIssuer(String),
     /// No `--authorization-mode`.
     #[error("at least one authorization-mode must be passed")]
     NoMode,

@@ -6,6 +6,7 @@
 pub mod authz;
 mod error;
 pub mod impersonation;
+pub mod keys;
 pub mod rbac;
 pub mod service_account;
 pub mod token;
@@ -46,12 +47,16 @@ pub struct AuthConfig {
     pub anonymous_auth: bool,
     /// `--authorization-mode`, in order.
     pub authorization_modes: Vec<authz::Mode>,
-    /// `--service-account-issuer` (the `iss` of service account tokens).
-    pub service_account_issuer: String,
+    /// `--service-account-issuer`, repeatable: the first is the `iss` of the tokens
+    /// this server signs, each is accepted (empty: our default issuer).
+    pub service_account_issuers: Vec<String>,
     /// `--api-audiences` (empty: the issuer).
     pub api_audiences: Vec<String>,
     /// `--service-account-signing-key-file` (none: a key generated at start).
     pub service_account_signing_key_file: Option<PathBuf>,
+    /// `--service-account-key-file`, repeatable: the keys tokens are verified with
+    /// (none: the signing key's public half).
+    pub service_account_key_files: Vec<PathBuf>,
 }
 
 impl Default for AuthConfig {
@@ -66,9 +71,10 @@ impl Default for AuthConfig {
             requestheader_extra_headers_prefix: vec!["X-Remote-Extra-".into()],
             anonymous_auth: true,
             authorization_modes: vec![authz::Mode::AlwaysAllow],
-            service_account_issuer: service_account::DEFAULT_ISSUER.into(),
+            service_account_issuers: Vec::new(),
             api_audiences: Vec::new(),
             service_account_signing_key_file: None,
+            service_account_key_files: Vec::new(),
         }
     }
 }
@@ -78,14 +84,22 @@ impl AuthConfig {
     pub fn service_account_tokens(
         &self,
     ) -> Result<service_account::ServiceAccountTokens, AuthConfigError> {
-        let (issuer, audiences) = (&self.service_account_issuer, &self.api_audiences);
-        match &self.service_account_signing_key_file {
-            Some(path) => {
-                service_account::ServiceAccountTokens::from_key_file(issuer, audiences, path)
-                    .map_err(|e| e.in_flag("--service-account-signing-key-file"))
-            }
-            None => service_account::ServiceAccountTokens::generate(issuer, audiences),
+        let key = match &self.service_account_signing_key_file {
+            // kube's prefix, naming the flag by its old name.
+            Some(path) => keys::SigningKey::from_file(path)
+                .map_err(|e| e.in_flag("failed to parse service-account-issuer-key-file"))?,
+            None => keys::SigningKey::generate()?,
+        };
+        let mut verifying = Vec::new();
+        for path in &self.service_account_key_files {
+            verifying.extend(keys::public_keys_from_file(path)?);
         }
+        service_account::ServiceAccountTokens::new(
+            &self.service_account_issuers,
+            &self.api_audiences,
+            key,
+            verifying,
+        )
     }
 
     /// Read the files the flags name and build the authenticators.

@@ -1,22 +1,21 @@
 //! Service account tokens, as kube's TokenRequest issuer and its bound-token
-//! authenticator: ES256-signed JWTs with kube's claims (`iss`, `sub`, `aud`, `exp`,
-//! `iat`, `nbf`, `jti` and the private `kubernetes.io` claim), and their
-//! authentication: signed by this server, issued by its issuer, unexpired, for one of
-//! its API audiences, and the ServiceAccount (and a bound Secret) still there with
-//! the uid the token names.
+//! authenticator: JWTs with kube's claims (`iss`, `sub`, `aud`, `exp`, `iat`, `nbf`,
+//! `jti` and the private `kubernetes.io` claim) signed RS256, ES256 or ES384 by the
+//! signing key (`keys`), and their authentication: of one of the issuers, signed by
+//! one of the verification keys (the `kid` picks it, as kube's static key getter),
+//! unexpired, for one of the API audiences, and the ServiceAccount (and a bound
+//! Secret) still there with the uid the token names.
 //!
-//! The key is generated at start unless `--service-account-signing-key-file` names a
-//! PKCS#8 P-256 key (kube also takes RSA keys and `--service-account-key-file`
-//! verification keys; we do not).
+//! The signing key is `--service-account-signing-key-file`'s, or one generated at
+//! start; the verification keys are `--service-account-key-file`'s, or the signing
+//! key's public half when none is given (kube requires the flag; we default it).
 
+use super::keys::{PublicKey, SigningKey};
 use super::{AuthConfigError, AuthError, UserInfo};
 use crate::storage::Storage;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
-use ring::rand::SystemRandom;
-use ring::signature::{self, EcdsaKeyPair, KeyPair};
 use serde_json::{json, Value};
-use std::path::Path;
 use std::sync::Arc;
 
 /// kube's conventional issuer (`--service-account-issuer`) and our default.
@@ -31,12 +30,6 @@ pub const NAMESPACE_GROUP_PREFIX: &str = "system:serviceaccounts:";
 pub const CREDENTIAL_ID_KEY: &str = "authentication.kubernetes.io/credential-id";
 /// go-jose's clock skew allowance on `exp`, `nbf` and `iat` (`jwt.DefaultLeeway`).
 const LEEWAY_SECS: i64 = 60;
-/// The DER prefix of a P-256 SubjectPublicKeyInfo before the 65-byte point (kube
-/// derives the `kid` from the PKIX DER of the public key).
-const P256_SPKI_PREFIX: [u8; 26] = [
-    0x30, 0x59, 0x30, 0x13, 0x06, 0x07, 0x2a, 0x86, 0x48, 0xce, 0x3d, 0x02, 0x01, 0x06, 0x08, 0x2a,
-    0x86, 0x48, 0xce, 0x3d, 0x03, 0x01, 0x07, 0x03, 0x42, 0x00,
-];
 
 /// The service account `user.Info` kube builds (`system:serviceaccount:NS:NAME`, the
 /// two service account groups).
@@ -52,23 +45,15 @@ pub fn user_info(namespace: &str, name: &str, uid: &str) -> UserInfo {
     }
 }
 
-/// The token issuer and verifier of a server: its signing key, issuer and audiences.
+/// The token issuer and verifier of a server: its signing key, verification keys,
+/// issuers and audiences.
+#[derive(Debug)]
 pub struct ServiceAccountTokens {
-    issuer: String,
+    /// The first issues tokens; all are accepted.
+    issuers: Vec<String>,
     api_audiences: Vec<String>,
-    key: EcdsaKeyPair,
-    kid: String,
-    rng: SystemRandom,
-}
-
-impl std::fmt::Debug for ServiceAccountTokens {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ServiceAccountTokens")
-            .field("issuer", &self.issuer)
-            .field("api_audiences", &self.api_audiences)
-            .field("kid", &self.kid)
-            .finish_non_exhaustive()
-    }
+    key: SigningKey,
+    verifying: Vec<PublicKey>,
 }
 
 /// A token's claims once its signature, issuer, times and audience are checked.
@@ -89,67 +74,61 @@ pub struct Claims {
 }
 
 impl ServiceAccountTokens {
-    /// Tokens signed with a key generated now. Empty `api_audiences` means the issuer
-    /// (kube's default of `--api-audiences`).
+    /// Tokens of `issuer` signed with a key generated now. Empty `api_audiences`
+    /// means the issuer (kube's default of `--api-audiences`).
     pub fn generate(issuer: &str, api_audiences: &[String]) -> Result<Self, AuthConfigError> {
-        let rng = SystemRandom::new();
-        let pkcs8 = EcdsaKeyPair::generate_pkcs8(&signature::ECDSA_P256_SHA256_FIXED_SIGNING, &rng)
-            .map_err(|_| AuthConfigError::KeyGeneration)?;
-        Self::from_pkcs8(issuer, api_audiences, pkcs8.as_ref(), rng)
-    }
-
-    /// Tokens signed with the PKCS#8 P-256 key in a PEM file
-    /// (`--service-account-signing-key-file`).
-    pub fn from_key_file(
-        issuer: &str,
-        api_audiences: &[String],
-        path: &Path,
-    ) -> Result<Self, AuthConfigError> {
-        use rustls::pki_types::pem::PemObject;
-        use rustls::pki_types::PrivateKeyDer;
-        let key = PrivateKeyDer::from_pem_file(path)
-            .map_err(|e| AuthConfigError::KeyPem(e).in_file(path))?;
-        let PrivateKeyDer::Pkcs8(der) = key else {
-            return Err(AuthConfigError::KeyFormat.in_file(path));
-        };
-        Self::from_pkcs8(
-            issuer,
+        Self::new(
+            &[issuer.to_string()],
             api_audiences,
-            der.secret_pkcs8_der(),
-            SystemRandom::new(),
+            SigningKey::generate()?,
+            Vec::new(),
         )
-        .map_err(|e| e.in_file(path))
     }
 
-    fn from_pkcs8(
-        issuer: &str,
+    /// Tokens of `issuers` (the first issues; kube's checks: none empty, none twice),
+    /// signed with `key` and verified with `verifying` (the key's own public half when
+    /// empty). Empty `api_audiences` means the issuers.
+    pub fn new(
+        issuers: &[String],
         api_audiences: &[String],
-        pkcs8: &[u8],
-        rng: SystemRandom,
+        key: SigningKey,
+        verifying: Vec<PublicKey>,
     ) -> Result<Self, AuthConfigError> {
-        let key =
-            EcdsaKeyPair::from_pkcs8(&signature::ECDSA_P256_SHA256_FIXED_SIGNING, pkcs8, &rng)
-                .map_err(AuthConfigError::KeyType)?;
-        let mut spki = P256_SPKI_PREFIX.to_vec();
-        spki.extend_from_slice(key.public_key().as_ref());
-        let kid = URL_SAFE_NO_PAD.encode(<sha2::Sha256 as sha2::Digest>::digest(&spki));
+        let mut seen = std::collections::HashSet::new();
+        for issuer in issuers {
+            if issuer.is_empty() {
+                return Err(AuthConfigError::EmptyIssuer);
+            }
+            if !seen.insert(issuer.as_str()) {
+                return Err(AuthConfigError::RepeatedIssuer(issuer.clone()));
+            }
+        }
+        let issuers = if issuers.is_empty() {
+            vec![DEFAULT_ISSUER.to_string()]
+        } else {
+            issuers.to_vec()
+        };
         let api_audiences = if api_audiences.is_empty() {
-            vec![issuer.to_string()]
+            issuers.clone()
         } else {
             api_audiences.to_vec()
         };
+        let verifying = if verifying.is_empty() {
+            vec![key.public().clone()]
+        } else {
+            verifying
+        };
         Ok(ServiceAccountTokens {
-            issuer: issuer.to_string(),
+            issuers,
             api_audiences,
             key,
-            kid,
-            rng,
+            verifying,
         })
     }
 
-    /// `--service-account-issuer`.
+    /// The issuer of the tokens this server signs (the first `--service-account-issuer`).
     pub fn issuer(&self) -> &str {
-        &self.issuer
+        &self.issuers[0]
     }
 
     /// `--api-audiences` (the issuer when not given): what TokenRequests default to
@@ -200,7 +179,7 @@ impl ServiceAccountTokens {
             "aud": audiences,
             "exp": now.saturating_add(expiration_seconds),
             "iat": now,
-            "iss": self.issuer,
+            "iss": self.issuers[0],
             "jti": uuid::Uuid::new_v4().to_string(),
             "kubernetes.io": kubernetes,
             "nbf": now,
@@ -210,20 +189,14 @@ impl ServiceAccountTokens {
 
     /// A signed compact JWS of `claims`.
     pub fn sign(&self, claims: &Value) -> Result<String, AuthError> {
-        let header = json!({"alg": "ES256", "kid": self.kid});
+        let header = json!({"alg": self.key.alg(), "kid": self.key.public().kid()});
         let signing_input = format!(
             "{}.{}",
             URL_SAFE_NO_PAD.encode(header.to_string()),
             URL_SAFE_NO_PAD.encode(claims.to_string())
         );
-        let sig = self
-            .key
-            .sign(&self.rng, signing_input.as_bytes())
-            .map_err(|_| AuthError::Signing)?;
-        Ok(format!(
-            "{signing_input}.{}",
-            URL_SAFE_NO_PAD.encode(sig.as_ref())
-        ))
+        let sig = self.key.sign(signing_input.as_bytes())?;
+        Ok(format!("{signing_input}.{}", URL_SAFE_NO_PAD.encode(&sig)))
     }
 
     /// Check a bearer token at `now` (Unix seconds): `Ok(None)` when it is not a JWT
@@ -257,22 +230,31 @@ impl ServiceAccountTokens {
             return Ok(None);
         };
         // kube's JWT authenticator only claims tokens of its issuers.
-        if payload.get("iss").and_then(Value::as_str) != Some(self.issuer.as_str()) {
+        let issuer = payload.get("iss").and_then(Value::as_str).unwrap_or("");
+        if !self.issuers.iter().any(|i| i == issuer) {
             return Ok(None);
         }
-        if header.get("alg").and_then(Value::as_str) != Some("ES256") {
+        let alg = header.get("alg").and_then(Value::as_str).unwrap_or("");
+        // The `kid` narrows the keys to those it names; none named, every key.
+        let keys: Vec<&PublicKey> = match header.get("kid").and_then(Value::as_str) {
+            Some(kid) if !kid.is_empty() => {
+                self.verifying.iter().filter(|k| k.kid() == kid).collect()
+            }
+            _ => self.verifying.iter().collect(),
+        };
+        if keys.is_empty() {
             return Err(AuthError::NoKeys);
         }
         let sig = URL_SAFE_NO_PAD
             .decode(s)
             .map_err(|_| AuthError::InvalidSignature)?;
-        let public = signature::UnparsedPublicKey::new(
-            &signature::ECDSA_P256_SHA256_FIXED,
-            self.key.public_key().as_ref(),
-        );
-        public
-            .verify(format!("{h}.{p}").as_bytes(), &sig)
-            .map_err(|_| AuthError::SignatureVerification)?;
+        let message = format!("{h}.{p}");
+        if !keys
+            .iter()
+            .any(|k| k.verifies(alg, message.as_bytes(), &sig))
+        {
+            return Err(AuthError::SignatureVerification);
+        }
         check_times(&payload, now)?;
         let audiences: Vec<&str> = match payload.get("aud") {
             Some(Value::String(a)) => vec![a.as_str()],
@@ -542,6 +524,84 @@ mod tests {
             .unwrap();
         tampered.push('A');
         assert!(t.verify(&tampered, 1_000).is_err());
+    }
+
+    fn key(name: &str) -> std::path::PathBuf {
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("testdata/keys")
+            .join(name)
+    }
+
+    #[test]
+    fn rsa_signed_tokens_verify_with_any_of_the_keys_and_any_issuer() {
+        use crate::auth::keys::{public_keys_from_file, SigningKey};
+        let issuers = ["https://new".to_string(), "https://old".to_string()];
+        let signer = SigningKey::from_file(&key("rsa-sa-signer.key")).unwrap();
+        let mut verifying = public_keys_from_file(&key("ec384-sec1.key")).unwrap();
+        verifying.extend(public_keys_from_file(&key("rsa-sa-signer.pub")).unwrap());
+        let t = ServiceAccountTokens::new(&issuers, &[], signer, verifying).unwrap();
+        assert_eq!(t.issuer(), "https://new");
+        assert_eq!(t.api_audiences(), issuers);
+        let token = t
+            .sign(&claims_of(&t, &["https://old"], 1_000, 3600))
+            .unwrap();
+        let header: Value = serde_json::from_slice(
+            &URL_SAFE_NO_PAD
+                .decode(token.split('.').next().unwrap())
+                .unwrap(),
+        )
+        .unwrap();
+        assert_eq!(header["alg"], "RS256");
+        assert!(t.verify(&token, 1_000).unwrap().is_some());
+
+        // Tokens of the second issuer are accepted too.
+        let old = ServiceAccountTokens::new(
+            &["https://old".to_string()],
+            &[],
+            SigningKey::from_file(&key("ec384-sec1.key")).unwrap(),
+            Vec::new(),
+        )
+        .unwrap();
+        let token = old
+            .sign(&claims_of(&old, &["https://new"], 1_000, 3600))
+            .unwrap();
+        assert!(t.verify(&token, 1_000).unwrap().is_some());
+
+        // A key that signs without being a verification key: its kid names none.
+        let stranger =
+            ServiceAccountTokens::new(&issuers, &[], SigningKey::generate().unwrap(), Vec::new())
+                .unwrap();
+        let token = stranger
+            .sign(&claims_of(&stranger, &["https://new"], 1_000, 3600))
+            .unwrap();
+        assert_eq!(
+            t.verify(&token, 1_000).unwrap_err().to_string(),
+            "invalid signature, no keys found"
+        );
+    }
+
+    #[test]
+    fn issuers_are_checked_as_kube_does() {
+        let new = |issuers: &[&str]| {
+            let issuers: Vec<String> = issuers.iter().map(|i| i.to_string()).collect();
+            ServiceAccountTokens::new(
+                &issuers,
+                &[],
+                crate::auth::keys::SigningKey::generate().unwrap(),
+                Vec::new(),
+            )
+            .map(|_| ())
+            .map_err(|e| e.to_string())
+        };
+        assert_eq!(
+            new(&["a", ""]),
+            Err("service-account-issuer should not be an empty string".into())
+        );
+        assert_eq!(
+            new(&["a", "b", "a"]),
+            Err("service-account-issuer \"a\" is already specified".into())
+        );
+        assert_eq!(new(&[]), Ok(()));
     }
 
     #[test]
