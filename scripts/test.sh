@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Runs the whole test suite on a fresh machine: checks what the suites need (installing
-# Debian's etcd-server when etcd is missing, and the Python kubernetes client), then runs
-# formatting and lint checks, unit tests, and the integration suites (real kubectl,
-# kube-rs, the Python client, recorded kube-apiserver conformance cases) on the embedded
-# store and again with every server on its own etcd.
+# Debian's etcd-server when etcd is missing, the Python kubernetes client and the pytest
+# plugin in python/), then runs formatting and lint checks, unit tests, the integration
+# suites (real kubectl, kube-rs, the Python client, recorded kube-apiserver conformance
+# cases) on the embedded store, the pytest plugin's suite, and the integration suites
+# again with every server on its own etcd.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -48,6 +49,14 @@ if ! python3 -c 'import kubernetes' >/dev/null 2>&1; then
   fi
 fi
 
+# The pytest plugin's suite (python/tests) runs the plugin as users install it; pip brings
+# pytest along when it is missing. Installed every run, so it is this checkout's code.
+echo "== installing the pytest plugin (python3 -m pip install ./python)"
+if ! python3 -m pip install --quiet ./python; then
+  echo "test.sh: installing the pytest plugin from python/ failed; its suite (python/tests) needs it" >&2
+  exit 1
+fi
+
 echo "== format and lints"
 cargo fmt --all --check
 # `--features kube`: the harness's kube client (its suite and example need it).
@@ -56,6 +65,11 @@ cargo clippy --workspace --all-targets --locked --features kube -- -D warnings
 echo "== unit and integration tests (the etcd suites and conformance's etcd:: cases on etcd)"
 # Benches are left out here: `cargo bench` runs them (see README).
 cargo test --workspace --locked --features kube --lib --bins --tests
+
+echo "== the pytest plugin's suite (python/tests) against the debug binary"
+# `--features kube` as above, so cargo can reuse what the tests just compiled.
+cargo build --locked --features kube --bin crd-apiserver
+CRD_APISERVER_BIN=target/debug/crd-apiserver python3 -m pytest python/tests -q -p no:cacheprovider
 
 echo "== integration suites again, every server on its own etcd (TEST_BACKEND=etcd)"
 # Every [[test]] target except those that pick their backends themselves: the etcd
