@@ -67,8 +67,12 @@ echo "== unit and integration tests (the etcd suites and conformance's etcd:: ca
 cargo test --workspace --locked --features kube --lib --bins --tests
 
 echo "== the pytest plugin's suite (python/tests) against the debug binary"
-# `--features kube` as above, so cargo can reuse what the tests just compiled.
-cargo build --locked --features kube --bin crd-apiserver
+# The binary `cargo test` just built for the integration suites (`cargo build --features
+# kube` alone cannot build: k8s-openapi's version feature comes from the dev-dependencies).
+if [ ! -x target/debug/crd-apiserver ]; then
+  echo "test.sh: target/debug/crd-apiserver is missing after cargo test" >&2
+  exit 1
+fi
 CRD_APISERVER_BIN=target/debug/crd-apiserver python3 -m pytest python/tests -q -p no:cacheprovider
 
 echo "== integration suites again, every server on its own etcd (TEST_BACKEND=etcd)"
