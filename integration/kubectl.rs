@@ -1254,6 +1254,57 @@ fn deleting_a_crd_deletes_its_objects() {
 }
 
 #[test]
+fn load_dir_applies_built_in_kinds_with_their_defaults() {
+    let dir = std::env::temp_dir().join(format!(
+        "crd-apiserver-load-builtins-{}",
+        std::process::id()
+    ));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    std::fs::write(
+        dir.join("fixtures.yaml"),
+        r#"apiVersion: v1
+kind: Namespace
+metadata: {name: team}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: settings, namespace: team}
+data: {mode: fast}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, namespace: team}
+spec:
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec: {containers: [{name: nginx, image: nginx}]}
+"#,
+    )
+    .expect("fixtures");
+    let server = TestServer::start_with(&["--load", dir.to_str().expect("UTF-8 path")]);
+    assert_eq!(
+        jsonpath(
+            &server,
+            &["-n", "team", "configmap", "settings"],
+            "{.data.mode}"
+        ),
+        "fast"
+    );
+    // Loaded through the write pipeline: kube's defaults are there.
+    assert_eq!(
+        jsonpath(
+            &server,
+            &["-n", "team", "deployment", "web"],
+            "{.spec.replicas} {.spec.strategy.type} {.spec.template.spec.containers[0].imagePullPolicy}"
+        ),
+        "1 RollingUpdate Always"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
 fn load_dir_serves_crds_when_ready() {
     let crds = data("crds");
     let server = TestServer::start_with(&["--load", &crds]);

@@ -857,10 +857,16 @@ pub async fn apply_manifest(api: &Arc<ApiServer>, mut doc: Value) -> Result<Valu
         ("apiextensions.k8s.io", "CustomResourceDefinition") => {
             "customresourcedefinitions".to_string()
         }
-        _ => api
-            .catalog
-            .lookup_kind(&group, &kind_name)
-            .map(|c| c.info.plural.clone())
+        _ => crate::registry::builtin::resources()
+            .iter()
+            .find(|r| r.group == group && r.version == version && r.kind == kind_name)
+            .filter(|r| r.has_verb("create"))
+            .map(|r| r.resource.to_string())
+            .or_else(|| {
+                api.catalog
+                    .lookup_kind(&group, &kind_name)
+                    .map(|c| c.info.plural.clone())
+            })
             .ok_or_else(|| {
                 Status::not_found_message(format!(
                     "no matches for kind \"{kind_name}\" in version \"{api_version}\""
