@@ -895,3 +895,55 @@ fn explicit_nulls_in_built_in_objects_are_go_zero_values() {
     assert_eq!(r.status, 200, "{}", r.text());
     assert_eq!(r.json().unwrap_or_default()["spec"], json!({}));
 }
+
+#[test]
+fn privileged_containers_need_allow_privileged_as_in_kube() {
+    let pod = |name: &str| {
+        json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
+        "spec": {"containers": [
+            {"name": "plain", "image": "busybox"},
+            {"name": "root", "image": "busybox", "securityContext": {"privileged": true}},
+        ]}})
+    };
+    // kube-apiserver's default: --allow-privileged=false. (No controller makes the
+    // `default` ServiceAccount: its admission plugin is off, as envtest has it.)
+    let no_sa = "--disable-admission-plugins=ServiceAccount";
+    let server = TestServer::start_with(&[no_sa]);
+    let http = server.http();
+    let r = http.send_json("POST", "/api/v1/namespaces/default/pods", &pod("p"));
+    assert_eq!(r.status, 422, "{}", r.text());
+    let status = r.json().unwrap();
+    assert_eq!(
+        status["message"],
+        "Pod \"p\" is invalid: spec.containers[1].securityContext.privileged: Forbidden: disallowed by cluster policy"
+    );
+    assert_eq!(
+        status["details"]["causes"][0]["field"],
+        "spec.containers[1].securityContext.privileged"
+    );
+    let deployment = json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"},
+        "spec": {"selector": {"matchLabels": {"app": "d"}},
+                 "template": {"metadata": {"labels": {"app": "d"}}, "spec": pod("x")["spec"].clone()}}});
+    let r = http.send_json(
+        "POST",
+        "/apis/apps/v1/namespaces/default/deployments",
+        &deployment,
+    );
+    assert_eq!(r.status, 422, "{}", r.text());
+    assert_eq!(
+        r.json().unwrap()["message"],
+        "Deployment.apps \"d\" is invalid: spec.template.spec.containers[1].securityContext.privileged: Forbidden: disallowed by cluster policy"
+    );
+    drop(server);
+
+    let server = TestServer::start_with(&[no_sa, "--allow-privileged=true"]);
+    let http = server.http();
+    let r = http.send_json("POST", "/api/v1/namespaces/default/pods", &pod("p"));
+    assert_eq!(r.status, 201, "{}", r.text());
+    let r = http.send_json(
+        "POST",
+        "/apis/apps/v1/namespaces/default/deployments",
+        &deployment,
+    );
+    assert_eq!(r.status, 201, "{}", r.text());
+}

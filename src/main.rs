@@ -129,6 +129,16 @@ struct Flags {
     /// kube-apiserver's flag; envtest passes `ServiceAccount`).
     #[arg(long = "disable-admission-plugins", value_delimiter = ',')]
     disable_admission_plugins: Vec<String>,
+    /// If true, allow privileged containers.
+    #[arg(long = "allow-privileged", num_args = 0..=1, default_value_t = false, default_missing_value = "true", action = clap::ArgAction::Set)]
+    allow_privileged: bool,
+    /// kube's feature gates (`[kube:]Name=bool,...`, repeatable): checked as kube does.
+    #[arg(long = "feature-gates", action = clap::ArgAction::Append)]
+    feature_gates: Vec<String>,
+    /// Group/versions to switch (`api/all=true`, `GROUP/VERSION=false`, ...; repeatable):
+    /// checked as kube does.
+    #[arg(long = "runtime-config", action = clap::ArgAction::Append)]
+    runtime_config: Vec<String>,
     /// Write a kubeconfig for this server to PATH.
     #[arg(long = "kubeconfig-out", value_name = "PATH")]
     kubeconfig_out: Option<PathBuf>,
@@ -234,7 +244,29 @@ async fn main() {
             std::process::exit(1);
         }
     };
+    let (_feature_gates, unrecognized) =
+        match apimachinery::feature_gates::FeatureGates::from_flags(&flags.feature_gates) {
+            Ok(parsed) => parsed,
+            Err(e) => fail(&e.to_string()),
+        };
+    for name in unrecognized {
+        tracing::warn!("unrecognized feature gate: {name}");
+    }
+    let runtime_config =
+        match apimachinery::runtime_config::RuntimeConfig::from_flags(&flags.runtime_config) {
+            Ok(config) => config,
+            Err(e) => fail(&e.to_string()),
+        };
+    let unapplied =
+        runtime_config.unapplied(&crd_apiserver::registry::builtin::served_group_versions());
+    if !unapplied.is_empty() {
+        tracing::warn!(
+            "--runtime-config accepted, but this server serves kube v1.36's default group/versions whatever it says; not applied: {}",
+            unapplied.join(", ")
+        );
+    }
     let config = Config {
+        allow_privileged: flags.allow_privileged,
         admission_plugins,
         bind_address: flags.bind_address,
         port: flags.port.unwrap_or(8080),
@@ -369,6 +401,12 @@ fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
         .filter(|n| *n >= 0)
         .map(|n| std::time::Duration::from_nanos(n as u64))
         .ok_or_else(|| format!("time: invalid duration \"{s}\""))
+}
+
+/// Stop the start with `message`, as kube-apiserver stops on a flag it refuses.
+fn fail(message: &str) -> ! {
+    eprintln!("crd-apiserver: {message}");
+    std::process::exit(1);
 }
 
 fn non_empty(v: Vec<String>) -> Vec<String> {

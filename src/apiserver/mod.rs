@@ -43,6 +43,8 @@ pub struct ApiOptions {
     /// kube's admission plugins on (`--enable-admission-plugins`,
     /// `--disable-admission-plugins`).
     pub admission_plugins: apimachinery::admission_plugins::Enabled,
+    /// `--allow-privileged`: whether pod specs may ask for privileged containers.
+    pub allow_privileged: bool,
 }
 
 /// Shared state of one API server.
@@ -239,12 +241,20 @@ impl ApiServer {
                 api.register_builtin(Arc::new(kind));
             } else if r.group.is_empty() && r.resource == "services" {
                 let kind = crate::rest::builtin::service::ServiceKind::new(
-                    crate::rest::builtin::schema_kind(d, &r.definition),
+                    crate::rest::builtin::schema_kind(
+                        d,
+                        &r.definition,
+                        api.options.allow_privileged,
+                    ),
                     api.service_allocators.clone(),
                 );
                 api.register_builtin(Arc::new(kind));
             } else {
-                let kind = crate::rest::builtin::schema_kind(d, &r.definition);
+                let kind = crate::rest::builtin::schema_kind(
+                    d,
+                    &r.definition,
+                    api.options.allow_privileged,
+                );
                 api.register_builtin(Arc::new(kind));
             }
         }

@@ -451,6 +451,11 @@ pub fn served_groups() -> Vec<(&'static str, &'static str)> {
         .collect()
 }
 
+/// Every built-in group-version served, the core `v1` first.
+pub fn served_group_versions() -> Vec<(&'static str, &'static str)> {
+    std::iter::once(("", "v1")).chain(served_groups()).collect()
+}
+
 /// kube's deprecation warning of a built-in resource version still served (its
 /// `rest.Storage` says `Deprecated`), sent on every request to it.
 pub fn deprecation_warning(group: &str, version: &str, resource: &str) -> Option<&'static str> {

@@ -76,6 +76,8 @@ pub struct Config {
     /// kube's admission plugins on (`--enable-admission-plugins`,
     /// `--disable-admission-plugins`; default: kube's).
     pub admission_plugins: apimachinery::admission_plugins::Enabled,
+    /// `--allow-privileged` (kube's default: false; envtest passes true).
+    pub allow_privileged: bool,
 }
 
 impl Default for Config {
@@ -104,6 +106,7 @@ impl Default for Config {
             service_cluster_ip_range: crate::service_alloc::DEFAULT_SERVICE_CIDR.into(),
             service_node_port_range: crate::service_alloc::DEFAULT_NODE_PORT_RANGE.into(),
             admission_plugins: Default::default(),
+            allow_privileged: false,
         }
     }
 }
@@ -276,6 +279,7 @@ impl Server {
             service_node_port_range: config.service_node_port_range.clone(),
             kubernetes_endpoint: Some(addr),
             admission_plugins: config.admission_plugins.clone(),
+            allow_privileged: config.allow_privileged,
         };
         // Every storage call is timed; object counts read the backend itself.
         let metrics = Arc::new(Metrics::new());

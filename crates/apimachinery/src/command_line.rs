@@ -396,12 +396,12 @@ fn check_value(flag: &KubeFlag, value: &str) -> Result<String, CommandLineError>
     }
 }
 
-fn strconv_error(func: &str, value: &str, why: &str) -> String {
+pub(crate) fn strconv_error(func: &str, value: &str, why: &str) -> String {
     format!("strconv.{func}: parsing {}: {why}", go_quote(value))
 }
 
 /// Go's `strconv.ParseBool`.
-fn parse_bool(s: &str) -> Option<bool> {
+pub(crate) fn parse_bool(s: &str) -> Option<bool> {
     match s {
         "1" | "t" | "T" | "TRUE" | "true" | "True" => Some(true),
         "0" | "f" | "F" | "FALSE" | "false" | "False" => Some(false),

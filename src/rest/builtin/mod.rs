@@ -45,13 +45,15 @@ pub fn kind_for(descriptor: Descriptor, definition: &str) -> Option<TypedKind> {
     Some(TypedKind::new(descriptor, definition, strategy))
 }
 
-/// The kind of a built-in resource without a hand strategy: served from its schema.
-pub fn schema_kind(descriptor: Descriptor, definition: &str) -> TypedKind {
+/// The kind of a built-in resource without a hand strategy: served from its schema
+/// (`allow_privileged`: kube's `--allow-privileged`).
+pub fn schema_kind(descriptor: Descriptor, definition: &str, allow_privileged: bool) -> TypedKind {
     let strategy = schema::SchemaStrategy {
         group: descriptor.gr.group.clone(),
         version: descriptor.version.clone(),
         kind: descriptor.kind.clone(),
         namespaced: descriptor.namespaced,
+        allow_privileged,
     };
     TypedKind::new(descriptor, definition, Box::new(strategy))
 }

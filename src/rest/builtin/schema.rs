@@ -26,6 +26,18 @@ pub struct SchemaStrategy {
     pub kind: String,
     /// Whether objects live in namespaces.
     pub namespaced: bool,
+    /// `--allow-privileged`: whether pod specs may ask for privileged containers.
+    pub allow_privileged: bool,
+}
+
+impl SchemaStrategy {
+    /// kube's `--allow-privileged=false` check of the kind's pod spec, if any.
+    fn privileged(&self, obj: &Value) -> ErrorList {
+        if self.allow_privileged {
+            return ErrorList::new();
+        }
+        builtin_validation::privileged_containers(&self.group, &self.kind, obj)
+    }
 }
 
 impl TypedStrategy for SchemaStrategy {
@@ -78,12 +90,16 @@ impl TypedStrategy for SchemaStrategy {
             &self.kind,
             obj,
         ));
+        errs.extend(self.privileged(obj));
         errs
     }
 
     fn validate_update(&self, new: &Value, old: &Value) -> ErrorList {
         // `TypedKind` checks the metadata update; the kind's own rules follow.
-        builtin_validation::validate_update(&self.group, &self.version, &self.kind, new, old)
+        let mut errs =
+            builtin_validation::validate_update(&self.group, &self.version, &self.kind, new, old);
+        errs.extend(self.privileged(new));
+        errs
     }
 
     fn to_storage(&self, obj: &mut Value) {
@@ -140,6 +156,7 @@ mod tests {
             version: "v1".into(),
             kind: "Thing".into(),
             namespaced,
+            allow_privileged: true,
         }
     }
 

@@ -44,6 +44,53 @@ pub fn validate(group: &str, version: &str, kind: &str, obj: &Value) -> ErrorLis
     }
 }
 
+/// Where a kind keeps its pod spec (`spec` of a Pod, `spec.template.spec` of a
+/// Deployment, ...), as field path segments.
+fn pod_spec_path(group: &str, kind: &str) -> Option<&'static [&'static str]> {
+    match (group, kind) {
+        ("", "Pod") => Some(&["spec"]),
+        ("", "PodTemplate") => Some(&["template", "spec"]),
+        ("", "ReplicationController")
+        | ("apps", "Deployment" | "ReplicaSet" | "StatefulSet" | "DaemonSet")
+        | ("batch", "Job") => Some(&["spec", "template", "spec"]),
+        ("batch", "CronJob") => Some(&["spec", "jobTemplate", "spec", "template", "spec"]),
+        _ => None,
+    }
+}
+
+/// kube-apiserver's `--allow-privileged=false` (its default): every container of a pod
+/// spec asking `securityContext.privileged: true` is forbidden, in kube's words.
+pub fn privileged_containers(group: &str, kind: &str, obj: &Value) -> ErrorList {
+    let mut errs = ErrorList::new();
+    let Some(segments) = pod_spec_path(group, kind) else {
+        return errs;
+    };
+    let mut spec = obj;
+    let mut path = Path::new(segments[0]);
+    for (i, segment) in segments.iter().enumerate() {
+        spec = spec.get(*segment).unwrap_or(&Value::Null);
+        if i > 0 {
+            path = path.child(segment);
+        }
+    }
+    for list in ["initContainers", "containers", "ephemeralContainers"] {
+        let containers = spec.get(list).and_then(Value::as_array);
+        for (i, c) in containers.into_iter().flatten().enumerate() {
+            if c.pointer("/securityContext/privileged") == Some(&Value::Bool(true)) {
+                errs.push(Error::forbidden(
+                    &path
+                        .child(list)
+                        .index(i)
+                        .child("securityContext")
+                        .child("privileged"),
+                    "disallowed by cluster policy",
+                ));
+            }
+        }
+    }
+    errs
+}
+
 /// Validate an update of an object of `kind` from `old` to `new`.
 pub fn validate_update(
     group: &str,
