@@ -590,3 +590,72 @@ fn tempdir(name: &str) -> std::path::PathBuf {
     std::fs::create_dir_all(&dir).expect("temp dir");
     dir
 }
+
+#[test]
+fn requests_past_max_inflight_get_kubes_429_and_masters_pass() {
+    let dir = tempdir("inflight");
+    let tokens = dir.join("tokens.csv");
+    std::fs::write(&tokens, "alice-token,alice,uid-1,dev\n").expect("token file");
+    // One read-only place; reads of ConfigMaps are held 2 s so that one stays taken.
+    let server = TestServer::start_secure(&[
+        "--token-auth-file",
+        tokens.to_str().unwrap_or_default(),
+        "--max-requests-inflight=1",
+        "--max-mutating-requests-inflight=0",
+        "--fault",
+        "verb=get,resource=configmaps,latency=2s",
+    ]);
+    let http = https(&server, None);
+    let alice = bearer("alice-token");
+    let held = {
+        let http = https(&server, None);
+        let alice = alice.clone();
+        std::thread::spawn(move || {
+            get_with(
+                &http,
+                "/api/v1/namespaces/default/configmaps/x",
+                &[("Authorization", &alice)],
+            )
+        })
+    };
+    let r = poll(Duration::from_secs(5), || {
+        let r = get_with(&http, "/api/v1/namespaces", &[("Authorization", &alice)]);
+        (r.status == 429).then_some(r)
+    })
+    .expect("a second read-only request gets 429 while the first is held");
+    assert_eq!(r.header("retry-after").as_deref(), Some("1"));
+    let status = r.json().unwrap();
+    assert_eq!(status["reason"], "TooManyRequests");
+    assert_eq!(
+        status["message"],
+        "Too many requests, please try again later."
+    );
+    assert_eq!(status["details"]["retryAfterSeconds"], 1);
+    // system:masters (the kubeconfig's admin) is not counted; mutating requests have no
+    // limit (0); watches are long-running and pass.
+    let out = server.kubectl(&["get", "namespaces", "-o", "name"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let body = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}});
+    let r = http
+        .request(
+            "POST",
+            "/api/v1/namespaces/default/configmaps",
+            &[],
+            &[
+                ("Authorization".to_string(), alice.clone()),
+                ("Content-Type".to_string(), "application/json".to_string()),
+            ],
+            Some(body.to_string().into_bytes()),
+        )
+        .expect("a response");
+    assert_eq!(r.status, 201, "{}", r.text());
+    assert_eq!(held.join().expect("held request").status, 404);
+    // The place is free again.
+    let r = get_with(&http, "/api/v1/namespaces", &[("Authorization", &alice)]);
+    assert_eq!(r.status, 200, "{}", r.text());
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -132,6 +132,20 @@ struct Flags {
     /// If true, allow privileged containers.
     #[arg(long = "allow-privileged", num_args = 0..=1, default_value_t = false, default_missing_value = "true", action = clap::ArgAction::Set)]
     allow_privileged: bool,
+    /// Read-only requests in flight at most (0: no limit); one more gets kube's 429.
+    #[arg(
+        long = "max-requests-inflight",
+        default_value_t = 400,
+        allow_negative_numbers = true
+    )]
+    max_requests_inflight: i64,
+    /// Mutating requests in flight at most (0: no limit); one more gets kube's 429.
+    #[arg(
+        long = "max-mutating-requests-inflight",
+        default_value_t = 200,
+        allow_negative_numbers = true
+    )]
+    max_mutating_requests_inflight: i64,
     /// kube's feature gates (`[kube:]Name=bool,...`, repeatable): checked as kube does.
     #[arg(long = "feature-gates", action = clap::ArgAction::Append)]
     feature_gates: Vec<String>,
@@ -267,6 +281,10 @@ async fn main() {
     }
     let config = Config {
         allow_privileged: flags.allow_privileged,
+        max_requests_inflight: usize::try_from(flags.max_requests_inflight)
+            .unwrap_or_else(|_| fail("--max-requests-inflight can not be negative value")),
+        max_mutating_requests_inflight: usize::try_from(flags.max_mutating_requests_inflight)
+            .unwrap_or_else(|_| fail("--max-mutating-requests-inflight can not be negative value")),
         admission_plugins,
         bind_address: flags.bind_address,
         port: flags.port.unwrap_or(8080),

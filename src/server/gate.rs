@@ -35,6 +35,68 @@ pub struct Gate {
     /// and a web page could otherwise reach it by DNS rebinding (off with
     /// `--insecure-allow-remote-http`).
     pub plain_http_loopback_hosts_only: bool,
+    /// `--max-requests-inflight` / `--max-mutating-requests-inflight`.
+    pub in_flight: InFlight,
+}
+
+/// kube's max-in-flight filter: at most so many read-only and mutating requests at
+/// once (`None`: no limit); one more gets kube's 429 `Too many requests, please try
+/// again later.` with `Retry-After: 1`. Long-running requests (watches, exec, logs,
+/// proxies) and `system:masters` pass uncounted, as in kube.
+#[derive(Clone, Debug, Default)]
+pub struct InFlight {
+    /// Read-only requests (`get`, `list`, `watch`).
+    pub read_only: Option<Arc<tokio::sync::Semaphore>>,
+    /// Every other verb.
+    pub mutating: Option<Arc<tokio::sync::Semaphore>>,
+}
+
+impl InFlight {
+    /// Limits of `read_only` and `mutating` requests (0: no limit, as kube's flags).
+    pub fn new(read_only: usize, mutating: usize) -> InFlight {
+        let limit = |n: usize| (n > 0).then(|| Arc::new(tokio::sync::Semaphore::new(n)));
+        InFlight {
+            read_only: limit(read_only),
+            mutating: limit(mutating),
+        }
+    }
+
+    /// A place for this request, `Ok(None)` when it is not counted, or kube's 429.
+    fn enter(
+        &self,
+        info: &request_info::RequestInfo,
+        user: &UserInfo,
+    ) -> Result<Option<tokio::sync::OwnedSemaphorePermit>, Box<Response<Body>>> {
+        if is_long_running(info)
+            || user
+                .groups
+                .iter()
+                .any(|g| g == apimachinery::user::MASTERS_GROUP)
+        {
+            return Ok(None);
+        }
+        let read_only = matches!(info.verb.as_str(), "get" | "list" | "watch");
+        let limit = if read_only {
+            &self.read_only
+        } else {
+            &self.mutating
+        };
+        let Some(limit) = limit else {
+            return Ok(None);
+        };
+        match limit.clone().try_acquire_owned() {
+            Ok(permit) => Ok(Some(permit)),
+            Err(_) => {
+                let mut resp = response::status(
+                    &Status::too_many_requests("Too many requests, please try again later.", 1),
+                    Output::Json,
+                );
+                resp.headers_mut()
+                    .insert(http::header::RETRY_AFTER, http::HeaderValue::from(1u32));
+                Err(Box::new(resp))
+            }
+        }
+    }
 }
 
 impl Default for Gate {
@@ -47,6 +109,7 @@ impl Default for Gate {
             authorizer: Arc::new(AlwaysAllow),
             request_timeout: DEFAULT_REQUEST_TIMEOUT,
             plain_http_loopback_hosts_only: true,
+            in_flight: InFlight::default(),
         }
     }
 }
@@ -108,6 +171,10 @@ pub async fn serve_gated(
         let user = match admit(&gate, &conn, &parts.headers, &info, &path).await {
             Ok(u) => u,
             Err(resp) => return resp,
+        };
+        let _place = match gate.in_flight.enter(&info, &user) {
+            Ok(place) => place,
+            Err(resp) => return *resp,
         };
         let request = Parsed {
             parts,

@@ -78,6 +78,10 @@ pub struct Config {
     pub admission_plugins: apimachinery::admission_plugins::Enabled,
     /// `--allow-privileged` (kube's default: false; envtest passes true).
     pub allow_privileged: bool,
+    /// `--max-requests-inflight` (kube's default 400; 0: no limit).
+    pub max_requests_inflight: usize,
+    /// `--max-mutating-requests-inflight` (kube's default 200; 0: no limit).
+    pub max_mutating_requests_inflight: usize,
 }
 
 impl Default for Config {
@@ -107,6 +111,8 @@ impl Default for Config {
             service_node_port_range: crate::service_alloc::DEFAULT_NODE_PORT_RANGE.into(),
             admission_plugins: Default::default(),
             allow_privileged: false,
+            max_requests_inflight: 400,
+            max_mutating_requests_inflight: 200,
         }
     }
 }
@@ -294,6 +300,10 @@ impl Server {
             authorizer: api.authorizer.clone(),
             request_timeout: config.request_timeout,
             plain_http_loopback_hosts_only: !config.insecure_allow_remote_http,
+            in_flight: gate::InFlight::new(
+                config.max_requests_inflight,
+                config.max_mutating_requests_inflight,
+            ),
         });
         for m in &config.webhook_services {
             api.admission
