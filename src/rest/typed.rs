@@ -158,7 +158,9 @@ pub fn schema_of(definition: &str) -> Arc<Structural> {
 pub struct TypedKind {
     descriptor: Descriptor,
     definition: String,
-    schema: Arc<Structural>,
+    /// Built at the kind's first write or apply, not at start: most kinds of a server
+    /// are never written, and building them all was most of the start-up time.
+    schema: std::sync::OnceLock<Arc<Structural>>,
     strategy: Box<dyn TypedStrategy>,
     printer: BuiltinPrinter,
 }
@@ -167,12 +169,11 @@ impl TypedKind {
     /// The kind served at `descriptor`, its schema derived from the OpenAPI definition
     /// `definition` (e.g. `io.k8s.api.core.v1.ConfigMap`).
     pub fn new(descriptor: Descriptor, definition: &str, strategy: Box<dyn TypedStrategy>) -> Self {
-        let schema = schema_of(definition);
         let printer = strategy.printer();
         TypedKind {
             descriptor,
             definition: definition.to_string(),
-            schema,
+            schema: std::sync::OnceLock::new(),
             strategy,
             printer,
         }
@@ -180,7 +181,7 @@ impl TypedKind {
 
     /// The structural schema writes are pruned by and server-side apply merges by.
     pub fn schema(&self) -> &Structural {
-        &self.schema
+        self.schema.get_or_init(|| schema_of(&self.definition))
     }
 
     /// Prune by the schema and apply `fieldValidation` to what was dropped.
@@ -201,7 +202,7 @@ impl TypedKind {
             return Err(cannot_decode(e));
         }
         go_round_trip(obj, &self.definition);
-        let report = prune::prune(obj, &self.schema, true, &prune::PruneOptions::default());
+        let report = prune::prune(obj, self.schema(), true, &prune::PruneOptions::default());
         self.strategy
             .check_decodable(obj)
             .map_err(|e| cannot_decode(e.to_string()))?;
@@ -276,19 +277,19 @@ impl Strategy for TypedKind {
 
     fn decode_admitted(&self, obj: &mut Value, _t: &mut Trace) {
         // Mutating webhooks may add unknown fields: kube's decoder drops them silently.
-        prune::prune(obj, &self.schema, true, &prune::PruneOptions::default());
+        prune::prune(obj, self.schema(), true, &prune::PruneOptions::default());
         go_round_trip(obj, &self.definition);
     }
 
     fn default(&self, obj: &mut Value, _t: &mut Trace) {
         if self.strategy.schema_defaults() {
-            crate::schema::default::apply_defaults(obj, &self.schema);
+            crate::schema::default::apply_defaults(obj, self.schema());
         }
         self.strategy.default(obj);
     }
 
     fn record_managed_fields(&self, old: Option<&Value>, obj: &mut Value, opts: &WriteOptions) {
-        record_update_entry(&self.descriptor, &self.schema, old, obj, opts);
+        record_update_entry(&self.descriptor, self.schema(), old, obj, opts);
     }
 
     fn has_generation(&self) -> bool {
@@ -304,7 +305,7 @@ impl Strategy for TypedKind {
         if self.descriptor.status_subresource && !self.strategy.keeps_status_on_create() {
             object::keep_status(obj, None);
             if self.strategy.schema_defaults() {
-                crate::schema::default::apply_defaults(obj, &self.schema);
+                crate::schema::default::apply_defaults(obj, self.schema());
             }
             // The empty status as Go writes it (fields without `omitempty`).
             go_round_trip(obj, &self.definition);
@@ -377,7 +378,7 @@ impl Strategy for TypedKind {
     }
 
     fn merge_schema(&self) -> &Structural {
-        &self.schema
+        self.schema()
     }
 
     fn builtin_printer(&self) -> Option<&BuiltinPrinter> {
