@@ -872,3 +872,99 @@ async fn start_to_ready_time() {
     );
     assert!(median < Duration::from_secs(2), "median start {median:?}");
 }
+
+/// A dynamic API of a built-in kind.
+fn dynamic(client: &kube::Client, group: &str, kind: &str, plural: &str) -> Api<DynamicObject> {
+    let api_version = if group.is_empty() {
+        "v1".to_string()
+    } else {
+        format!("{group}/v1")
+    };
+    Api::all_with(
+        client.clone(),
+        &kube::api::ApiResource {
+            group: group.into(),
+            version: "v1".into(),
+            api_version,
+            kind: kind.into(),
+            plural: plural.into(),
+        },
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reset_puts_back_what_start_up_creates() {
+    let server = start_with(TestServer::builder().config(|c| {
+        c.auth.authorization_modes = vec![crd_apiserver::auth::authz::Mode::Rbac];
+    }))
+    .await;
+    let client = server
+        .client()
+        .unwrap_or_else(|e| panic!("kube client: {e}"));
+    within("reset", server.reset())
+        .await
+        .unwrap_or_else(|e| panic!("reset: {e}"));
+    let names = |list: kube::core::ObjectList<DynamicObject>| -> Vec<String> {
+        list.items
+            .into_iter()
+            .filter_map(|o| o.metadata.name)
+            .collect()
+    };
+    let priority = dynamic(
+        &client,
+        "scheduling.k8s.io",
+        "PriorityClass",
+        "priorityclasses",
+    );
+    let classes = within("priority classes", priority.list(&ListParams::default()))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        names(classes),
+        ["system-cluster-critical", "system-node-critical"]
+    );
+    let services = dynamic(&client, "", "Service", "services");
+    let kubernetes = within("kubernetes service", services.list(&ListParams::default()))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let kubernetes = &kubernetes.items[0];
+    assert_eq!(kubernetes.metadata.name.as_deref(), Some("kubernetes"));
+    assert_eq!(kubernetes.data["spec"]["clusterIP"], "10.0.0.1");
+    let roles = dynamic(
+        &client,
+        "rbac.authorization.k8s.io",
+        "ClusterRole",
+        "clusterroles",
+    );
+    let role = within("cluster-admin", roles.get("cluster-admin"))
+        .await
+        .unwrap_or_else(|e| panic!("cluster-admin after reset: {e}"));
+    assert_eq!(role.data["rules"][0]["verbs"], json!(["*"]));
+    // A Service created after the reset gets an address from the allocator again.
+    let namespaced: Api<DynamicObject> = Api::namespaced_with(
+        client.clone(),
+        "default",
+        &kube::api::ApiResource {
+            group: String::new(),
+            version: "v1".into(),
+            api_version: "v1".into(),
+            kind: "Service".into(),
+            plural: "services".into(),
+        },
+    );
+    let svc: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "v1", "kind": "Service", "metadata": {"name": "web"},
+        "spec": {"ports": [{"port": 80}]},
+    }))
+    .unwrap_or_else(|e| panic!("{e}"));
+    let created = within(
+        "create service",
+        namespaced.create(&PostParams::default(), &svc),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("create after reset: {e}"));
+    let ip = created.data["spec"]["clusterIP"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(ip.starts_with("10.0.0.") && ip != "10.0.0.1", "{ip}");
+}

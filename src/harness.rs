@@ -365,7 +365,9 @@ impl TestServer {
     /// Delete every object except CRDs and the system namespaces (`default`,
     /// `kube-system`, `kube-public`): custom resources, other namespaces, webhook
     /// configurations, everything in the system namespaces. Immediate, finalizers
-    /// notwithstanding; watchers see the deletions. Hooks and faults stay.
+    /// notwithstanding; watchers see the deletions. Hooks and faults stay. What the
+    /// server creates at start (the `kubernetes` Service and its ServiceCIDR, the
+    /// system PriorityClasses, RBAC's bootstrap roles) is created again.
     pub async fn reset(&self) -> Result<(), Error> {
         self.wipe(false).await
     }
@@ -403,6 +405,7 @@ impl TestServer {
                     .remove(name, deleted_at.unwrap_or(kv.mod_revision + 1));
             }
         }
+        api.restore_bootstrap_objects().await?;
         Ok(())
     }
 

@@ -319,6 +319,21 @@ impl ApiServer {
     /// Create kube's bootstrap roles and bindings (those missing), then load every role
     /// and binding into the RBAC cache and follow their changes.
     async fn serve_rbac(&self) -> Result<(), Status> {
+        self.create_bootstrap_rbac().await?;
+        let storage = self.store.storage.clone();
+        let revision = self.rbac.load(storage.as_ref()).await.map_err(|e| {
+            crate::storage::storage_status(
+                e,
+                &GroupResource::new(crate::auth::rbac::GROUP, "clusterroles"),
+                "",
+            )
+        })?;
+        self.rbac.follow(storage, revision);
+        Ok(())
+    }
+
+    /// Create kube's bootstrap roles and bindings that are missing.
+    async fn create_bootstrap_rbac(&self) -> Result<(), Status> {
         for obj in crate::auth::rbac::bootstrap_policy() {
             let resource = match obj.get("kind").and_then(Value::as_str) {
                 Some("ClusterRole") => "clusterroles",
@@ -330,15 +345,22 @@ impl ApiServer {
             };
             self.create_missing(kind.as_ref(), obj).await?;
         }
-        let storage = self.store.storage.clone();
-        let revision = self.rbac.load(storage.as_ref()).await.map_err(|e| {
-            crate::storage::storage_status(
-                e,
-                &GroupResource::new(crate::auth::rbac::GROUP, "clusterroles"),
-                "",
-            )
-        })?;
-        self.rbac.follow(storage, revision);
+        Ok(())
+    }
+
+    /// Put back what start-up creates, once storage was emptied under a running server
+    /// (the harness's `reset()`): system namespaces, the service allocators' state, the
+    /// default ServiceCIDR and `kubernetes` Service, the system PriorityClasses and, in
+    /// RBAC mode, kube's bootstrap roles and bindings.
+    pub async fn restore_bootstrap_objects(&self) -> Result<(), Status> {
+        self.ensure_system_namespaces().await?;
+        self.restore_service_allocations().await?;
+        self.ensure_default_service_cidr().await?;
+        self.ensure_kubernetes_service().await?;
+        self.ensure_system_priority_classes().await?;
+        if self.rbac_enabled() {
+            self.create_bootstrap_rbac().await?;
+        }
         Ok(())
     }
 
