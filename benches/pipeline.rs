@@ -270,7 +270,7 @@ fn leaf_count(v: &Value) -> usize {
 }
 
 /// The CRD compiled once, as the catalog does; the setup checks it is a valid CRD.
-fn compiled_schema() -> VersionSchema {
+fn compiled_crd() -> CompiledCrd {
     let mut crd = big_crd();
     default_crd(&mut crd);
     let errs = validate_crd(&crd);
@@ -279,14 +279,16 @@ fn compiled_schema() -> VersionSchema {
         Ok(c) => c,
         Err(e) => panic!("compiling the generated CRD: {e}"),
     };
-    match compiled.versions.into_iter().next() {
-        Some(v) => v.schema,
-        None => panic!("the generated CRD has no version"),
-    }
+    assert!(
+        !compiled.versions.is_empty(),
+        "the generated CRD has no version"
+    );
+    compiled
 }
 
 fn stages(c: &mut Criterion) {
-    let schema = compiled_schema();
+    let crd = compiled_crd();
+    let schema: &VersionSchema = &crd.versions[0].schema;
     let full = big_object(true, false);
     let request = big_object(false, true);
     let request_bytes = match serde_json::to_vec(&request) {

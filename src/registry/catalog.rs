@@ -1,6 +1,7 @@
 //! The live set of CRDs, compiled: per served version the structural schema, the
 //! validators, printer columns and selectable fields — built once when a CRD is
-//! written (or seen through the storage watch), never per request.
+//! written (or seen through the storage watch), never per request, and shared with
+//! every other catalog of the process holding the same CRD (`compiled_cache`).
 
 pub use apimachinery::crd::compiled::{CompiledCrd, CompiledVersion};
 use apimachinery::crd::CrdError;
@@ -42,7 +43,7 @@ impl Catalog {
                 return Ok(());
             }
         }
-        let compiled = Arc::new(CompiledCrd::compile(object, revision)?);
+        let compiled = Arc::new(super::compiled_cache::compile(object, revision)?);
         let mut crds = self.crds.write().unwrap_or_else(|e| e.into_inner());
         if crds.get(&name).is_some_and(|c| c.revision >= revision) {
             return Ok(());

@@ -9,6 +9,7 @@ use crate::schema::props::JSONSchemaProps;
 use crate::schema::structural::Structural;
 use crate::schema::validate::Validator;
 use serde_json::Value;
+use std::sync::Arc;
 
 /// One version of a compiled CRD.
 pub struct CompiledVersion {
@@ -24,28 +25,52 @@ pub struct CompiledVersion {
     pub deprecation_warning: Option<String>,
 }
 
-/// A CRD ready to serve.
-pub struct CompiledCrd {
-    /// `metadata.name`.
-    pub name: String,
-    /// Names, scope and versions.
-    pub info: CrdInfo,
-    /// Compiled versions, in the CRD's order.
-    pub versions: Vec<CompiledVersion>,
-    /// The CRD object as stored.
-    pub object: Value,
-    /// Storage revision of `object`.
-    pub revision: i64,
-    /// Being deleted (no new objects may be created).
+/// What compiling a CRD reads of it, and nothing else: its name, its spec and whether
+/// it is terminating. Two CRDs with equal inputs compile to equal [`CompiledSpec`]s
+/// (status, the rest of the metadata and the storage revision play no part), so a
+/// cache of compiled CRDs keys on exactly these.
+#[derive(Clone, Copy, Debug)]
+pub struct CompileInput<'a> {
+    /// `metadata.name` (empty when missing).
+    pub name: &'a str,
+    /// Being deleted: a `deletionTimestamp`, or the `Terminating` condition.
     pub terminating: bool,
-    /// `spec.conversion.strategy: Webhook` (else `None`: conversion without IO).
+    /// `spec` as stored (`None` when missing).
+    pub spec: Option<&'a Value>,
+}
+
+impl<'a> CompileInput<'a> {
+    /// The inputs of a CRD object.
+    pub fn of(crd: &'a Value) -> CompileInput<'a> {
+        CompileInput {
+            name: crd
+                .pointer("/metadata/name")
+                .and_then(Value::as_str)
+                .unwrap_or_default(),
+            terminating: crd
+                .pointer("/metadata/deletionTimestamp")
+                .is_some_and(|t| !t.is_null())
+                || super::condition_is_true(crd, super::CONDITION_TERMINATING),
+            spec: crd.get("spec"),
+        }
+    }
+}
+
+/// The compiled part of a CRD: a function of its [`CompileInput`] only, immutable once
+/// built (no interior mutability anywhere inside), so one can serve many catalogs.
+pub struct CompiledSpec {
+    /// Names, scope and versions.
+    pub info: Arc<CrdInfo>,
+    /// Compiled versions, in the CRD's order.
+    pub versions: Arc<[CompiledVersion]>,
+    /// `spec.conversion.strategy: Webhook` (else conversion without IO).
     pub conversion_webhook: bool,
 }
 
-impl CompiledCrd {
-    /// Compile a (validated) CRD object.
-    pub fn compile(object: Value, revision: i64) -> Result<CompiledCrd, CrdError> {
-        let info = CrdInfo::from_crd(&object)?;
+impl CompiledSpec {
+    /// Compile the schemas, validators, CEL rules and immutability plans of every version.
+    pub fn compile(input: &CompileInput<'_>) -> Result<CompiledSpec, CrdError> {
+        let info = CrdInfo::from_input(input)?;
         let mut versions = Vec::new();
         for v in &info.versions {
             let props = match &v.schema {
@@ -73,7 +98,7 @@ impl CompiledCrd {
                 validator: Validator::new(&props),
                 status_validator,
                 immutability: ImmutabilityPlan::compile(&structural),
-                cel: crate::cel::CompiledRules::compile(&structural).map(std::sync::Arc::new),
+                cel: crate::cel::CompiledRules::compile(&structural).map(Arc::new),
                 structural,
                 status_subresource: v.status_subresource,
                 scale: v.scale.clone(),
@@ -100,6 +125,47 @@ impl CompiledCrd {
                 deprecation_warning,
             });
         }
+        let conversion_webhook = input
+            .spec
+            .and_then(|s| s.pointer("/conversion/strategy"))
+            .and_then(Value::as_str)
+            == Some("Webhook");
+        Ok(CompiledSpec {
+            info: Arc::new(info),
+            versions: versions.into(),
+            conversion_webhook,
+        })
+    }
+}
+
+/// A CRD ready to serve: its [`CompiledSpec`] (shared) and the object it was built from.
+pub struct CompiledCrd {
+    /// `metadata.name`.
+    pub name: String,
+    /// Names, scope and versions (shared with every catalog holding the same spec).
+    pub info: Arc<CrdInfo>,
+    /// Compiled versions, in the CRD's order (shared likewise).
+    pub versions: Arc<[CompiledVersion]>,
+    /// The CRD object as stored.
+    pub object: Value,
+    /// Storage revision of `object`.
+    pub revision: i64,
+    /// Being deleted (no new objects may be created).
+    pub terminating: bool,
+    /// `spec.conversion.strategy: Webhook` (else `None`: conversion without IO).
+    pub conversion_webhook: bool,
+}
+
+impl CompiledCrd {
+    /// Compile a (validated) CRD object.
+    pub fn compile(object: Value, revision: i64) -> Result<CompiledCrd, CrdError> {
+        let spec = CompiledSpec::compile(&CompileInput::of(&object))?;
+        Ok(Self::with_spec(object, revision, &spec))
+    }
+
+    /// A CRD object with its spec compiled already (`spec` must be the compilation of
+    /// `CompileInput::of(&object)`, e.g. from a cache keyed on it).
+    pub fn with_spec(object: Value, revision: i64, spec: &CompiledSpec) -> CompiledCrd {
         let name = object
             .pointer("/metadata/name")
             .and_then(Value::as_str)
@@ -108,19 +174,15 @@ impl CompiledCrd {
         let terminating = object
             .pointer("/metadata/deletionTimestamp")
             .is_some_and(|v| !v.is_null());
-        let conversion_webhook = object
-            .pointer("/spec/conversion/strategy")
-            .and_then(Value::as_str)
-            == Some("Webhook");
-        Ok(CompiledCrd {
+        CompiledCrd {
             name,
-            info,
-            versions,
+            info: spec.info.clone(),
+            versions: spec.versions.clone(),
             object,
             revision,
             terminating,
-            conversion_webhook,
-        })
+            conversion_webhook: spec.conversion_webhook,
+        }
     }
 
     /// Index of a served version by name.

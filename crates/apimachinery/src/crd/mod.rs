@@ -162,7 +162,13 @@ impl CrdInfo {
     /// Read the typed view from a (defaulted) CRD; fails only on CRDs that would not
     /// pass [`validate_crd`].
     pub fn from_crd(crd: &Value) -> Result<CrdInfo, CrdError> {
-        let spec = crd.get("spec").ok_or(CrdError::Missing("spec"))?;
+        Self::from_input(&compiled::CompileInput::of(crd))
+    }
+
+    /// The typed view from exactly what it reads of a CRD: its name, its spec and
+    /// whether it is terminating.
+    pub fn from_input(input: &compiled::CompileInput<'_>) -> Result<CrdInfo, CrdError> {
+        let spec = input.spec.ok_or(CrdError::Missing("spec"))?;
         let names = spec.get("names").ok_or(CrdError::Missing("spec.names"))?;
         let group = non_empty(spec, "group").ok_or(CrdError::Missing("spec.group"))?;
         let plural = non_empty(names, "plural").ok_or(CrdError::Missing("spec.names.plural"))?;
@@ -183,12 +189,8 @@ impl CrdInfo {
         if versions.is_empty() {
             return Err(CrdError::NoVersions);
         }
-        let terminating = crd
-            .pointer("/metadata/deletionTimestamp")
-            .is_some_and(|t| !t.is_null())
-            || condition_is_true(crd, CONDITION_TERMINATING);
         Ok(CrdInfo {
-            name: str_of(crd.pointer("/metadata/name")).to_string(),
+            name: input.name.to_string(),
             group,
             plural,
             singular,
@@ -197,7 +199,7 @@ impl CrdInfo {
             short_names: strings(names.get("shortNames")),
             categories: strings(names.get("categories")),
             namespaced,
-            terminating,
+            terminating: input.terminating,
             versions,
         })
     }
