@@ -49,11 +49,14 @@ async fn follow(api: Weak<ApiServer>, mut revision: i64) {
             match item {
                 Ok(WatchItem::Event(ev)) => {
                     revision = ev.kv.mod_revision;
+                    let name = ev.kv.key.rsplit('/').next().unwrap_or("");
                     match ev.kind {
                         EventKind::Delete => {
-                            let name = ev.kv.key.rsplit('/').next().unwrap_or("").to_string();
-                            api.catalog.remove(&name, ev.kv.mod_revision);
+                            api.catalog.remove(name, ev.kv.mod_revision);
                         }
+                        // A write through this server is in the catalog already: not
+                        // decoded again (a CRD can be megabytes of JSON).
+                        _ if api.catalog.holds(name, ev.kv.mod_revision) => {}
                         _ => {
                             if let Ok(obj) = decode_stored(&ev.kv) {
                                 let _ = api.catalog.upsert(obj, ev.kv.mod_revision);

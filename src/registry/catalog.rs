@@ -1,7 +1,7 @@
 //! The live set of CRDs, compiled: per served version the structural schema, the
 //! validators, printer columns and selectable fields — built once when a CRD is
 //! written (or seen through the storage watch), never per request, and shared with
-//! every other catalog of the process holding the same CRD (`compiled_cache`).
+//! every other catalog of the process holding the same CRD (`crd_cache`).
 
 pub use apimachinery::crd::compiled::{CompiledCrd, CompiledVersion};
 use apimachinery::crd::CrdError;
@@ -37,13 +37,10 @@ impl Catalog {
             .and_then(Value::as_str)
             .unwrap_or_default()
             .to_string();
-        {
-            let crds = self.crds.read().unwrap_or_else(|e| e.into_inner());
-            if crds.get(&name).is_some_and(|c| c.revision >= revision) {
-                return Ok(());
-            }
+        if self.holds(&name, revision) {
+            return Ok(());
         }
-        let compiled = Arc::new(super::compiled_cache::compile(object, revision)?);
+        let compiled = Arc::new(super::crd_cache::compile(object, revision)?);
         let mut crds = self.crds.write().unwrap_or_else(|e| e.into_inner());
         if crds.get(&name).is_some_and(|c| c.revision >= revision) {
             return Ok(());
@@ -51,6 +48,13 @@ impl Catalog {
         crds.insert(name, compiled);
         self.generation.fetch_add(1, Ordering::SeqCst);
         Ok(())
+    }
+
+    /// Whether the CRD `name` is held at `revision` or a later one (an upsert of it at
+    /// `revision` would change nothing).
+    pub fn holds(&self, name: &str, revision: i64) -> bool {
+        let crds = self.crds.read().unwrap_or_else(|e| e.into_inner());
+        crds.get(name).is_some_and(|c| c.revision >= revision)
     }
 
     /// Drop a CRD deleted at `revision`.

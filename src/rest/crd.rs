@@ -6,7 +6,7 @@ use super::{object, Descriptor, ResourceKind, Strategy, WriteOptions};
 use crate::field::ErrorList;
 use crate::pipeline::decode::type_meta_errors;
 use crate::pipeline::trace::Trace;
-use crate::registry::{catalog::Catalog, crd};
+use crate::registry::{catalog::Catalog, crd, crd_cache};
 use crate::status::Status;
 use serde_json::{json, Value};
 use std::sync::Arc;
@@ -51,14 +51,12 @@ impl CrdKind {
     }
 
     fn status_for(&self, obj: &Value, old_status: &Value) -> Value {
-        let others: Vec<Value> = self
-            .catalog
-            .all()
+        let all = self.catalog.all();
+        let others: Vec<&Value> = all
             .iter()
             .filter(|c| c.name != object::name(obj))
-            .map(|c| c.object.clone())
+            .map(|c| &c.object)
             .collect();
-        let others: Vec<&Value> = others.iter().collect();
         crd::crd_status_with_others(obj, old_status, &others, &object::now())
     }
 }
@@ -115,7 +113,9 @@ impl Strategy for CrdKind {
     }
 
     fn validate(&self, obj: &Value, _warnings: &mut Vec<String>, _t: &mut Trace) -> ErrorList {
-        crd::validate_crd(obj)
+        // The spec's checks are the costly part: once per spec content in the process.
+        let spec = obj.get("spec").unwrap_or(&Value::Null);
+        crd::validate_crd_given_spec(obj, crd_cache::validate_spec(spec))
     }
 
     fn validate_update(

@@ -41,8 +41,8 @@ pub use status::{
     condition_is_true, crd_status, crd_status_with_others, is_established, set_condition,
 };
 pub use validation::{
-    validate_crd, validate_crd_status_update, validate_crd_update, validate_crd_update_with,
-    validate_crd_with,
+    validate_crd, validate_crd_given_spec, validate_crd_spec, validate_crd_status_update,
+    validate_crd_update, validate_crd_update_with, validate_crd_with,
 };
 
 use serde_json::Value;

@@ -52,14 +52,31 @@ pub fn validate_crd(crd: &Value) -> ErrorList {
 
 /// [`validate_crd`] with the checks kube also runs on every default value.
 pub fn validate_crd_with(crd: &Value, checks: &DefaultChecks<'_>) -> ErrorList {
-    let mut errs = validate_crd_meta(crd);
+    let spec_errors = validate_crd_spec(crd.get("spec").unwrap_or(&Value::Null), checks);
+    validate_crd_given_spec(crd, spec_errors)
+}
+
+/// The checks of a new CRD's `spec` (names, versions, schemas and their CEL rules,
+/// subresources, columns, conversion): the costly part of [`validate_crd_with`], and a
+/// function of the spec alone (the rest of the CRD blocks no rule's compilation: its
+/// errors are outside `spec`).
+pub fn validate_crd_spec(spec: &Value, checks: &DefaultChecks<'_>) -> ErrorList {
     let ctx = SchemaContext {
         require_openapi_schema: true,
         options: SchemaCheckOptions::default(),
         checks,
         old_schemas: &[],
     };
-    validate_spec(crd.get("spec").unwrap_or(&Value::Null), &ctx, &mut errs);
+    let mut errs = ErrorList::new();
+    validate_spec(spec, &ctx, &mut errs);
+    errs
+}
+
+/// [`validate_crd_with`] given its spec's errors ([`validate_crd_spec`]'s, computed
+/// before or elsewhere): the metadata, status and cross-field checks, in kube's order.
+pub fn validate_crd_given_spec(crd: &Value, spec_errors: ErrorList) -> ErrorList {
+    let mut errs = validate_crd_meta(crd);
+    errs.extend(spec_errors);
     validate_status_names(crd, &mut errs);
     validate_stored_versions(crd, &mut errs);
     validate_api_approval(crd, None, &mut errs);
