@@ -11,7 +11,7 @@ mod widget_controller;
 
 use crd_apiserver::admission::{AdmissionResponse, Matcher};
 use crd_apiserver::fault::FaultRule;
-use crd_apiserver::harness::{TestServer, TestServerBuilder};
+use crd_apiserver::harness::{self, TestServer, TestServerBuilder, TestServerPool};
 use crd_apiserver::rest::Operation;
 use futures::StreamExt;
 use kube::api::{Api, DynamicObject, ListParams, Patch, PatchParams, PostParams};
@@ -208,6 +208,210 @@ async fn two_servers_side_by_side_are_isolated() {
         .unwrap_or_else(|e| panic!("reading the kubeconfig: {e}"));
     assert_eq!(kubeconfig, a.kubeconfig());
     assert!(kubeconfig.contains(&format!("server: {}", a.url())));
+}
+
+/// A CRD with a default (`spec.size: 3`) and a CEL rule (`size <= 10`), for the pool.
+const POOL_CRD: &str = r#"
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: pooltests.pool.example.com}
+spec:
+  group: pool.example.com
+  scope: Namespaced
+  names: {plural: pooltests, singular: pooltest, kind: PoolTest}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            x-kubernetes-validations:
+            - {rule: "self.size <= 10", message: "size must be at most 10"}
+            properties:
+              size: {type: integer, default: 3}
+              owner: {type: string}
+"#;
+
+fn pool_tests(server: &TestServer) -> Api<DynamicObject> {
+    let client = server
+        .client()
+        .unwrap_or_else(|e| panic!("kube client: {e}"));
+    let resource = kube::api::ApiResource {
+        group: "pool.example.com".into(),
+        version: "v1".into(),
+        api_version: "pool.example.com/v1".into(),
+        kind: "PoolTest".into(),
+        plural: "pooltests".into(),
+    };
+    Api::namespaced_with(client, "default", &resource)
+}
+
+fn pool_test(name: &str, spec: Value) -> DynamicObject {
+    serde_json::from_value(json!({
+        "apiVersion": "pool.example.com/v1", "kind": "PoolTest",
+        "metadata": {"name": name}, "spec": spec,
+    }))
+    .unwrap_or_else(|e| panic!("a PoolTest: {e}"))
+}
+
+/// Many servers from one CRD directory in one process: each its own store, port and
+/// kubeconfig, the CRD's default and CEL rule working on each through HTTP, and the
+/// directory parsed, the CRDs validated and compiled once (the caches hit).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn many_servers_from_one_crd_directory_are_isolated_and_share_compiled_crds() {
+    const SERVERS: usize = 8;
+    let dir =
+        std::env::temp_dir().join(format!("crd-apiserver-pool-{:08x}", rand::random::<u32>()));
+    let write = |name: &str, text: &str| {
+        std::fs::create_dir_all(&dir)
+            .and_then(|_| std::fs::write(dir.join(name), text))
+            .unwrap_or_else(|e| panic!("writing {name}: {e}"));
+    };
+    write("pooltests.yaml", POOL_CRD);
+    write("widgets.yaml", widget_controller::CRD);
+    let crds = 2;
+    // Under TEST_BACKEND=etcd every server of the pool stores in one etcd, each under a
+    // prefix of its own.
+    let etcd = match std::env::var("TEST_BACKEND").as_deref() {
+        Ok("etcd") => Some(
+            tokio::task::spawn_blocking(|| {
+                let etcd = common::Etcd::start();
+                etcd.wait_ready();
+                etcd
+            })
+            .await
+            .unwrap_or_else(|e| panic!("starting etcd: {e}")),
+        ),
+        _ => None,
+    };
+    let mut builder = TestServer::builder().load_dir(&dir);
+    if let Some(etcd) = &etcd {
+        builder = builder.etcd([etcd.url()]);
+    }
+    let before = harness::cache_stats();
+    let pool = TestServerPool::new(builder.clone()).ahead(2);
+    let mut servers = Vec::new();
+    for i in 0..SERVERS {
+        // Most from the pool, some straight from the builder: both share the caches.
+        let server = if i % 4 == 3 {
+            let direct = match &etcd {
+                Some(_) => builder
+                    .clone()
+                    .etcd_prefix(&format!("/registry-direct-{i}")),
+                None => builder.clone(),
+            };
+            within("builder start", direct.start()).await
+        } else {
+            within("pool get", pool.get()).await
+        };
+        servers.push(server.unwrap_or_else(|e| panic!("server {i}: {e}")));
+    }
+    let after = harness::cache_stats();
+    let reused = (SERVERS as u64 - 1) * crds;
+    assert!(
+        after.compiled_crds.hits >= before.compiled_crds.hits + reused,
+        "compiled CRDs reused: {before:?} -> {after:?}"
+    );
+    assert!(
+        after.validated_crds.hits >= before.validated_crds.hits + reused,
+        "validated CRD specs reused: {before:?} -> {after:?}"
+    );
+    assert!(
+        after.manifests.hits >= before.manifests.hits + reused,
+        "parsed manifests reused: {before:?} -> {after:?}"
+    );
+    // Shared means the same compiled schemas, not copies.
+    let versions = |s: &TestServer| match s.api().catalog.get("pooltests.pool.example.com") {
+        Some(crd) => crd.versions.clone(),
+        None => panic!("{} has no pooltests CRD", s.url()),
+    };
+    for s in &servers[1..] {
+        assert!(std::sync::Arc::ptr_eq(&versions(&servers[0]), &versions(s)));
+    }
+
+    // Each its own port and kubeconfig.
+    let urls: std::collections::BTreeSet<String> = servers.iter().map(|s| s.url()).collect();
+    assert_eq!(urls.len(), SERVERS, "{urls:?}");
+    for s in &servers {
+        let kubeconfig = std::fs::read_to_string(s.kubeconfig_path())
+            .unwrap_or_else(|e| panic!("reading the kubeconfig: {e}"));
+        assert!(
+            kubeconfig.contains(&format!("server: {}", s.url())),
+            "{kubeconfig}"
+        );
+    }
+
+    // A write to one is seen by no other.
+    let first = pool_tests(&servers[0]);
+    within(
+        "create on the first",
+        first.create(
+            &PostParams::default(),
+            &pool_test("only-here", json!({"owner": "first"})),
+        ),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("create on the first: {e}"));
+    for s in &servers[1..] {
+        let api = pool_tests(s);
+        let err = api_error(within("get on another", api.get("only-here")).await);
+        assert_eq!(err.code, 404, "{}: {err:?}", s.url());
+        let list = within("list on another", api.list(&ListParams::default()))
+            .await
+            .unwrap_or_else(|e| panic!("list on {}: {e}", s.url()));
+        assert!(list.items.is_empty(), "{}: {:?}", s.url(), list.items);
+    }
+
+    // The CRD's schema works on each: the default, and the CEL rule.
+    for (i, s) in servers.iter().enumerate() {
+        let api = pool_tests(s);
+        let name = format!("defaulted-{i}");
+        let created = within(
+            "create",
+            api.create(&PostParams::default(), &pool_test(&name, json!({}))),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("create on {}: {e}", s.url()));
+        assert_eq!(created.data["spec"]["size"], json!(3), "{}", s.url());
+        let err = api_error(
+            within(
+                "create too big",
+                api.create(
+                    &PostParams::default(),
+                    &pool_test("too-big", json!({"size": 11})),
+                ),
+            )
+            .await,
+        );
+        assert_eq!(err.code, 422, "{}: {err:?}", s.url());
+        assert!(
+            err.message.contains("size must be at most 10"),
+            "{}",
+            err.message
+        );
+    }
+    // Each holds exactly what was written to it.
+    for (i, s) in servers.iter().enumerate() {
+        let names: Vec<String> = within("list", pool_tests(s).list(&ListParams::default()))
+            .await
+            .unwrap_or_else(|e| panic!("list on {}: {e}", s.url()))
+            .items
+            .into_iter()
+            .map(|o| o.metadata.name.unwrap_or_default())
+            .collect();
+        let mut expected = vec![format!("defaulted-{i}")];
+        if i == 0 {
+            expected.push("only-here".into());
+        }
+        assert_eq!(names, expected, "{}", s.url());
+    }
+    drop(servers);
+    drop(pool);
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

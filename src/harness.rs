@@ -31,7 +31,7 @@ use serde_json::{json, Value};
 use std::future::Future;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 /// What went wrong in a harness call.
@@ -154,40 +154,200 @@ impl TestServerBuilder {
 
     /// Start the server on the current tokio runtime; returns once it serves.
     pub async fn start(self) -> Result<TestServer, Error> {
+        TestServer::adopt(self.start_server().await?)
+    }
+
+    /// The server alone: no temp dir, no kubeconfig written yet.
+    async fn start_server(self) -> Result<Server, Error> {
         if self.logs {
             init_logs();
         }
-        let dir = temp_dir()?;
-        let kubeconfig_path = dir.join("kubeconfig");
         let mut config = self.config;
-        config.kubeconfig_out = Some(kubeconfig_path.clone());
-        match Server::start(config).await {
-            Ok(server) => Ok(TestServer {
-                kubeconfig: server.kubeconfig(),
-                server: Some(server),
-                dir,
-                kubeconfig_path,
-            }),
-            Err(e) => {
-                let _ = std::fs::remove_dir_all(&dir);
-                Err(e.into())
-            }
-        }
+        config.kubeconfig_out = None;
+        Ok(Server::start(config).await?)
     }
 
     /// Start the server on a runtime of its own, for `#[test]`s without tokio.
     pub fn start_blocking(self) -> Result<BlockingTestServer, Error> {
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .map_err(Error::Runtime)?;
+        let runtime = blocking_runtime()?;
         let server = runtime.block_on(self.start())?;
         Ok(BlockingTestServer {
             server: Some(server),
             runtime: Some(runtime),
         })
     }
+}
+
+/// Fresh servers started alike, for suites where every test has a server of its own.
+///
+/// Each [`TestServerPool::get`] hands out a new server (its own store, port, temp dir
+/// and kubeconfig), never one handed out before. What the servers share is what costs
+/// and never changes: the builder's `load_dir` manifests are parsed, and their CRDs
+/// validated and compiled, once per process ([`cache_stats`]); and the pool keeps
+/// [`TestServerPool::ahead`] servers started in the background (default 1), so a test
+/// usually gets one at once. One pool per suite, in a `static`:
+///
+/// ```no_run
+/// use crd_apiserver::harness::{TestServer, TestServerPool};
+/// use std::sync::LazyLock;
+///
+/// static SERVERS: LazyLock<TestServerPool> =
+///     LazyLock::new(|| TestServerPool::new(TestServer::builder().load_dir("deploy/crds")));
+///
+/// #[tokio::test]
+/// async fn widget_gets_a_status() {
+///     let server = SERVERS.get().await.unwrap(); // CRDs Established, nothing else
+///     // ...
+/// }
+/// ```
+///
+/// With [`TestServerBuilder::etcd`] each server gets a key prefix of its own
+/// (`<prefix>/pool-<pool>-<n>`), so servers on one etcd are isolated too.
+pub struct TestServerPool {
+    inner: Arc<PoolInner>,
+}
+
+struct PoolInner {
+    builder: TestServerBuilder,
+    ahead: AtomicUsize,
+    /// Tells this pool's etcd prefixes from other pools' (other runs on the same etcd).
+    id: u32,
+    /// Servers started so far (numbers their etcd prefixes).
+    started: AtomicU64,
+    state: std::sync::Mutex<PoolState>,
+}
+
+#[derive(Default)]
+struct PoolState {
+    /// Started, not handed out yet (stopped when the pool goes: a dropped `Server` stops).
+    ready: Vec<Server>,
+    /// Background starts under way.
+    starting: usize,
+}
+
+impl TestServerPool {
+    /// A pool of servers started from `builder`; nothing starts before the first `get`.
+    pub fn new(builder: TestServerBuilder) -> TestServerPool {
+        TestServerPool {
+            inner: Arc::new(PoolInner {
+                builder,
+                ahead: AtomicUsize::new(1),
+                id: rand::random(),
+                started: AtomicU64::new(0),
+                state: Default::default(),
+            }),
+        }
+    }
+
+    /// Keep `n` servers started ahead of the tests asking for them (0: start each on
+    /// demand). Every one is a running server: memory and a port each.
+    pub fn ahead(self, n: usize) -> TestServerPool {
+        self.inner.ahead.store(n, Ordering::Relaxed);
+        self
+    }
+
+    /// A fresh server, started ahead or now; returns once it serves with the builder's
+    /// CRDs Established. Then starts the next ones in the background.
+    pub async fn get(&self) -> Result<TestServer, Error> {
+        let ready = self.inner.lock().ready.pop();
+        let server = match ready {
+            Some(server) => server,
+            None => self.inner.next_builder().start_server().await?,
+        };
+        PoolInner::refill(&self.inner);
+        TestServer::adopt(server)
+    }
+
+    /// [`TestServerPool::get`] for a `#[test]` without tokio: the server with a
+    /// runtime of its own, as [`TestServerBuilder::start_blocking`].
+    pub fn get_blocking(&self) -> Result<BlockingTestServer, Error> {
+        let runtime = blocking_runtime()?;
+        let server = runtime.block_on(self.get())?;
+        Ok(BlockingTestServer {
+            server: Some(server),
+            runtime: Some(runtime),
+        })
+    }
+}
+
+impl PoolInner {
+    fn lock(&self) -> std::sync::MutexGuard<'_, PoolState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The builder of the next server: on etcd, with a key prefix of its own.
+    fn next_builder(&self) -> TestServerBuilder {
+        let n = self.started.fetch_add(1, Ordering::Relaxed);
+        let builder = self.builder.clone();
+        if builder.config.etcd_servers.is_empty() {
+            return builder;
+        }
+        let prefix = format!(
+            "{}/pool-{:08x}-{n}",
+            builder.config.etcd_prefix.trim_end_matches('/'),
+            self.id
+        );
+        builder.etcd_prefix(&prefix)
+    }
+
+    /// Start servers in the background until `ahead` are ready or starting.
+    fn refill(pool: &Arc<PoolInner>) {
+        loop {
+            {
+                let mut state = pool.lock();
+                if state.ready.len() + state.starting >= pool.ahead.load(Ordering::Relaxed) {
+                    return;
+                }
+                state.starting += 1;
+            }
+            let task_pool = pool.clone();
+            let spawned = server::spawn_on_server_runtime(async move {
+                let started = task_pool.next_builder().start_server().await;
+                let mut state = task_pool.lock();
+                state.starting -= 1;
+                match started {
+                    Ok(server) => state.ready.push(server),
+                    // `get` starts one itself next time, and reports why it fails.
+                    Err(e) => tracing::warn!(error = %e, "test server pool: a start failed"),
+                }
+            });
+            if spawned.is_err() {
+                pool.lock().starting -= 1;
+                return;
+            }
+        }
+    }
+}
+
+/// What the process-wide caches behind fast starts have done, since the process began.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CacheStats {
+    /// CRDs compiled (misses) and compilations reused (hits).
+    pub compiled_crds: crate::registry::content_cache::CacheStats,
+    /// CRD specs validated (misses) and validations reused (hits).
+    pub validated_crds: crate::registry::content_cache::CacheStats,
+    /// Manifest files parsed (misses) and parses reused (hits).
+    pub manifests: crate::registry::content_cache::CacheStats,
+}
+
+/// The counters of the process-wide caches of compiled and validated CRDs and parsed
+/// manifests: a server loading a CRD this process has seen before is a hit.
+pub fn cache_stats() -> CacheStats {
+    let crds = crate::registry::crd_cache::stats();
+    CacheStats {
+        compiled_crds: crds.compiled,
+        validated_crds: crds.validated,
+        manifests: server::manifests::stats(),
+    }
+}
+
+/// A 2-thread runtime for a server of a test without tokio.
+fn blocking_runtime() -> Result<tokio::runtime::Runtime, Error> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(Error::Runtime)
 }
 
 /// Send logs to the test output (captured per test by libtest), once per process.
@@ -225,6 +385,34 @@ pub struct TestServer {
 }
 
 impl TestServer {
+    /// A started server as a test's: its private temp dir, its kubeconfig written there.
+    fn adopt(server: Server) -> Result<TestServer, Error> {
+        let dir = match temp_dir() {
+            Ok(dir) => dir,
+            Err(e) => {
+                server.stop();
+                return Err(e);
+            }
+        };
+        let kubeconfig_path = dir.join("kubeconfig");
+        let kubeconfig = server.kubeconfig();
+        // It may hold the admin token: owner-only, like a key.
+        if let Err(source) = crate::tls::write_private(&kubeconfig_path, &kubeconfig) {
+            server.stop();
+            let _ = std::fs::remove_dir_all(&dir);
+            return Err(Error::Io {
+                path: kubeconfig_path.display().to_string(),
+                source,
+            });
+        }
+        Ok(TestServer {
+            server: Some(server),
+            dir,
+            kubeconfig_path,
+            kubeconfig,
+        })
+    }
+
     /// Start a server with the defaults: embedded store, a free port on 127.0.0.1.
     pub async fn start() -> Result<TestServer, Error> {
         Self::builder().start().await
@@ -318,12 +506,11 @@ impl TestServer {
 
     /// Apply the manifests of a YAML (or JSON) text, as [`TestServer::load_file`].
     pub async fn load_yaml(&self, yaml: &str) -> Result<Vec<Value>, Error> {
-        let docs = crate::codec::decode_manifests(yaml.as_bytes(), true).map_err(|e| {
-            StartError::Load {
+        let docs =
+            server::manifests::decode(yaml.as_bytes(), true).map_err(|e| StartError::Load {
                 path: "<yaml>".into(),
                 message: e.to_string(),
-            }
-        })?;
+            })?;
         self.load_documents(docs).await
     }
 
