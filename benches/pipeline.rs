@@ -9,7 +9,7 @@
 
 use crd_apiserver::codec::decode_body;
 use crd_apiserver::field::Path;
-use crd_apiserver::pipeline::{self, VersionSchema};
+use crd_apiserver::pipeline;
 use crd_apiserver::registry::catalog::CompiledCrd;
 use crd_apiserver::registry::crd::{default_crd, validate_crd};
 use crd_apiserver::rest::WriteOptions;
@@ -288,7 +288,7 @@ fn compiled_crd() -> CompiledCrd {
 
 fn stages(c: &mut Criterion) {
     let crd = compiled_crd();
-    let schema: &VersionSchema = &crd.versions[0].schema;
+    let schema = &crd.versions[0].schema;
     let full = big_object(true, false);
     let request = big_object(false, true);
     let request_bytes = match serde_json::to_vec(&request) {
@@ -350,7 +350,7 @@ fn stages(c: &mut Criterion) {
     });
     g.finish();
 
-    let mut stored = match pipeline::create(request.clone(), &schema, &opts) {
+    let mut stored = match pipeline::create(request.clone(), schema, &opts) {
         Ok(a) => a.object,
         Err(e) => panic!("pipeline::create rejected the object: {e:?}"),
     };
@@ -360,7 +360,7 @@ fn stages(c: &mut Criterion) {
     changed["metadata"]["resourceVersion"] = json!("1");
     changed["spec"]["field000"] = json!("name-changed");
     changed["spec"]["endpoints"][0]["port"] = json!(9999);
-    if let Err(e) = pipeline::update(changed.clone(), &stored, &schema, &opts) {
+    if let Err(e) = pipeline::update(changed.clone(), &stored, schema, &opts) {
         panic!("pipeline::update rejected the object: {e:?}");
     }
 
@@ -368,14 +368,14 @@ fn stages(c: &mut Criterion) {
     g.bench_function("create", |b| {
         b.iter_batched(
             || request.clone(),
-            |obj| pipeline::create(obj, &schema, &opts),
+            |obj| pipeline::create(obj, schema, &opts),
             BatchSize::SmallInput,
         )
     });
     g.bench_function("update", |b| {
         b.iter_batched(
             || changed.clone(),
-            |obj| pipeline::update(obj, &stored, &schema, &opts),
+            |obj| pipeline::update(obj, &stored, schema, &opts),
             BatchSize::SmallInput,
         )
     });
