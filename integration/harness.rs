@@ -70,9 +70,9 @@ impl std::ops::Deref for Harnessed {
     }
 }
 
-/// Starts a server from `builder`, on its own etcd when `TEST_BACKEND=etcd`.
-async fn start_with(builder: TestServerBuilder) -> Harnessed {
-    let etcd = match std::env::var("TEST_BACKEND").as_deref() {
+/// A fresh etcd when `TEST_BACKEND=etcd`.
+async fn test_etcd() -> Option<common::Etcd> {
+    match std::env::var("TEST_BACKEND").as_deref() {
         Ok("etcd") => Some(
             tokio::task::spawn_blocking(|| {
                 let etcd = common::Etcd::start();
@@ -83,7 +83,12 @@ async fn start_with(builder: TestServerBuilder) -> Harnessed {
             .unwrap_or_else(|e| panic!("starting etcd: {e}")),
         ),
         _ => None,
-    };
+    }
+}
+
+/// Starts a server from `builder`, on its own etcd when `TEST_BACKEND=etcd`.
+async fn start_with(builder: TestServerBuilder) -> Harnessed {
+    let etcd = test_etcd().await;
     let builder = match &etcd {
         Some(e) => builder.etcd([e.url()]),
         None => builder,
@@ -276,18 +281,7 @@ async fn many_servers_from_one_crd_directory_are_isolated_and_share_compiled_crd
     let crds = 2;
     // Under TEST_BACKEND=etcd every server of the pool stores in one etcd, each under a
     // prefix of its own.
-    let etcd = match std::env::var("TEST_BACKEND").as_deref() {
-        Ok("etcd") => Some(
-            tokio::task::spawn_blocking(|| {
-                let etcd = common::Etcd::start();
-                etcd.wait_ready();
-                etcd
-            })
-            .await
-            .unwrap_or_else(|e| panic!("starting etcd: {e}")),
-        ),
-        _ => None,
-    };
+    let etcd = test_etcd().await;
     let mut builder = TestServer::builder().load_dir(&dir);
     if let Some(etcd) = &etcd {
         builder = builder.etcd([etcd.url()]);

@@ -18,6 +18,10 @@
 //! binary. [`TestServer::faults`] injects failures ([`crate::fault`]) and
 //! [`TestServer::admission`] registers in-process admission hooks. Dropping a server
 //! stops it; [`TestServer::shutdown`] waits for it.
+//!
+//! Many servers in one process share what their CRDs cost: each CRD is validated and
+//! compiled, each manifest file parsed, once per process ([`cache_stats`]), and a
+//! [`TestServerPool`] hands out fresh servers started ahead of the tests.
 
 use crate::admission::Admission;
 use crate::apiserver::ApiServer;

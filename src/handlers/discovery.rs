@@ -91,12 +91,7 @@ pub async fn non_resource(
     req: &ApiRequest,
 ) -> Result<Response<Body>, Status> {
     let parts: Vec<&str> = req.info.parts.iter().map(String::as_str).collect();
-    let crds: Vec<_> = api
-        .catalog
-        .all()
-        .iter()
-        .map(|c| (*c.info).clone())
-        .collect();
+    let crds = api.catalog.infos();
     // go-restful's 404 below `/api` and the built-in groups, the NotFound handler's
     // plain text elsewhere (CRD groups have no web service of their own).
     let not_found = || match parts.as_slice() {

@@ -162,12 +162,7 @@ pub fn serve(
     req: &ApiRequest,
     parts: &[&str],
 ) -> Result<Response<Body>, Status> {
-    let crds: Vec<_> = api
-        .catalog
-        .all()
-        .iter()
-        .map(|c| (*c.info).clone())
-        .collect();
+    let crds = api.catalog.infos();
     let accept = req.header("accept");
     match parts {
         ["v2"] => {

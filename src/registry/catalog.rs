@@ -4,7 +4,7 @@
 //! every other catalog of the process holding the same CRD (`crd_cache`).
 
 pub use apimachinery::crd::compiled::{CompiledCrd, CompiledVersion};
-use apimachinery::crd::CrdError;
+use apimachinery::crd::{CrdError, CrdInfo};
 use serde_json::Value;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -97,6 +97,11 @@ impl Catalog {
         let mut all: Vec<_> = crds.values().cloned().collect();
         all.sort_by(|a, b| a.name.cmp(&b.name));
         all
+    }
+
+    /// Every CRD's typed view, sorted by name (for discovery and OpenAPI documents).
+    pub fn infos(&self) -> Vec<CrdInfo> {
+        self.all().iter().map(|c| (*c.info).clone()).collect()
     }
 
     /// Changes whenever the set of CRDs changes (cache key for discovery and OpenAPI).

@@ -201,8 +201,8 @@ fn server_runtime() -> Result<&'static tokio::runtime::Runtime, StartError> {
         .map_err(|e| StartError::Runtime(e.clone()))
 }
 
-/// Spawn `task` on the [`server_runtime`], where it outlives the runtime of the caller
-/// (a test's): how the harness starts servers in the background.
+/// Spawn `task` on the runtime every server runs on, where it outlives the runtime of
+/// the caller (a test's): how the harness starts servers in the background.
 pub fn spawn_on_server_runtime(
     task: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> Result<(), StartError> {
