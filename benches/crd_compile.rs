@@ -1,7 +1,7 @@
 //! What a CRD costs a server before its first custom resource: the manifests read,
 //! the CRD defaulted and validated (the create), and compiled for serving (structural
-//! schemas, validators, CEL programs, immutability plans) — for the 15 real CRDs of
-//! `testdata/crds-realistic/` (Gateway API, volume snapshots, Calico). Then the same
+//! schemas, validators, CEL programs, immutability plans) — for the 15 realistic CRDs of
+//! `testdata/crds-realistic/` (made from kube's built-in kinds). Then the same
 //! validation and compilation through the process-wide caches (`registry::crd_cache`)
 //! once they hold the set: a content hash of each spec and a hit.
 //!

@@ -3,8 +3,8 @@
 //! Established. Each case is timed per server (shutdown is outside the timing):
 //!
 //! * `floor` — no CRDs: what every server costs (storage, bootstrap, listener);
-//! * `crds_cold` — `load_dir(testdata/crds-realistic)` (15 real CRDs: Gateway API,
-//!   volume snapshots, Calico) with the process-wide caches emptied before each start
+//! * `crds_cold` — `load_dir(testdata/crds-realistic)` (15 realistic CRDs made from
+//!   kube's built-in kinds) with the process-wide caches emptied before each start
 //!   (`crd_cache::clear`, `server::manifests::clear`): manifests parsed, every CRD
 //!   validated and compiled, as for the first server of a process (which also compiles
 //!   the schemas' regexes once: printed before the cases, one sample);
