@@ -175,6 +175,14 @@ fn config_map_crud_with_kubes_warnings_and_validation() {
     assert!(out
         .lines()
         .any(|l| l.starts_with("c1 ") && l.split_whitespace().nth(1) == Some("1")));
+
+    // ConfigMaps have no field labels of their own: kube's default conversion refuses.
+    let resp = http.get(&format!("{base}?fieldSelector=data.a%3D1"));
+    assert_eq!(resp.status, 400, "{}", resp.text());
+    assert_eq!(
+        resp.json().expect("json")["message"],
+        "\"data.a\" is not a known field selector: only \"metadata.name\", \"metadata.namespace\""
+    );
 }
 
 #[test]

@@ -171,4 +171,13 @@ impl Strategy for CrdKind {
             json_path: ".metadata.creationTimestamp".into(),
         }]
     }
+
+    fn field_value(
+        &self,
+        obj: &Value,
+        field: &str,
+    ) -> Result<Option<String>, crate::selector::SelectorError> {
+        // apiextensions registers no field labels of its own.
+        crate::rest::typed::default_field_value(obj, field)
+    }
 }

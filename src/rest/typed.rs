@@ -24,7 +24,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, LazyLock, Mutex};
 
 pub use apimachinery::typed::{
-    check_base64, go_round_trip, go_type_error, meta_field_value, str_at,
+    check_base64, default_field_value, go_round_trip, go_type_error, meta_field_value, str_at,
     structural_from_definition, Base64Error,
 };
 
@@ -75,13 +75,14 @@ pub trait TypedStrategy: Send + Sync {
     }
 
     /// The value of a field-selector label (`metadata.name`, `metadata.namespace` and
-    /// the kind's own labels); `Err` is kube's `field label not supported: x`.
+    /// the kind's own labels); `Err` is kube's for a label the kind does not have
+    /// (without labels of its own: `"x" is not a known field selector: ...`).
     fn field_value(
         &self,
         obj: &Value,
         field: &str,
     ) -> Result<Option<String>, crate::selector::SelectorError> {
-        meta_field_value(obj, field)
+        default_field_value(obj, field)
     }
 
     /// Convert an admitted object (as served) to the stored form.

@@ -4,7 +4,7 @@
 //! `metadata.name` and `metadata.namespace` only.
 
 use crate::selector::SelectorError;
-use crate::typed::meta_field_value;
+use crate::typed::{default_field_value, meta_field_value};
 use serde_json::Value;
 
 /// How a label's value is read.
@@ -116,7 +116,7 @@ pub fn field_value(
     label: &str,
 ) -> Result<Option<String>, SelectorError> {
     let Some((_, _, labels)) = TABLE.iter().find(|(g, k, _)| *g == group && *k == kind) else {
-        return meta_field_value(obj, label);
+        return default_field_value(obj, label);
     };
     let unsupported = || {
         if kind == "ResourceSlice" {
@@ -173,6 +173,17 @@ mod tests {
                 .unwrap()
                 .as_deref(),
             Some("x")
+        );
+    }
+
+    #[test]
+    fn kinds_without_field_labels_answer_kubes_default_conversion_error() {
+        let svc = json!({"metadata": {"name": "v1.apps"}});
+        let v = |l: &str| field_value("apiregistration.k8s.io", "v1", "APIService", &svc, l);
+        assert_eq!(v("metadata.name").unwrap().as_deref(), Some("v1.apps"));
+        assert_eq!(
+            v("spec.group").unwrap_err().to_string(),
+            "\"spec.group\" is not a known field selector: only \"metadata.name\", \"metadata.namespace\""
         );
     }
 }

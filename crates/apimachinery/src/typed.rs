@@ -29,6 +29,13 @@ pub fn meta_field_value(obj: &Value, field: &str) -> Result<Option<String>, Sele
     }
 }
 
+/// The field-selector value of a kind kube registers no field labels for (its
+/// `DefaultMetaV1FieldSelectorConversion`): `metadata.name` and `metadata.namespace`
+/// only, anything else `"x" is not a known field selector: ...`.
+pub fn default_field_value(obj: &Value, field: &str) -> Result<Option<String>, SelectorError> {
+    meta_field_value(obj, field).map_err(|_| SelectorError::FieldLabelUnknown(field.to_string()))
+}
+
 /// A string field of an object at a JSON pointer (`""` when absent, as Go's zero value).
 pub fn str_at<'a>(obj: &'a Value, pointer: &str) -> &'a str {
     obj.pointer(pointer).and_then(Value::as_str).unwrap_or("")

@@ -30,9 +30,13 @@ pub enum SelectorError {
     /// An unescaped `,` or `=` in a field selector value (printed as its code point).
     #[error("invalid field selector: unescaped character in value: {}", u32::from(*.0))]
     FieldUnescaped(char),
-    /// A field the kind cannot be selected by.
+    /// A field the kind cannot be selected by (a kind with field labels of its own).
     #[error("field label not supported: {0}")]
     FieldLabelNotSupported(String),
+    /// A field the kind cannot be selected by (a kind with only kube's default labels,
+    /// `DefaultMetaV1FieldSelectorConversion`).
+    #[error("{} is not a known field selector: only \"metadata.name\", \"metadata.namespace\"", go_quote(.0))]
+    FieldLabelUnknown(String),
     /// A selectable field's JSON path that does not parse.
     #[error("unexpected error parsing jsonPath: {0}")]
     FieldJsonPathParse(#[source] TableError),
