@@ -9,6 +9,7 @@
 
 pub mod access;
 pub mod admission_plugins;
+pub mod apiservice;
 pub mod apply;
 pub mod builtin_conversion;
 pub mod builtin_defaults;

@@ -59,6 +59,9 @@ impl TypedStrategy for SchemaStrategy {
                 builtin_defaults::core::pod_prepare_for_create(obj, &crate::rest::object::now())
             }
             ("apps", "DaemonSet") => builtin_defaults::apps::daemon_set_prepare_for_create(obj),
+            ("apiregistration.k8s.io", "APIService") => {
+                apimachinery::apiservice::prepare_for_create(obj, &crate::rest::object::now())
+            }
             ("batch", "Job") => {
                 let uid = crate::rest::object::meta_str(obj, "uid").to_string();
                 builtin_defaults::batch::job_prepare_for_create(obj, &uid);
@@ -78,12 +81,15 @@ impl TypedStrategy for SchemaStrategy {
     }
 
     fn validate(&self, obj: &Value) -> ErrorList {
-        let meta = obj.get("metadata").cloned().unwrap_or(Value::Null);
-        let mut errs = crate::schema::objectmeta::validate_object_meta(
-            &meta,
-            self.namespaced,
-            &Path::new("metadata"),
-        );
+        let mut errs = ErrorList::new();
+        if !builtin_validation::validates_metadata(&self.group, &self.kind) {
+            let meta = obj.get("metadata").cloned().unwrap_or(Value::Null);
+            errs = crate::schema::objectmeta::validate_object_meta(
+                &meta,
+                self.namespaced,
+                &Path::new("metadata"),
+            );
+        }
         errs.extend(builtin_validation::validate(
             &self.group,
             &self.version,

@@ -18,6 +18,7 @@
 //! Groups with no defaults in kube v1.36: policy (PodDisruptionBudget), certificates
 //! (CertificateSigningRequest), node (RuntimeClass), coordination, events.
 
+pub mod apiregistration;
 pub mod apps;
 pub mod autoscaling;
 pub mod batch;
@@ -57,6 +58,7 @@ pub fn apply(group: &str, version: &str, kind: &str, obj: &mut Value) {
         ("scheduling.k8s.io", "v1") => scheduling::apply(kind, obj),
         ("rbac.authorization.k8s.io", "v1") => rbac::apply(kind, obj),
         ("flowcontrol.apiserver.k8s.io", "v1") => flowcontrol::apply(kind, obj),
+        ("apiregistration.k8s.io", "v1") => apiregistration::apply(kind, obj),
         _ => {}
     }
 }

@@ -12,6 +12,7 @@
 //! A field of the wrong JSON type reads as its Go zero value: the typed decoder
 //! rejects such requests before validation runs.
 
+pub mod apiregistration;
 pub mod apps;
 pub mod autoscaling;
 pub mod batch;
@@ -40,6 +41,7 @@ pub fn validate(group: &str, version: &str, kind: &str, obj: &Value) -> ErrorLis
         ("policy", "v1") => policy::validate(kind, obj),
         ("autoscaling", "v2") => autoscaling::validate_v2(kind, obj),
         ("autoscaling", "v1") => autoscaling::validate_v1(kind, obj),
+        ("apiregistration.k8s.io", "v1") => apiregistration::validate(kind, obj),
         _ => ErrorList::new(),
     }
 }
@@ -91,6 +93,13 @@ pub fn privileged_containers(group: &str, kind: &str, obj: &Value) -> ErrorList 
     errs
 }
 
+/// Whether [`validate`] checks the kind's `metadata` itself (kinds whose names follow
+/// a rule of their own: APIServices are `<version>.<group>`); for the others the
+/// caller checks it with the DNS-subdomain name rule.
+pub fn validates_metadata(group: &str, kind: &str) -> bool {
+    (group, kind) == ("apiregistration.k8s.io", "APIService")
+}
+
 /// Validate an update of an object of `kind` from `old` to `new`.
 pub fn validate_update(
     group: &str,
@@ -109,6 +118,7 @@ pub fn validate_update(
         ("autoscaling", "v1") => autoscaling::validate_v1(kind, new),
         ("scheduling.k8s.io", "v1") => scheduling::validate_update(kind, new, old),
         ("storage.k8s.io", "v1") => storage::validate_update(kind, new, old),
+        ("apiregistration.k8s.io", "v1") => apiregistration::validate_update(kind, new),
         _ => ErrorList::new(),
     }
 }

@@ -686,3 +686,41 @@ pub(super) const RESOURCE_CLAIM: KindPrinter = KindPrinter {
         vec![name(c), json!(states.join(",")), age(c, now)]
     },
 };
+
+/// kube-aggregator's own table of APIServices (its `ConvertToTable`): where the API is
+/// served (`Local`, or the Service) and whether it is available.
+pub(super) const API_SERVICE: KindPrinter = KindPrinter {
+    columns: &[
+        NAME,
+        col(
+            "Service",
+            "string",
+            Doc::Text("The reference to the service that hosts this API endpoint."),
+        ),
+        col(
+            "Available",
+            "string",
+            Doc::Text("Whether this service is available."),
+        ),
+        AGE,
+    ],
+    cells: |svc, now| {
+        let service = match at(svc, "/spec/service") {
+            Value::Null => "Local".to_string(),
+            s => format!("{}/{}", str_at(s, "/namespace"), str_at(s, "/name")),
+        };
+        let available = at(svc, "/status/conditions")
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|c| str_at(c, "/type") == "Available");
+        let status = match available {
+            None => "Unknown".to_string(),
+            Some(c) => match (str_at(c, "/status"), str_at(c, "/reason")) {
+                ("True", _) | (_, "") => str_at(c, "/status").to_string(),
+                (status, reason) => format!("{status} ({reason})"),
+            },
+        };
+        vec![name(svc), json!(service), json!(status), age(svc, now)]
+    },
+};

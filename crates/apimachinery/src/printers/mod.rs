@@ -133,6 +133,7 @@ pub fn for_kind(group: &str, kind: &str) -> Option<BuiltinPrinter> {
         }
         ("resource.k8s.io", "ResourceSlice") => cluster::RESOURCE_SLICE,
         ("resource.k8s.io", "ResourceClaim") => cluster::RESOURCE_CLAIM,
+        ("apiregistration.k8s.io", "APIService") => cluster::API_SERVICE,
         _ => return None,
     };
     Some(BuiltinPrinter {

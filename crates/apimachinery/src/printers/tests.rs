@@ -433,4 +433,26 @@ fn csrs_hpas_quotas_and_storage_kinds() {
         cells("networking.k8s.io", "IPAddress", ip)[1],
         json!("services/default/web")
     );
+    let local = json!({"metadata": {"name": "v1.apps"}, "spec": {"group": "apps"},
+        "status": {"conditions": [{"type": "Available", "status": "True", "reason": "Local"}]}});
+    assert_eq!(
+        cells("apiregistration.k8s.io", "APIService", local)[1..3],
+        [json!("Local"), json!("True")]
+    );
+    let remote = json!({"metadata": {"name": "v1beta1.metrics.k8s.io"},
+        "spec": {"service": {"namespace": "kube-system", "name": "metrics-server"}},
+        "status": {"conditions": [{"type": "Available", "status": "False",
+            "reason": "MissingEndpoints"}]}});
+    assert_eq!(
+        cells("apiregistration.k8s.io", "APIService", remote)[1..3],
+        [
+            json!("kube-system/metrics-server"),
+            json!("False (MissingEndpoints)")
+        ]
+    );
+    let unknown = json!({"metadata": {"name": "v1.a.io"}, "spec": {"service": {"name": "s"}}});
+    assert_eq!(
+        cells("apiregistration.k8s.io", "APIService", unknown)[1..3],
+        [json!("/s"), json!("Unknown")]
+    );
 }
