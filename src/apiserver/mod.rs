@@ -3,7 +3,10 @@
 //! in `controllers/`: they wait on [`ApiServer::bootstrap_progress`], and deletions
 //! that need cleanup (a terminating namespace or CRD) are queued here for them.
 
+mod apiservices;
 mod params;
+
+pub use apiservices::GROUP as APIREGISTRATION_GROUP;
 
 use crate::admission::policy::PolicyObject;
 use crate::registry::catalog::Catalog;
@@ -83,6 +86,8 @@ pub struct ApiServer {
     /// once, when the controllers start; requests made earlier wait in the queue).
     cleanups: tokio::sync::mpsc::UnboundedSender<Cleanup>,
     cleanup_queue: std::sync::Mutex<Option<tokio::sync::mpsc::UnboundedReceiver<Cleanup>>>,
+    /// What the autoregistration of local APIServices remembers between its passes.
+    autoregistration: std::sync::Mutex<apiservices::Autoregistration>,
 }
 
 /// A deletion the cleanup controller finishes.
@@ -181,6 +186,7 @@ impl ApiServer {
             undecodable: Default::default(),
             cleanups,
             cleanup_queue: std::sync::Mutex::new(Some(cleanup_queue)),
+            autoregistration: Default::default(),
         });
         api.admission.set_authorizer(api.authorizer.clone());
         api.admission.set_catalog(api.catalog.clone());
@@ -294,6 +300,12 @@ impl ApiServer {
         self.ensure_default_service_cidr().await?;
         self.ensure_kubernetes_service().await?;
         self.ensure_system_priority_classes().await?;
+        // kube's readiness waits for the built-in APIServices (`autoregister-completion`);
+        // anything but storage being down is left to the autoregistration controller.
+        match self.autoregister_api_services().await {
+            Err(s) if s.code == 503 || s.code == 504 => return Err(s),
+            _ => {}
+        }
         if self.rbac_enabled() {
             self.serve_rbac().await?;
         }

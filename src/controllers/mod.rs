@@ -8,7 +8,9 @@
 //! - [`crd_follower`]: the catalog of served CRDs follows CRD writes in storage.
 //! - [`rbac_aggregation`]: aggregated ClusterRoles follow the roles they select.
 //! - [`event_ttl`]: Events expire a TTL after their last write (`--event-ttl`).
+//! - [`autoregistration`]: the local APIServices follow the CRDs' served versions.
 
+pub mod autoregistration;
 pub mod cleanup;
 pub mod crd_follower;
 pub mod event_ttl;
@@ -23,6 +25,7 @@ use tokio::sync::watch;
 /// dropped.
 pub fn start(api: &Arc<ApiServer>, event_ttl: Duration, stop: watch::Receiver<bool>) {
     tokio::spawn(crd_follower::run(Arc::downgrade(api)));
+    tokio::spawn(autoregistration::run(Arc::downgrade(api)));
     if let Some(queue) = api.take_cleanup_queue() {
         tokio::spawn(cleanup::work(Arc::downgrade(api), queue));
     }

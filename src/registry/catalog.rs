@@ -17,16 +17,38 @@ use std::sync::{Arc, RwLock};
 pub struct CompileError(#[from] pub CrdError);
 
 /// All CRDs currently served.
-#[derive(Default)]
 pub struct Catalog {
     crds: RwLock<HashMap<String, Arc<CompiledCrd>>>,
     generation: AtomicU64,
+    /// The generation, for whoever follows changes ([`Catalog::changes`]).
+    changed: tokio::sync::watch::Sender<u64>,
+}
+
+impl Default for Catalog {
+    fn default() -> Self {
+        Catalog {
+            crds: RwLock::default(),
+            generation: AtomicU64::new(0),
+            changed: tokio::sync::watch::Sender::new(0),
+        }
+    }
 }
 
 impl Catalog {
     /// An empty catalog.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// Notified whenever the set of CRDs or one of them changes (the receiver's
+    /// `changed()` resolves; changes made meanwhile are not lost).
+    pub fn changes(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.changed.subscribe()
+    }
+
+    fn bump(&self) {
+        let generation = self.generation.fetch_add(1, Ordering::SeqCst) + 1;
+        self.changed.send_replace(generation);
     }
 
     /// Add or replace a CRD seen at `revision`; older revisions than the one held are ignored
@@ -46,7 +68,7 @@ impl Catalog {
             return Ok(());
         }
         crds.insert(name, compiled);
-        self.generation.fetch_add(1, Ordering::SeqCst);
+        self.bump();
         Ok(())
     }
 
@@ -62,7 +84,7 @@ impl Catalog {
         let mut crds = self.crds.write().unwrap_or_else(|e| e.into_inner());
         if crds.get(name).is_some_and(|c| c.revision < revision) {
             crds.remove(name);
-            self.generation.fetch_add(1, Ordering::SeqCst);
+            self.bump();
         }
     }
 
