@@ -11,6 +11,7 @@ pub use apiservices::GROUP as APIREGISTRATION_GROUP;
 use crate::admission::policy::PolicyObject;
 use crate::registry::catalog::Catalog;
 use crate::rest::admission_policy::{AdmissionPolicyKind, GROUP};
+use crate::rest::builtin::component_status::ComponentStatusKind;
 use crate::rest::crd::CrdKind;
 use crate::rest::custom_resource::CustomResourceKind;
 use crate::rest::namespace::{NamespaceKind, SYSTEM_NAMESPACES};
@@ -66,6 +67,8 @@ pub struct ApiServer {
     pub mutating_webhooks: Arc<WebhookConfigurationKind>,
     /// The `validatingwebhookconfigurations` kind.
     pub validating_webhooks: Arc<WebhookConfigurationKind>,
+    /// The `componentstatuses` kind (answered by probes, never stored).
+    pub component_statuses: Arc<ComponentStatusKind>,
     /// Settings.
     pub options: ApiOptions,
     /// Roles and bindings, cached for the RBAC authorizer (filled in `RBAC` mode only).
@@ -176,6 +179,7 @@ impl ApiServer {
                 WebhookPhase::Validating,
                 &options.prefix,
             )),
+            component_statuses: Arc::new(ComponentStatusKind::new(&options.prefix)),
             catalog,
             options,
             rbac,
@@ -194,6 +198,7 @@ impl ApiServer {
         api.register_builtin(api.crds.clone());
         api.register_builtin(api.mutating_webhooks.clone());
         api.register_builtin(api.validating_webhooks.clone());
+        api.register_builtin(api.component_statuses.clone());
         for which in [PolicyObject::Policy, PolicyObject::Binding] {
             let kind = AdmissionPolicyKind::new(which, &api.options.prefix)
                 .with_schemas(api.catalog.clone());

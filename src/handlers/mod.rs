@@ -2,6 +2,7 @@
 //! `dispatch` routes a parsed request to the right one.
 
 pub mod binding;
+pub mod component_status;
 pub mod create;
 pub mod delete;
 pub mod discovery;
@@ -143,6 +144,10 @@ async fn resource(api: &Arc<ApiServer>, req: &ApiRequest) -> Result<Response<Bod
         });
     }
     let sub = info.subresource.as_str();
+    // Component statuses are probed, never stored: get and list only.
+    if builtin && d.gr.group.is_empty() && d.gr.resource == "componentstatuses" {
+        return component_status::serve(api, req).await;
+    }
     // Access reviews are answered, never stored: create is their only verb.
     if let Some(review) = crate::rest::access_review::Review::of(&d.gr) {
         return match (verb, sub) {

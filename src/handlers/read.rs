@@ -193,10 +193,20 @@ pub async fn list(
     let opts = list_options(req)?;
     not_older_than(api, req).await?;
     let page = api.store.list(kind, &req.info.namespace, &opts).await?;
+    list_reply(req, kind, &page.items, list_meta(&page))
+}
+
+/// A list of `items` with list metadata `meta`, in the representation the client asked
+/// for (JSON, YAML, protobuf, Table or PartialObjectMetadataList).
+pub fn list_reply(
+    req: &ApiRequest,
+    kind: &dyn ResourceKind,
+    items: &[Value],
+    meta: Value,
+) -> Result<Response<Body>, Status> {
     let d = kind.descriptor();
-    let meta = list_meta(&page);
     let body = match req.output {
-        Output::Table(v) => table(req, kind, &page.items, v, meta),
+        Output::Table(v) => table(req, kind, items, v, meta),
         Output::PartialMetadata(_, false) => {
             return Err(super::partial_metadata_form_mismatch(kind, false))
         }
@@ -204,7 +214,7 @@ pub async fn list(
             "kind": "PartialObjectMetadataList",
             "apiVersion": v.api_version(),
             "metadata": meta,
-            "items": page.items.iter().map(|o| partial_metadata(o, v)).collect::<Vec<_>>(),
+            "items": items.iter().map(|o| partial_metadata(o, v)).collect::<Vec<_>>(),
         }),
         _ => {
             let mut meta = meta;
@@ -219,7 +229,7 @@ pub async fn list(
                 "apiVersion": d.api_version(),
                 "kind": d.list_kind,
                 "metadata": meta,
-                "items": page.items,
+                "items": items,
             })
         }
     };

@@ -205,8 +205,8 @@ pub const GENERATION: &[(&str, &str)] = &[
     ("scheduling.k8s.io", "priorityclasses"),
 ];
 
-/// Resources listed in discovery that are never stored: answered (reviews) or not
-/// served yet (bindings, component statuses).
+/// Resources listed in discovery that are never stored: answered (reviews, component
+/// statuses) or handled by another resource's store (bindings).
 const NOT_STORED: &[(&str, &str)] = &[
     ("", "bindings"),
     ("", "componentstatuses"),
@@ -460,6 +460,7 @@ pub fn served_group_versions() -> Vec<(&'static str, &'static str)> {
 /// `rest.Storage` says `Deprecated`), sent on every request to it.
 pub fn deprecation_warning(group: &str, version: &str, resource: &str) -> Option<&'static str> {
     match (group, version, resource) {
+        ("", "v1", "componentstatuses") => Some("v1 ComponentStatus is deprecated in v1.19+"),
         ("", "v1", "endpoints") => {
             Some("v1 Endpoints is deprecated in v1.33+; use discovery.k8s.io/v1 EndpointSlice")
         }

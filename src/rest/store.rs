@@ -362,6 +362,11 @@ impl Store {
         self.storage.ready().await.is_ok()
     }
 
+    /// Whether storage answers, and why not (the `etcd-0` ComponentStatus).
+    pub async fn storage_health(&self) -> Result<(), StorageError> {
+        self.storage.ready().await
+    }
+
     /// The newest revision in storage.
     pub async fn current_revision(&self) -> Result<Revision, Status> {
         self.storage

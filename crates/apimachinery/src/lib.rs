@@ -18,6 +18,7 @@ pub mod builtin_validation;
 pub mod cel;
 pub mod codec;
 pub mod command_line;
+pub mod component_status;
 pub mod crd;
 pub mod feature_gates;
 pub mod field;

@@ -2,6 +2,7 @@
 //! per kind (kube's defaults, registry strategy, validation and printer), served by
 //! [`TypedKind`](super::typed::TypedKind).
 
+pub mod component_status;
 pub mod configmap;
 pub mod event;
 pub mod lease;
