@@ -332,6 +332,28 @@ fn built_in_apiservices_are_synced_once_then_left_to_the_user() {
         http.get(&path).json().expect("json")["spec"]["versionPriority"],
         7
     );
+    // Local APIServices stay Available, whoever says otherwise (kube's local
+    // availability controller).
+    let resp = http.merge_patch(
+        &format!("{path}/status"),
+        &json!({"status": {"conditions": [{"type": "Available", "status": "False",
+            "reason": "Broken", "lastTransitionTime": "2020-01-01T00:00:00Z"}]}}),
+    );
+    assert_eq!(resp.status, 200, "{}", resp.text());
+    assert_eq!(
+        resp.json().expect("json")["status"]["conditions"][0]["reason"],
+        "Broken"
+    );
+    let fixed = poll(SETTLE, || {
+        let s = http.get(&path).json()?;
+        (s["status"]["conditions"][0]["reason"] == "Local").then_some(s)
+    })
+    .expect("Available again");
+    assert_local_and_available(&fixed);
+    assert_ne!(
+        fixed["status"]["conditions"][0]["lastTransitionTime"],
+        "2020-01-01T00:00:00Z"
+    );
 }
 
 #[test]

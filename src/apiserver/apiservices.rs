@@ -1,8 +1,9 @@
 //! Local APIServices, as kube's autoregistration controller keeps them: one stored
 //! `apiregistration.k8s.io/v1` APIService per built-in group-version (`onstart`: made,
 //! corrected or removed once per start, then the user's to edit or delete) and per
-//! served version of each CRD (`true`: follows the CRDs always). A pass lists the
-//! APIServices and asks `apimachinery::apiservice::sync` what to do about each name;
+//! served version of each CRD (`true`: follows the CRDs always), and every local one
+//! Available (kube's local availability controller). A pass lists the APIServices and
+//! asks `apimachinery::apiservice::sync` what to do about each name;
 //! start-up runs the first (so they exist once the server is ready), the
 //! autoregistration controller the others, whenever CRDs or APIServices change.
 
@@ -103,22 +104,66 @@ impl ApiServer {
             .collect()
             .await;
         let mut first_error = None;
-        let mut state = self
-            .autoregistration
-            .lock()
-            .unwrap_or_else(|e| e.into_inner());
-        for (name, result) in results {
-            match result {
-                Ok(()) => {
-                    state.synced.insert(name);
-                }
-                Err(s) => {
-                    tracing::warn!(apiservice = %name, error = %s.message, "APIService autoregistration failed; retrying");
-                    first_error.get_or_insert(s);
+        {
+            let mut state = self
+                .autoregistration
+                .lock()
+                .unwrap_or_else(|e| e.into_inner());
+            for (name, result) in results {
+                match result {
+                    Ok(()) => {
+                        state.synced.insert(name);
+                    }
+                    Err(s) => {
+                        tracing::warn!(apiservice = %name, error = %s.message, "APIService autoregistration failed; retrying");
+                        first_error.get_or_insert(s);
+                    }
                 }
             }
         }
+        // kube's local availability controller: local APIServices are Available.
+        let now = object::now();
+        for (name, service) in &current {
+            let Some(status) = apiservice::local_available_status(service, &now) else {
+                continue;
+            };
+            if let Err(s) = self.set_api_service_status(kind, name, status).await {
+                tracing::warn!(apiservice = %name, error = %s.message, "APIService availability not recorded; retrying");
+                first_error.get_or_insert(s);
+            }
+        }
         first_error.map_or(Ok(()), Err)
+    }
+
+    /// Write the status of local APIService `name` through `/status`, unless it is gone,
+    /// changed meanwhile or no longer local (the next pass looks again).
+    async fn set_api_service_status(
+        &self,
+        kind: &dyn ResourceKind,
+        name: &str,
+        status: Value,
+    ) -> Result<(), Status> {
+        let opts = WriteOptions {
+            field_manager: FIELD_MANAGER.into(),
+            subresource: "status".into(),
+            ..Default::default()
+        };
+        let gr = kind.descriptor().gr.clone();
+        let written = self
+            .store
+            .update(kind, "", name, &opts, false, |current| {
+                if !apiservice::is_local(current) {
+                    return Err(Status::stale(&gr, name));
+                }
+                let mut updated = current.clone();
+                updated["status"] = status.clone();
+                Ok(updated)
+            })
+            .await;
+        match written {
+            Err(s) if s.code == 404 || s.code == 409 => Ok(()),
+            other => other.map(|_| ()),
+        }
     }
 
     /// [`ApiServer::write_api_service`], the outcome paired with the name.

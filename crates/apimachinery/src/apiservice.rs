@@ -1,8 +1,9 @@
 //! kube's local APIServices without IO: the `apiregistration.k8s.io/v1` APIService
 //! kube-apiserver registers for each group-version it serves itself (`v1.` for the
 //! core group, `v1.apps`, ...) and for each served version of each CRD, with kube's
-//! priorities, the automanaged label, the Available condition of local APIServices, and
-//! the decision kube's autoregistration controller takes for one name.
+//! priorities, the automanaged label, the Available condition of local APIServices (set
+//! on create, kept by kube's local availability controller), and the decision kube's
+//! autoregistration controller takes for one name.
 //!
 //! Built-in group-versions get kube-apiserver's `apiVersionPriorities` and the label
 //! `onstart` (synced once when the server starts); CRD versions get the
@@ -174,6 +175,43 @@ pub fn prepare_for_create(obj: &mut Value, now: &str) {
     }
 }
 
+/// kube's local availability controller for one APIService: the status of a local
+/// APIService with its `Available` condition set as kube's `SetAPIServiceCondition`
+/// sets it (a new status moves `lastTransitionTime`, reason and message are rewritten),
+/// or `None` when nothing changes or the APIService is not local.
+pub fn local_available_status(obj: &Value, now: &str) -> Option<Value> {
+    if !is_local(obj) {
+        return None;
+    }
+    let status = match obj.get("status") {
+        Some(s) if s.is_object() => s.clone(),
+        _ => json!({}),
+    };
+    let mut conditions: Vec<Value> = status
+        .get("conditions")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let wanted = local_available_condition(now);
+    match conditions
+        .iter_mut()
+        .find(|c| c.get("type") == wanted.get("type"))
+    {
+        None => conditions.push(wanted),
+        Some(c) => {
+            if c.get("status") != wanted.get("status") {
+                c["status"] = wanted["status"].clone();
+                c["lastTransitionTime"] = wanted["lastTransitionTime"].clone();
+            }
+            c["reason"] = wanted["reason"].clone();
+            c["message"] = wanted["message"].clone();
+        }
+    }
+    let mut updated = status.clone();
+    updated["conditions"] = Value::Array(conditions);
+    (updated != status).then_some(updated)
+}
+
 /// How an APIService is managed: its [`AUTOMANAGED_LABEL`] (`""` when unmanaged).
 pub fn managed_as(obj: &Value) -> &str {
     obj.pointer("/metadata/labels")
@@ -336,6 +374,37 @@ mod tests {
             "status": {"conditions": []}});
         prepare_for_create(&mut remote, "2026-01-01T00:00:00Z");
         assert_eq!(remote["status"], json!({}));
+    }
+
+    #[test]
+    fn local_apiservices_are_kept_available_as_kubes_local_controller_keeps_them() {
+        let now = "2026-02-02T00:00:00Z";
+        let mut available = json!({"spec": {"group": "a.io"}, "status": {}});
+        prepare_for_create(&mut available, "2026-01-01T00:00:00Z");
+        assert_eq!(local_available_status(&available, now), None);
+        // Turned False by someone: True again, with a new transition time.
+        let mut turned = available.clone();
+        turned["status"]["conditions"][0]["status"] = json!("False");
+        turned["status"]["conditions"][0]["reason"] = json!("Nope");
+        let fixed = local_available_status(&turned, now).expect("fixed");
+        assert_eq!(
+            fixed,
+            json!({"conditions": [local_available_condition(now)]})
+        );
+        // Same status, other words: the words only.
+        let mut reworded = available.clone();
+        reworded["status"]["conditions"][0]["message"] = json!("hm");
+        let fixed = local_available_status(&reworded, now).expect("fixed");
+        assert_eq!(fixed, available["status"]);
+        // Other conditions stay; a missing Available is added after them.
+        let other =
+            json!({"spec": {}, "status": {"conditions": [{"type": "X", "status": "True"}]}});
+        let fixed = local_available_status(&other, now).expect("fixed");
+        assert_eq!(fixed["conditions"][0]["type"], "X");
+        assert_eq!(fixed["conditions"][1], local_available_condition(now));
+        // Remote ones are not this controller's.
+        let remote = json!({"spec": {"service": {"name": "s"}}, "status": {}});
+        assert_eq!(local_available_status(&remote, now), None);
     }
 
     #[test]
