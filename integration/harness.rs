@@ -1138,6 +1138,20 @@ async fn reset_puts_back_what_start_up_creates() {
         .await
         .unwrap_or_else(|e| panic!("cluster-admin after reset: {e}"));
     assert_eq!(role.data["rules"][0]["verbs"], json!(["*"]));
+    let api_services: Api<DynamicObject> = Api::all_with(
+        client.clone(),
+        &kube::api::ApiResource {
+            group: "apiregistration.k8s.io".into(),
+            version: "v1".into(),
+            api_version: "apiregistration.k8s.io/v1".into(),
+            kind: "APIService".into(),
+            plural: "apiservices".into(),
+        },
+    );
+    let apps = within("v1.apps", api_services.get("v1.apps"))
+        .await
+        .unwrap_or_else(|e| panic!("v1.apps after reset: {e}"));
+    assert_eq!(apps.data["spec"]["groupPriorityMinimum"], 17800);
     // A Service created after the reset gets an address from the allocator again.
     let namespaced: Api<DynamicObject> = Api::namespaced_with(
         client.clone(),

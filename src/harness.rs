@@ -558,7 +558,8 @@ impl TestServer {
     /// configurations, everything in the system namespaces. Immediate, finalizers
     /// notwithstanding; watchers see the deletions. Hooks and faults stay. What the
     /// server creates at start (the `kubernetes` Service and its ServiceCIDR, the
-    /// system PriorityClasses, RBAC's bootstrap roles) is created again.
+    /// system PriorityClasses, the local APIServices, RBAC's bootstrap roles) is
+    /// created again.
     pub async fn reset(&self) -> Result<(), Error> {
         self.wipe(false).await
     }

@@ -166,6 +166,16 @@ impl ApiServer {
         }
     }
 
+    /// Autoregister as at a new start (every built-in APIService synced once more),
+    /// after storage was emptied under the running server.
+    pub async fn restart_api_service_autoregistration(&self) -> Result<(), Status> {
+        *self
+            .autoregistration
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()) = Autoregistration::default();
+        self.autoregister_api_services().await
+    }
+
     /// [`ApiServer::write_api_service`], the outcome paired with the name.
     async fn apply_api_service_sync(
         &self,

@@ -367,14 +367,16 @@ impl ApiServer {
 
     /// Put back what start-up creates, once storage was emptied under a running server
     /// (the harness's `reset()`): system namespaces, the service allocators' state, the
-    /// default ServiceCIDR and `kubernetes` Service, the system PriorityClasses and, in
-    /// RBAC mode, kube's bootstrap roles and bindings.
+    /// default ServiceCIDR and `kubernetes` Service, the system PriorityClasses, the
+    /// local APIServices (as at a new start) and, in RBAC mode, kube's bootstrap roles
+    /// and bindings.
     pub async fn restore_bootstrap_objects(&self) -> Result<(), Status> {
         self.ensure_system_namespaces().await?;
         self.restore_service_allocations().await?;
         self.ensure_default_service_cidr().await?;
         self.ensure_kubernetes_service().await?;
         self.ensure_system_priority_classes().await?;
+        self.restart_api_service_autoregistration().await?;
         if self.rbac_enabled() {
             self.create_bootstrap_rbac().await?;
         }
