@@ -34,6 +34,23 @@ fn kubectl(server: &TestServer, args: &[&str]) -> (String, String) {
     )
 }
 
+/// GET `path` as a Table: its column names and the Table.
+fn table(server: &TestServer, path: &str) -> (Vec<String>, Value) {
+    let resp = server
+        .http()
+        .request("GET", path, &[], &[("Accept".into(), TABLE.into())], None)
+        .expect("table");
+    assert_eq!(resp.status, 200, "{}", resp.text());
+    let table = resp.json().expect("json");
+    let columns = table["columnDefinitions"]
+        .as_array()
+        .expect("columns")
+        .iter()
+        .map(|c| c["name"].as_str().expect("name").to_string())
+        .collect();
+    (columns, table)
+}
+
 /// Every APIService by name.
 fn api_services(server: &TestServer) -> BTreeMap<String, Value> {
     let resp = server.http().get(APISERVICES);
@@ -186,23 +203,7 @@ fn every_built_in_group_version_has_a_local_apiservice_with_kubes_priorities() {
     let resp = server.http().get(&format!("{APISERVICES}/v1."));
     assert_eq!(resp.status, 200, "{}", resp.text());
     assert_eq!(resp.json().expect("json"), services["v1."]);
-    let resp = server
-        .http()
-        .request(
-            "GET",
-            APISERVICES,
-            &[],
-            &[("Accept".into(), TABLE.into())],
-            None,
-        )
-        .expect("table");
-    let table = resp.json().expect("json");
-    let columns: Vec<&str> = table["columnDefinitions"]
-        .as_array()
-        .expect("columns")
-        .iter()
-        .map(|c| c["name"].as_str().expect("name"))
-        .collect();
+    let (columns, table) = table(&server, APISERVICES);
     assert_eq!(columns, ["Name", "Service", "Available", "Age"]);
     let first = table["rows"][0]["cells"].as_array().expect("cells");
     assert_eq!(first[..3], [json!("v1."), json!("Local"), json!("True")]);
@@ -570,22 +571,7 @@ fn component_statuses_probe_the_scheduler_the_controller_manager_and_storage() {
     assert_eq!(resp.status, 405, "{}", resp.text());
 
     // kube's printer, and `kubectl get cs` with kube's warning.
-    let resp = http
-        .request(
-            "GET",
-            COMPONENTS,
-            &[],
-            &[("Accept".into(), TABLE.into())],
-            None,
-        )
-        .expect("table");
-    let table = resp.json().expect("json");
-    let columns: Vec<&str> = table["columnDefinitions"]
-        .as_array()
-        .expect("columns")
-        .iter()
-        .map(|c| c["name"].as_str().expect("name"))
-        .collect();
+    let (columns, _) = table(&server, COMPONENTS);
     assert_eq!(columns, ["Name", "Status", "Message", "Error"]);
     let (out, err) = kubectl(&server, &["get", "cs"]);
     assert!(

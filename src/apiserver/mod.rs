@@ -230,7 +230,7 @@ impl ApiServer {
             );
         for (group, resource) in reviews {
             let kind =
-                crate::rest::access_review::ReviewKind::new(group, resource, &api.options.prefix);
+                crate::rest::answered::AnsweredKind::new(group, resource, &api.options.prefix);
             api.register_builtin(Arc::new(kind));
         }
         // The typed kinds controllers touch (ConfigMaps, Secrets, Events, Leases, ...).

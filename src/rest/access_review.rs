@@ -9,11 +9,9 @@
 //! Not done: the checks of `fieldSelector`/`labelSelector` attributes (RBAC ignores
 //! selectors anyway).
 
-use super::{Descriptor, ResourceKind, Strategy, WriteOptions};
 use crate::auth::authz::{Attributes, Authorizer, Decision};
 use crate::auth::UserInfo;
 use crate::field::{Error, ErrorList, Path};
-use crate::pipeline::trace::Trace;
 use crate::rest::object::str_field;
 use crate::status::{GroupResource, Status};
 use serde_json::{json, Map, Value};
@@ -71,72 +69,6 @@ impl Review {
             Review::LocalSubject => "LocalSubjectAccessReview",
             Review::SelfSubjectRules => "SelfSubjectRulesReview",
         }
-    }
-}
-
-/// A review resource as the registry sees it (access, rules, token and self-subject
-/// reviews): served (discovery, OpenAPI, routing) but never written through the store;
-/// handlers answer creates themselves.
-pub struct ReviewKind {
-    descriptor: Descriptor,
-}
-
-impl ReviewKind {
-    /// The kind of `resource` in `group`.
-    pub fn new(group: &str, resource: &str, prefix: &str) -> Self {
-        ReviewKind {
-            descriptor: crate::registry::builtin::descriptor(group, resource, prefix),
-        }
-    }
-}
-
-fn not_stored() -> Status {
-    Status::method_not_allowed("the server does not allow this method on the requested resource")
-}
-
-impl ResourceKind for ReviewKind {
-    fn descriptor(&self) -> &Descriptor {
-        &self.descriptor
-    }
-
-    fn strategy(&self) -> &dyn Strategy {
-        self
-    }
-}
-
-/// Never written through the store: every write is refused while decoding.
-impl Strategy for ReviewKind {
-    fn decode(
-        &self,
-        _: &mut Value,
-        _: Option<&Value>,
-        _: &WriteOptions,
-        _: &mut Trace,
-    ) -> Result<Vec<String>, Status> {
-        Err(not_stored())
-    }
-
-    fn has_generation(&self) -> bool {
-        false
-    }
-
-    fn validate(&self, _: &Value, _: &mut Vec<String>, _: &mut Trace) -> ErrorList {
-        ErrorList::new()
-    }
-
-    fn validate_update(
-        &self,
-        _: &Value,
-        _: &Value,
-        _: &WriteOptions,
-        _: &mut Vec<String>,
-        _: &mut Trace,
-    ) -> Result<ErrorList, Status> {
-        Err(not_stored())
-    }
-
-    fn invalid(&self, _: &Value, _: &[crate::field::Error]) -> Status {
-        not_stored()
     }
 }
 

@@ -6,6 +6,7 @@
 
 pub mod access_review;
 pub mod admission_policy;
+pub mod answered;
 pub mod builtin;
 pub mod crd;
 pub mod custom_resource;

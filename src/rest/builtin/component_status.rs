@@ -5,13 +5,10 @@
 //! by a read from storage (the embedded store or etcd). The objects and the conditions
 //! are `apimachinery::component_status`'s.
 
-use crate::field::ErrorList;
-use crate::pipeline::trace::Trace;
+use crate::rest::answered::AnsweredKind;
 use crate::rest::store::Store;
-use crate::rest::{Descriptor, ResourceKind, Strategy, WriteOptions};
-use crate::status::Status;
+use crate::rest::{Descriptor, ResourceKind, Strategy};
 use crate::storage::StorageError;
-use crate::table::BuiltinPrinter;
 use apimachinery::component_status::{self as cs, Outcome, Probe};
 use bytes::Bytes;
 use http_body_util::{BodyExt, Empty};
@@ -30,8 +27,7 @@ const USER_AGENT: &str = "kube-probe/1.36";
 
 /// The `componentstatuses` resource: get and list, answered by probes.
 pub struct ComponentStatusKind {
-    descriptor: Descriptor,
-    printer: BuiltinPrinter,
+    answered: AnsweredKind,
 }
 
 impl ComponentStatusKind {
@@ -42,8 +38,7 @@ impl ComponentStatusKind {
                 unreachable!("kube's ComponentStatus printer is in apimachinery::printers")
             });
         ComponentStatusKind {
-            descriptor: crate::registry::builtin::descriptor("", "componentstatuses", prefix),
-            printer,
+            answered: AnsweredKind::new("", "componentstatuses", prefix).with_printer(printer),
         }
     }
 
@@ -238,63 +233,11 @@ impl ServerCertVerifier for SkipVerify {
 
 impl ResourceKind for ComponentStatusKind {
     fn descriptor(&self) -> &Descriptor {
-        &self.descriptor
+        self.answered.descriptor()
     }
 
     fn strategy(&self) -> &dyn Strategy {
-        self
-    }
-}
-
-fn not_stored() -> Status {
-    Status::method_not_allowed("the server does not allow this method on the requested resource")
-}
-
-/// Never written: only its printer and field selectors are used.
-impl Strategy for ComponentStatusKind {
-    fn decode(
-        &self,
-        _: &mut Value,
-        _: Option<&Value>,
-        _: &WriteOptions,
-        _: &mut Trace,
-    ) -> Result<Vec<String>, Status> {
-        Err(not_stored())
-    }
-
-    fn has_generation(&self) -> bool {
-        false
-    }
-
-    fn validate(&self, _: &Value, _: &mut Vec<String>, _: &mut Trace) -> ErrorList {
-        ErrorList::new()
-    }
-
-    fn validate_update(
-        &self,
-        _: &Value,
-        _: &Value,
-        _: &WriteOptions,
-        _: &mut Vec<String>,
-        _: &mut Trace,
-    ) -> Result<ErrorList, Status> {
-        Err(not_stored())
-    }
-
-    fn invalid(&self, _: &Value, _: &[crate::field::Error]) -> Status {
-        not_stored()
-    }
-
-    fn builtin_printer(&self) -> Option<&BuiltinPrinter> {
-        Some(&self.printer)
-    }
-
-    fn field_value(
-        &self,
-        obj: &Value,
-        field: &str,
-    ) -> Result<Option<String>, crate::selector::SelectorError> {
-        crate::rest::typed::default_field_value(obj, field)
+        self.answered.strategy()
     }
 }
 
