@@ -573,6 +573,25 @@ fn component_statuses_probe_the_scheduler_the_controller_manager_and_storage() {
     // kube's printer, and `kubectl get cs` with kube's warning.
     let (columns, _) = table(&server, COMPONENTS);
     assert_eq!(columns, ["Name", "Status", "Message", "Error"]);
+    // Their metadata: a name, no creation time (kube v1.36 omits a zero one).
+    let resp = http
+        .request(
+            "GET",
+            &format!("{COMPONENTS}?fieldSelector=metadata.name%3Detcd-0"),
+            &[],
+            &[(
+                "Accept".into(),
+                "application/json;as=PartialObjectMetadataList;v=v1;g=meta.k8s.io".into(),
+            )],
+            None,
+        )
+        .expect("metadata");
+    assert_eq!(resp.status, 200, "{}", resp.text());
+    assert_eq!(
+        resp.json().expect("json")["items"],
+        json!([{"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1",
+            "metadata": {"name": "etcd-0"}}])
+    );
     let (out, err) = kubectl(&server, &["get", "cs"]);
     assert!(
         err.contains("Warning: v1 ComponentStatus is deprecated in v1.19+"),

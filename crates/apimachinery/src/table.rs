@@ -309,8 +309,8 @@ pub fn partial_object_metadata(obj: &Value, group_version: &str) -> Value {
             }
         }
     }
-    // metav1.Time is a struct, so kube never omits creationTimestamp: zero prints as null.
-    meta.entry("creationTimestamp").or_insert(Value::Null);
+    // kube v1.36's ObjectMeta omits a zero creationTimestamp (`omitzero`): only objects
+    // never stored (component statuses) have none.
     json!({
         "kind": "PartialObjectMetadata",
         "apiVersion": group_version,
