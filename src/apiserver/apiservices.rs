@@ -56,6 +56,12 @@ impl ApiServer {
     /// wanted and those stored). Every name is attempted; the first failure is returned
     /// (the caller tries again later).
     pub async fn autoregister_api_services(&self) -> Result<(), Status> {
+        let _pass = self.autoregistration_pass.lock().await;
+        self.autoregistration_pass_locked().await
+    }
+
+    /// [`ApiServer::autoregister_api_services`], the pass lock held.
+    async fn autoregistration_pass_locked(&self) -> Result<(), Status> {
         let Some(kind) = self.builtin(GROUP, "v1", "apiservices") else {
             return Ok(());
         };
@@ -169,11 +175,12 @@ impl ApiServer {
     /// Autoregister as at a new start (every built-in APIService synced once more),
     /// after storage was emptied under the running server.
     pub async fn restart_api_service_autoregistration(&self) -> Result<(), Status> {
+        let _pass = self.autoregistration_pass.lock().await;
         *self
             .autoregistration
             .lock()
             .unwrap_or_else(|e| e.into_inner()) = Autoregistration::default();
-        self.autoregister_api_services().await
+        self.autoregistration_pass_locked().await
     }
 
     /// [`ApiServer::write_api_service`], the outcome paired with the name.

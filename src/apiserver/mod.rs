@@ -91,6 +91,9 @@ pub struct ApiServer {
     cleanup_queue: std::sync::Mutex<Option<tokio::sync::mpsc::UnboundedReceiver<Cleanup>>>,
     /// What the autoregistration of local APIServices remembers between its passes.
     autoregistration: std::sync::Mutex<apiservices::Autoregistration>,
+    /// Held for a whole autoregistration pass: passes never interleave (a pass that
+    /// listed before a reset must not record what it saw as synced after it).
+    autoregistration_pass: tokio::sync::Mutex<()>,
 }
 
 /// A deletion the cleanup controller finishes.
@@ -191,6 +194,7 @@ impl ApiServer {
             cleanups,
             cleanup_queue: std::sync::Mutex::new(Some(cleanup_queue)),
             autoregistration: Default::default(),
+            autoregistration_pass: tokio::sync::Mutex::new(()),
         });
         api.admission.set_authorizer(api.authorizer.clone());
         api.admission.set_catalog(api.catalog.clone());
