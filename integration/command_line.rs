@@ -174,7 +174,7 @@ fn envtests_argv_serves_https_only_and_logs_ignored_flags_once() {
     assert_eq!(ignored.len(), 1, "{stderr}");
     // Each once, in the order given.
     assert!(
-        ignored[0].ends_with(": --advertise-address --v --audit-log-maxage"),
+        ignored[0].ends_with(": --v --audit-log-maxage"),
         "{}",
         ignored[0]
     );
@@ -279,4 +279,21 @@ fn runtime_config_and_feature_gates_are_checked_as_kube_checks_them() {
         stderr.contains("not applied: networking.k8s.io/v1beta1=true"),
         "{stderr}"
     );
+}
+
+#[test]
+fn advertise_address_is_what_discovery_and_the_kubernetes_service_name() {
+    let server = TestServer::start_with(&["--advertise-address=10.1.2.3"]);
+    let port = server.url().rsplit(':').next().expect("a port").to_string();
+    let http = server.http();
+    let api = http.get("/api").json().expect("/api");
+    assert_eq!(
+        api["serverAddressByClientCIDRs"][0]["serverAddress"],
+        format!("10.1.2.3:{port}")
+    );
+    let slice = http
+        .get("/apis/discovery.k8s.io/v1/namespaces/default/endpointslices/kubernetes")
+        .json()
+        .expect("the kubernetes EndpointSlice");
+    assert_eq!(slice["endpoints"][0]["addresses"][0], "10.1.2.3", "{slice}");
 }

@@ -129,6 +129,10 @@ struct Flags {
     /// kube-apiserver's flag; envtest passes `ServiceAccount`).
     #[arg(long = "disable-admission-plugins", value_delimiter = ',')]
     disable_admission_plugins: Vec<String>,
+    /// The address discovery and the `kubernetes` Service's endpoints advertise
+    /// (default: the address served on).
+    #[arg(long = "advertise-address", value_name = "IP")]
+    advertise_address: Option<IpAddr>,
     /// If true, allow privileged containers.
     #[arg(long = "allow-privileged", num_args = 0..=1, default_value_t = false, default_missing_value = "true", action = clap::ArgAction::Set)]
     allow_privileged: bool,
@@ -281,6 +285,7 @@ async fn main() {
     }
     let config = Config {
         allow_privileged: flags.allow_privileged,
+        advertise_address: flags.advertise_address,
         max_requests_inflight: usize::try_from(flags.max_requests_inflight)
             .unwrap_or_else(|_| fail("--max-requests-inflight can not be negative value")),
         max_mutating_requests_inflight: usize::try_from(flags.max_mutating_requests_inflight)

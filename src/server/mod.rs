@@ -78,6 +78,9 @@ pub struct Config {
     pub admission_plugins: apimachinery::admission_plugins::Enabled,
     /// `--allow-privileged` (kube's default: false; envtest passes true).
     pub allow_privileged: bool,
+    /// `--advertise-address`: the address `/api` discovery and the `kubernetes`
+    /// Service's endpoints name (none: the address served on).
+    pub advertise_address: Option<IpAddr>,
     /// `--max-requests-inflight` (kube's default 400; 0: no limit).
     pub max_requests_inflight: usize,
     /// `--max-mutating-requests-inflight` (kube's default 200; 0: no limit).
@@ -111,6 +114,7 @@ impl Default for Config {
             service_node_port_range: crate::service_alloc::DEFAULT_NODE_PORT_RANGE.into(),
             admission_plugins: Default::default(),
             allow_privileged: false,
+            advertise_address: None,
             max_requests_inflight: 400,
             max_mutating_requests_inflight: 200,
         }
@@ -268,6 +272,8 @@ impl Server {
     ) -> Result<Server, StartError> {
         let listeners = Listeners::bind(&config).await?;
         let addr = listeners.primary_addr();
+        let advertised =
+            SocketAddr::new(config.advertise_address.unwrap_or(addr.ip()), addr.port());
         let mut authenticator = config.auth.authenticator()?;
         if listeners.https.is_some() {
             // kubectl over HTTPS needs a credential: the kubeconfig carries this one.
@@ -287,12 +293,12 @@ impl Server {
         let options = ApiOptions {
             prefix: config.etcd_prefix.trim_end_matches('/').to_string(),
             log_pipeline: config.log_pipeline,
-            advertise_address: addr.to_string(),
+            advertise_address: advertised.to_string(),
             authorization_modes: config.auth.authorization_modes.clone(),
             service_account_tokens: Some(sa_tokens),
             service_cluster_ip_range: config.service_cluster_ip_range.clone(),
             service_node_port_range: config.service_node_port_range.clone(),
-            kubernetes_endpoint: Some(addr),
+            kubernetes_endpoint: Some(advertised),
             admission_plugins: config.admission_plugins.clone(),
             allow_privileged: config.allow_privileged,
         };
