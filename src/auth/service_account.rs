@@ -425,6 +425,12 @@ mod tests {
         ServiceAccountTokens::generate(DEFAULT_ISSUER, &[]).unwrap()
     }
 
+    /// A compact JWS's decoded header.
+    fn header_of(token: &str) -> Value {
+        let part = token.split('.').next().unwrap();
+        serde_json::from_slice(&URL_SAFE_NO_PAD.decode(part).unwrap()).unwrap()
+    }
+
     fn claims_of(t: &ServiceAccountTokens, aud: &[&str], now: i64, exp: i64) -> Value {
         let aud: Vec<String> = aud.iter().map(|a| a.to_string()).collect();
         t.claims(("default", "builder", "uid-1"), None, &aud, now, exp)
@@ -455,12 +461,7 @@ mod tests {
         let token = t
             .sign(&claims_of(&t, &[DEFAULT_ISSUER], 1_000, 3600))
             .unwrap();
-        let header: Value = serde_json::from_slice(
-            &URL_SAFE_NO_PAD
-                .decode(token.split('.').next().unwrap())
-                .unwrap(),
-        )
-        .unwrap();
+        let header = header_of(&token);
         assert_eq!(header["alg"], "ES256");
         let claims = t.verify(&token, 2_000).unwrap().unwrap();
         assert_eq!(
@@ -545,12 +546,7 @@ mod tests {
         let token = t
             .sign(&claims_of(&t, &["https://old"], 1_000, 3600))
             .unwrap();
-        let header: Value = serde_json::from_slice(
-            &URL_SAFE_NO_PAD
-                .decode(token.split('.').next().unwrap())
-                .unwrap(),
-        )
-        .unwrap();
+        let header = header_of(&token);
         assert_eq!(header["alg"], "RS256");
         assert!(t.verify(&token, 1_000).unwrap().is_some());
 

@@ -136,6 +136,15 @@ pub struct RuntimeConfig {
     resources: BTreeMap<(String, String, String), bool>,
 }
 
+/// Go's `GroupVersion.String()`: `group/version`, the core group's as `version`.
+fn group_version(group: &str, version: &str) -> String {
+    if group.is_empty() {
+        version.to_string()
+    } else {
+        format!("{group}/{version}")
+    }
+}
+
 /// kube's `schema.ParseGroupVersion` of `GROUP/VERSION` or `VERSION`.
 fn parse_group_version(s: &str) -> Option<(String, String)> {
     if s.is_empty() || s == "/" {
@@ -190,11 +199,7 @@ impl RuntimeConfig {
             let (group, version) = parse_group_version(&format!("{}/{}", tokens[0], tokens[1]))
                 .ok_or_else(|| RuntimeConfigError::InvalidKey(key.clone()))?;
             if registered(&group).is_none() {
-                let gv = if group.is_empty() {
-                    version
-                } else {
-                    format!("{group}/{version}")
-                };
+                let gv = group_version(&group, &version);
                 if !unknown.contains(&gv) {
                     unknown.push(gv);
                 }
@@ -231,13 +236,9 @@ impl RuntimeConfig {
                 continue;
             };
             if !versions.contains(&version.as_str()) {
-                let gv = if group.is_empty() {
-                    format!("/{version}")
-                } else {
-                    format!("{group}/{version}")
-                };
-                let gv = gv.trim_start_matches('/').to_string();
-                return Err(RuntimeConfigError::UnregisteredVersion(gv));
+                return Err(RuntimeConfigError::UnregisteredVersion(group_version(
+                    &group, &version,
+                )));
             }
             let on = if value.is_empty() {
                 true
@@ -302,13 +303,7 @@ impl RuntimeConfig {
     /// off-by-default versions it turns on, and resource entries that differ from
     /// their version.
     pub fn unapplied(&self, served: &[(&str, &str)]) -> Vec<String> {
-        let gv = |g: &str, v: &str| {
-            if g.is_empty() {
-                v.to_string()
-            } else {
-                format!("{g}/{v}")
-            }
-        };
+        let gv = group_version;
         let mut out: Vec<String> = served
             .iter()
             .filter(|(g, v)| !self.version_enabled(g, v, true))
