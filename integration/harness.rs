@@ -486,6 +486,51 @@ async fn load_multi_document_yaml_crd_namespace_and_objects() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn runtime_config_turns_beta_versions_on() {
+    let refused = TestServer::builder().runtime_config(&["networking.k8s.io/v2=true"]);
+    assert_eq!(
+        refused.err().map(|e| e.to_string()).as_deref(),
+        Some("group version networking.k8s.io/v2 that has not been registered")
+    );
+    let builder = TestServer::builder()
+        .runtime_config(&["storage.k8s.io/v1beta1=true"])
+        .expect("kube accepts it");
+    let server = start_with(builder).await;
+    let client = server.client().expect("client");
+    let api_of = |version: &str| {
+        let gvk =
+            kube::core::GroupVersionKind::gvk("storage.k8s.io", version, "VolumeAttributesClass");
+        let client = client.clone();
+        async move {
+            let (resource, _) = kube::discovery::pinned_kind(&client, &gvk)
+                .await
+                .unwrap_or_else(|e| panic!("{gvk:?} is not discovered: {e}"));
+            (Api::<DynamicObject>::all_with(client, &resource), resource)
+        }
+    };
+    let (beta, resource) = within("discovery", api_of("v1beta1")).await;
+    let mut class = DynamicObject::new("gold", &resource);
+    class.data = json!({"driverName": "csi.example.com", "parameters": {"iops": "100"}});
+    let created = within("create", beta.create(&PostParams::default(), &class))
+        .await
+        .expect("created through v1beta1");
+    assert_eq!(
+        created.types.map(|t| t.api_version).as_deref(),
+        Some("storage.k8s.io/v1beta1")
+    );
+    let (v1, _) = within("discovery", api_of("v1")).await;
+    let stored = within("get", v1.get("gold"))
+        .await
+        .expect("read through v1");
+    assert_eq!(
+        stored.types.map(|t| t.api_version).as_deref(),
+        Some("storage.k8s.io/v1")
+    );
+    assert_eq!(stored.data["driverName"], "csi.example.com");
+    assert_eq!(stored.data["parameters"]["iops"], "100");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn reset_keeps_crds_and_drops_objects() {
     let server = start().await;
     within("load", server.load_yaml(&fixture_with_crd()))

@@ -1186,38 +1186,72 @@ fn every_built_in_v3_document_is_the_one_kube_serves() {
     let names: Vec<&String> = listed.keys().collect();
     assert_eq!(names, recorded.keys().collect::<Vec<_>>());
     for (gv, expected) in &recorded {
-        let url = listed[gv]["serverRelativeURL"].as_str().expect("a URL");
-        let resp = get(&server, url, "application/json");
-        assert_eq!(resp.status, 200, "{url}");
-        let hash = sha512_hex(&resp.body);
-        assert_eq!(url, format!("/openapi/v3/{gv}?hash={hash}"));
-        assert_eq!(resp.header("etag"), Some(format!("\"{hash}\"")), "{gv}");
-        assert_eq!(
-            resp.header("content-type").as_deref(),
-            Some("application/json")
-        );
-        assert_eq!(
-            resp.header("cache-control").as_deref(),
-            Some("public, immutable"),
-            "{gv}"
-        );
-        assert!(resp.header("expires").is_some(), "{gv}");
-        let doc = resp.json().unwrap_or_else(|| panic!("{gv} is not JSON"));
-        let served = openapi_digests(&doc);
-        let expected = expected.as_object().expect("digests of one document");
-        let mut pointers: Vec<&String> = served.keys().chain(expected.keys()).collect();
-        pointers.sort();
-        if let Some(p) = pointers
-            .into_iter()
-            .find(|p| served.get(*p) != expected.get(*p))
-        {
-            let what = match (served.contains_key(p), expected.contains_key(p)) {
-                (true, false) => "served, not in kube's document",
-                (false, true) => "in kube's document, not served",
-                _ => "differs from kube's",
-            };
-            panic!("/openapi/v3/{gv}: {p} {what}");
-        }
+        assert_served_document_is_kubes(&server, listed, gv, expected);
+    }
+}
+
+#[test]
+fn the_versions_runtime_config_turns_on_serve_kubes_documents() {
+    let server = TestServer::start_with(&["--runtime-config=api/all=true"]);
+    let recorded: Map<String, Value> = serde_json::from_str(&common::testdata(
+        "kube-v1.36/runtime-config/openapi-v3-digests.json",
+    ))
+    .expect("openapi-v3-digests.json");
+    assert_eq!(recorded.len(), 10);
+    let index = get(&server, "/openapi/v3", "application/json")
+        .json()
+        .expect("the v3 index");
+    let listed = index["paths"].as_object().expect("paths");
+    assert_eq!(listed.len(), 22 + 10, "{:?}", listed.keys());
+    for (gv, expected) in &recorded {
+        assert_served_document_is_kubes(&server, listed, gv, expected);
+    }
+    // Not turned on: not served.
+    let server = TestServer::start_with(&["--runtime-config=networking.k8s.io/v1beta1=true"]);
+    let status = |gv: &str| get(&server, &format!("/openapi/v3/{gv}"), "application/json").status;
+    assert_eq!(status("apis/networking.k8s.io/v1beta1"), 200);
+    assert_eq!(status("apis/storage.k8s.io/v1beta1"), 404);
+}
+
+/// The document the v3 index links for `gv` is served as kube serves it (hash, headers)
+/// and its members' digests are kube's.
+fn assert_served_document_is_kubes(
+    server: &TestServer,
+    listed: &Map<String, Value>,
+    gv: &str,
+    expected: &Value,
+) {
+    let url = listed[gv]["serverRelativeURL"].as_str().expect("a URL");
+    let resp = get(server, url, "application/json");
+    assert_eq!(resp.status, 200, "{url}");
+    let hash = sha512_hex(&resp.body);
+    assert_eq!(url, format!("/openapi/v3/{gv}?hash={hash}"));
+    assert_eq!(resp.header("etag"), Some(format!("\"{hash}\"")), "{gv}");
+    assert_eq!(
+        resp.header("content-type").as_deref(),
+        Some("application/json")
+    );
+    assert_eq!(
+        resp.header("cache-control").as_deref(),
+        Some("public, immutable"),
+        "{gv}"
+    );
+    assert!(resp.header("expires").is_some(), "{gv}");
+    let doc = resp.json().unwrap_or_else(|| panic!("{gv} is not JSON"));
+    let served = openapi_digests(&doc);
+    let expected = expected.as_object().expect("digests of one document");
+    let mut pointers: Vec<&String> = served.keys().chain(expected.keys()).collect();
+    pointers.sort();
+    if let Some(p) = pointers
+        .into_iter()
+        .find(|p| served.get(*p) != expected.get(*p))
+    {
+        let what = match (served.contains_key(p), expected.contains_key(p)) {
+            (true, false) => "served, not in kube's document",
+            (false, true) => "in kube's document, not served",
+            _ => "differs from kube's",
+        };
+        panic!("/openapi/v3/{gv}: {p} {what}");
     }
 }
 

@@ -417,6 +417,55 @@ fn independent_encoder_creates_and_independent_decoder_reads_back() {
 }
 
 #[test]
+fn a_beta_version_turned_on_speaks_protobuf_in_its_own_messages() {
+    let server = TestServer::start_with(&["--runtime-config=networking.k8s.io/v1beta1=true"]);
+    let http = server.http();
+    let pool = pool();
+    const IP: &str = "k8s.io.api.networking.v1beta1.IPAddress";
+    let parent = msg(
+        &pool,
+        "k8s.io.api.networking.v1beta1.ParentReference",
+        vec![(2, s("services")), (3, s("default")), (4, s("web"))],
+    );
+    let spec = msg(
+        &pool,
+        "k8s.io.api.networking.v1beta1.IPAddressSpec",
+        vec![(1, parent)],
+    );
+    let meta = msg(
+        &pool,
+        "k8s.io.apimachinery.pkg.apis.meta.v1.ObjectMeta",
+        vec![(1, s("10.0.0.77"))],
+    );
+    let PValue::Message(ip) = msg(&pool, IP, vec![(1, meta), (2, spec)]) else {
+        unreachable!()
+    };
+    let body = envelope(&pool, "networking.k8s.io/v1beta1", "IPAddress", &ip);
+    let path = "/apis/networking.k8s.io/v1beta1/ipaddresses";
+    let created = http
+        .request("POST", path, &[], &pb_headers(true), Some(body))
+        .unwrap();
+    assert_eq!(created.status, 201, "{}", created.text());
+    let (api_version, kind, obj) = open(&pool, &created.body, IP);
+    assert_eq!(
+        (api_version.as_str(), kind.as_str()),
+        ("networking.k8s.io/v1beta1", "IPAddress")
+    );
+    assert_eq!(string(&get(&obj, 1), 1), "10.0.0.77");
+    assert_eq!(string(&get(&get(&obj, 2), 1), 4), "web");
+    // Stored in v1: read through v1 in JSON.
+    let v1 = http
+        .get("/apis/networking.k8s.io/v1/ipaddresses/10.0.0.77")
+        .json()
+        .unwrap();
+    assert_eq!(v1["apiVersion"], "networking.k8s.io/v1");
+    assert_eq!(
+        v1["spec"]["parentRef"],
+        json!({"resource": "services", "namespace": "default", "name": "web"})
+    );
+}
+
+#[test]
 fn protobuf_watch_frames_decode_frame_by_frame() {
     let server = TestServer::start();
     let http = server.http();

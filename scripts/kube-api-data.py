@@ -23,6 +23,18 @@ From a directory of documents recorded from a real kube-apiserver (README.md the
   message's fields (number, JSON name, type, and from the Go types in a Kubernetes
   tree, KUBE_TREE (default /tmp/kube), whether a field is a pointer, `omitempty`,
   `omitzero` or `inline`), and which message each apiVersion/kind is.
+
+With RUNTIME_CONFIG_DIR set (default /tmp/kb/rec): the documents of the group/versions
+kube serves only when `--runtime-config` turns them on, recorded from kube-apiserver
+v1.36 started with `--runtime-config=api/all=true` (`discovery/` and `openapi-v3/` of
+each such group/version; OpenAPI documents written as Go's reflection writes kube-openapi's
+structs are read too). Their discovery goes to
+crates/apimachinery/data/kube-v1.36/runtime-config/ (and, pretty, to
+testdata/kube-v1.36/runtime-config/discovery/), their OpenAPI documents into the same
+zlib stream (digests in testdata/kube-v1.36/runtime-config/openapi-v3-digests.json), the
+definitions they add to openapi_builtin.json (a definition the default documents have
+is kept as they have it), and their messages to protobuf.json, read from the
+`generated.proto` files of KUBE_TREE where protobuf-fields.json has none.
 """
 import collections
 import glob
@@ -36,6 +48,44 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SRC = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "..", "shared", "kube-v1.36")
 TEST_GROUP = "load.example.com"
 KUBE_TREE = os.environ.get("KUBE_TREE", "/tmp/kube")
+RUNTIME_CONFIG_DIR = os.environ.get("RUNTIME_CONFIG_DIR", "/tmp/kb/rec")
+
+# The wrappers Go's reflection writes around kube-openapi's fields (`SchemaProps`, ...):
+# their members belong to the object that holds them.
+GO_WRAPPERS = {
+    "ArbitraryKeys", "SchemaProps", "SwaggerSchemaProps", "OperationProps", "MediaTypeProps",
+    "VendorExtensible", "Extensions", "PathProps", "ParameterProps", "ResponseProps",
+    "RequestBodyProps", "HeaderProps", "ComponentsProps", "SecuritySchemeProps", "Refable",
+    "ExampleProps", "EncodingProps", "InfoProps", "ResponsesProps", "ItemsProps",
+}
+
+
+def unwrap_go(node):
+    if isinstance(node, list):
+        return [unwrap_go(x) for x in node]
+    if not isinstance(node, dict):
+        return node
+    out = {}
+    for key, value in node.items():
+        if key in GO_WRAPPERS:
+            if isinstance(value, dict):
+                out.update(unwrap_go(value))
+        elif not (key == "Ref" and isinstance(value, dict)):
+            out[key] = unwrap_go(value)
+    return out
+
+
+def runtime_config_documents(kind):
+    """{file name: document} of the recorded off-by-default group/versions."""
+    src = os.path.join(RUNTIME_CONFIG_DIR, kind)
+    if not os.path.isdir(src):
+        sys.exit(f"{src}: no recorded off-by-default documents (RUNTIME_CONFIG_DIR)")
+    out = {}
+    for name in sorted(os.listdir(src)):
+        if name.endswith(".json"):
+            with open(os.path.join(src, name)) as f:
+                out[name] = unwrap_go(json.load(f))
+    return out
 
 
 def v2_node(node):
@@ -97,6 +147,19 @@ def main():
             if key in defs and defs[key] != converted:
                 converted = merge_gvks(key, defs[key], converted)
             defs[key] = converted
+    rc_data = os.path.join(ROOT, "crates", "apimachinery", "data", "kube-v1.36", "runtime-config")
+    rc_tests = os.path.join(ROOT, "testdata", "kube-v1.36", "runtime-config", "discovery")
+    os.makedirs(rc_data, exist_ok=True)
+    os.makedirs(rc_tests, exist_ok=True)
+    for name, doc in runtime_config_documents("discovery").items():
+        with open(os.path.join(rc_data, name), "w") as f:
+            json.dump(doc, f, separators=(",", ":"), ensure_ascii=False)
+        with open(os.path.join(rc_tests, name), "w") as f:
+            json.dump(doc, f, indent=1, ensure_ascii=False)
+            f.write("\n")
+    for doc in runtime_config_documents("openapi-v3").values():
+        for key, schema in doc["components"]["schemas"].items():
+            defs.setdefault(key, v2_node(schema))
     out = os.path.join(ROOT, "crates", "apimachinery", "src", "openapi_builtin.json")
     with open(out, "w") as f:
         json.dump(dict(sorted(defs.items())), f, separators=(",", ":"), ensure_ascii=False)
@@ -149,9 +212,53 @@ def go_struct_fields(tree):
     return out
 
 
+PROTO_FIELD = re.compile(r"^\s*(optional|repeated)?\s*(map<[^>]*>|[\w.]+)\s+(\w+)\s*=\s*(\d+)\s*;")
+
+
+def proto_messages(tree, packages):
+    """{message: [field]} (protobuf-fields.json's form) of `packages`, read from the
+    `generated.proto` files of a Kubernetes tree."""
+    out = {}
+    staging = os.path.join(tree, "staging", "src", "k8s.io")
+    for proto in glob.glob(os.path.join(staging, "**", "generated.proto"), recursive=True):
+        with open(proto) as f:
+            text = f.read()
+        package = re.search(r"^package ([\w.]+);", text, re.M).group(1)
+        if package not in packages:
+            continue
+        current = None
+        for line in text.splitlines():
+            start = re.match(r"^message (\w+) \{", line)
+            if start:
+                current = out.setdefault(package + "." + start.group(1), [])
+                continue
+            if line.startswith("}"):
+                current = None
+                continue
+            field = PROTO_FIELD.match(line) if current is not None else None
+            if field:
+                label, ty, name, number = field.groups()
+                current.append({
+                    "label": label or "optional",
+                    "name": name,
+                    "number": int(number),
+                    "type": ty.replace(" ", ""),
+                })
+    return out
+
+
 def protobuf_table():
     with open(os.path.join(SRC, "protobuf-fields.json")) as f:
         messages = json.load(f)
+    rc_openapi = runtime_config_documents("openapi-v3")
+    packages = set()
+    for doc in rc_openapi.values():
+        for key in doc["components"]["schemas"]:
+            package = "k8s.io." + key[len("io.k8s."):].rsplit(".", 1)[0].replace("-", "_")
+            if not any(m.startswith(package + ".") for m in messages):
+                packages.add(package)
+    for name, fields in proto_messages(KUBE_TREE, packages).items():
+        messages.setdefault(name, fields)
     go = go_struct_fields(KUBE_TREE)
 
     def resolve(package, ty):
@@ -179,10 +286,13 @@ def protobuf_table():
             rows.append([fd["number"], json_name or fd["name"], ty, flags])
         table[name] = rows
     kinds = {}
+    documents = []
     for path in sorted(glob.glob(os.path.join(SRC, "openapi-v3", "*.json"))):
         with open(path) as f:
-            schemas = json.load(f)["components"]["schemas"]
-        for key, schema in schemas.items():
+            documents.append(json.load(f))
+    documents.extend(rc_openapi.values())
+    for doc in documents:
+        for key, schema in doc["components"]["schemas"].items():
             message = "k8s.io." + key[len("io.k8s."):].replace("-", "_")
             if message not in table:
                 continue
@@ -212,6 +322,13 @@ def openapi_documents():
         with open(path) as f:
             docs[name] = json.load(f)
     return docs
+
+
+def runtime_config_openapi_documents():
+    return {
+        name[: -len(".json")].replace("_", "/"): doc
+        for name, doc in runtime_config_documents("openapi-v3").items()
+    }
 
 
 def pooled(docs):
@@ -290,13 +407,21 @@ def openapi_v3():
     import zlib
 
     docs = openapi_documents()
+    rc_docs = runtime_config_openapi_documents()
+    docs.update(rc_docs)
     data = os.path.join(ROOT, "crates", "apimachinery", "data", "kube-v1.36", "openapi-v3.json.zlib")
     with open(data, "wb") as f:
         f.write(zlib.compress(canonical(pooled(docs)).encode(), 9))
     tests = os.path.join(ROOT, "testdata", "kube-v1.36", "openapi-v3")
     os.makedirs(tests, exist_ok=True)
     with open(os.path.join(tests, "digests.json"), "w") as f:
-        json.dump({k: openapi_digests(d) for k, d in docs.items()}, f, indent=1, sort_keys=True)
+        json.dump(
+            {k: openapi_digests(d) for k, d in docs.items() if k not in rc_docs},
+            f, indent=1, sort_keys=True,
+        )
+        f.write("\n")
+    with open(os.path.join(ROOT, "testdata", "kube-v1.36", "runtime-config", "openapi-v3-digests.json"), "w") as f:
+        json.dump({k: openapi_digests(d) for k, d in rc_docs.items()}, f, indent=1, sort_keys=True)
         f.write("\n")
 
 

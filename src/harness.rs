@@ -111,6 +111,20 @@ impl TestServerBuilder {
         self
     }
 
+    /// kube-apiserver's `--runtime-config` (`"api/all=true"`,
+    /// `"networking.k8s.io/v1beta1=true"`, `"batch/v1/cronjobs=false"`): the built-in
+    /// group/versions and resources served beyond or instead of kube's defaults. What
+    /// kube refuses is refused with kube's message.
+    pub fn runtime_config(
+        mut self,
+        values: &[&str],
+    ) -> Result<Self, apimachinery::runtime_config::RuntimeConfigError> {
+        let values: Vec<String> = values.iter().map(|v| v.to_string()).collect();
+        self.config.runtime_config =
+            apimachinery::runtime_config::RuntimeConfig::from_flags(&values)?;
+        Ok(self)
+    }
+
     /// Key prefix in storage (kube's `--etcd-prefix`; default `/registry`).
     pub fn etcd_prefix(mut self, prefix: &str) -> Self {
         self.config.etcd_prefix = prefix.to_string();

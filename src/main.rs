@@ -275,16 +275,9 @@ async fn main() {
             Ok(config) => config,
             Err(e) => fail(&e.to_string()),
         };
-    let unapplied =
-        runtime_config.unapplied(&crd_apiserver::registry::builtin::served_group_versions());
-    if !unapplied.is_empty() {
-        tracing::warn!(
-            "--runtime-config accepted, but this server serves kube v1.36's default group/versions whatever it says; not applied: {}",
-            unapplied.join(", ")
-        );
-    }
     let config = Config {
         allow_privileged: flags.allow_privileged,
+        runtime_config,
         advertise_address: flags.advertise_address,
         max_requests_inflight: usize::try_from(flags.max_requests_inflight)
             .unwrap_or_else(|_| fail("--max-requests-inflight can not be negative value")),

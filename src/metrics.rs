@@ -10,7 +10,6 @@ use crate::apiserver::ApiServer;
 use crate::goformat::go_float_v;
 use crate::http::request_info::{self, RequestInfo};
 use crate::http::response::Body;
-use crate::registry::builtin;
 use crate::storage::{
     KeyValue, ListOptions, ListResult, Revision, Storage, StorageError, WatchStream,
 };
@@ -534,7 +533,10 @@ impl RequestLabels {
             .unwrap_or("")
             .to_owned();
         let (recorded, component, subresource) = if info.is_resource_request {
-            let served = builtin::lookup(&info.group, &info.version, &info.resource).is_some()
+            let served = api
+                .options
+                .served
+                .serves(&info.group, &info.version, &info.resource)
                 || api
                     .catalog
                     .lookup(&info.group, &info.resource)
@@ -881,8 +883,10 @@ impl Storage for MeteredStorage {
 /// Stored objects per group-resource (`-1` when counting failed), sorted.
 async fn object_counts(api: &ApiServer, storage: &dyn Storage) -> Vec<(String, String, i64)> {
     let prefix = api.options.prefix.trim_end_matches('/');
-    let mut roots: Vec<(String, String, String)> = builtin::resources()
-        .iter()
+    let mut roots: Vec<(String, String, String)> = api
+        .options
+        .served
+        .resources()
         .map(|r| {
             (
                 r.group.to_owned(),

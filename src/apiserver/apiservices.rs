@@ -38,7 +38,7 @@ impl ApiServer {
     /// The APIServices this server wants by name: its built-in group-versions', then
     /// (taking precedence, as kube's controllers add them later) its CRDs' served versions'.
     fn desired_api_services(&self) -> BTreeMap<String, Value> {
-        let served = std::iter::once(("", "v1")).chain(crate::registry::builtin::served_groups());
+        let served = std::iter::once(("", "v1")).chain(self.options.served.group_versions());
         let mut desired: BTreeMap<String, Value> = apiservice::built_in(served)
             .into_iter()
             .map(|s| (object::name(&s).to_string(), s))

@@ -49,6 +49,8 @@ pub struct ApiOptions {
     pub admission_plugins: apimachinery::admission_plugins::Enabled,
     /// `--allow-privileged`: whether pod specs may ask for privileged containers.
     pub allow_privileged: bool,
+    /// The built-in resources served (kube's defaults changed by `--runtime-config`).
+    pub served: crate::registry::builtin::Served,
 }
 
 /// Shared state of one API server.
@@ -243,7 +245,8 @@ impl ApiServer {
             crate::rest::rbac::EscalationCheck::new(api.authorizer.clone(), api.rbac.clone())
         });
         // Every other stored kind is served from its schema.
-        for r in crate::registry::builtin::resources() {
+        let served = api.options.served.clone();
+        for r in served.resources() {
             if !r.is_stored() || api.builtin(r.group, r.version, r.resource).is_some() {
                 continue;
             }
@@ -628,6 +631,7 @@ impl ApiServer {
 
     /// Serve a built-in kind; its resource must be in `registry::builtin::resources()`
     /// (where discovery and OpenAPI come from), else it is not served and a warning logged.
+    /// A resource `--runtime-config` turned off is not served.
     pub fn register_builtin(&self, kind: Arc<dyn ResourceKind>) {
         let d = kind.descriptor();
         let Some(entry) = crate::registry::builtin::lookup(&d.gr.group, &d.version, &d.gr.resource)
@@ -635,6 +639,13 @@ impl ApiServer {
             tracing::warn!(resource = %d.gr, "built-in kind missing from registry::builtin::resources(); not served");
             return;
         };
+        if !self
+            .options
+            .served
+            .serves(entry.group, entry.version, entry.resource)
+        {
+            return;
+        }
         if let Ok(mut map) = self.builtins.write() {
             map.insert((entry.group, entry.version, entry.resource), kind);
         }

@@ -92,6 +92,7 @@ pub async fn non_resource(
 ) -> Result<Response<Body>, Status> {
     let parts: Vec<&str> = req.info.parts.iter().map(String::as_str).collect();
     let crds = api.catalog.infos();
+    let served = &api.options.served;
     // go-restful's 404 below `/api` and the built-in groups, the NotFound handler's
     // plain text elsewhere (CRD groups have no web service of their own).
     let not_found = || match parts.as_slice() {
@@ -110,22 +111,22 @@ pub async fn non_resource(
         ["openapi", ..] => return super::openapi::serve(api, req, &parts[1..]),
         ["api"] => match req.output {
             Output::AggregatedDiscovery(v) => {
-                return Ok(aggregated(discovery::aggregated_core(), v))
+                return Ok(aggregated(discovery::aggregated_core(served), v))
             }
             _ => discovery::api_versions(&api.options.advertise_address),
         },
-        ["api", "v1"] => discovery::core_v1_resources(),
+        ["api", "v1"] => discovery::core_v1_resources(served),
         ["apis"] => match req.output {
             Output::AggregatedDiscovery(v) => {
-                return Ok(aggregated(discovery::aggregated_apis(&crds), v))
+                return Ok(aggregated(discovery::aggregated_apis(served, &crds), v))
             }
-            _ => discovery::api_group_list(&crds),
+            _ => discovery::api_group_list(served, &crds),
         },
-        ["apis", group] => discovery::api_group(group, &crds).ok_or_else(not_found)?,
+        ["apis", group] => discovery::api_group(served, group, &crds).ok_or_else(not_found)?,
         ["apis", group, version] => {
-            discovery::api_resource_list(group, version, &crds).ok_or_else(not_found)?
+            discovery::api_resource_list(served, group, version, &crds).ok_or_else(not_found)?
         }
-        [] => json!({"paths": root_paths(&crds)}),
+        [] => json!({"paths": root_paths(served, &crds)}),
         _ => return Err(not_found()),
     };
     let output = match req.output {
@@ -156,7 +157,10 @@ fn aggregated(mut doc: Value, v: DiscoveryVersion) -> Response<Body> {
     resp
 }
 
-fn root_paths(crds: &[crate::registry::crd::CrdInfo]) -> Vec<String> {
+fn root_paths(
+    served: &crate::registry::builtin::Served,
+    crds: &[crate::registry::crd::CrdInfo],
+) -> Vec<String> {
     let mut paths = vec![
         "/api".to_string(),
         "/api/v1".to_string(),
@@ -168,7 +172,7 @@ fn root_paths(crds: &[crate::registry::crd::CrdInfo]) -> Vec<String> {
         "/readyz".to_string(),
         "/version".to_string(),
     ];
-    for (group, version) in crate::registry::builtin::served_groups() {
+    for (group, version) in served.group_versions() {
         paths.push(format!("/apis/{group}"));
         paths.push(format!("/apis/{group}/{version}"));
     }

@@ -174,7 +174,7 @@ pub fn serve(
             let Some(form) = negotiate(accept, &served) else {
                 return not_acceptable();
             };
-            let doc = openapi::openapi_v2(&crds);
+            let doc = openapi::openapi_v2(&api.options.served, &crds);
             let json = json_bytes(&doc)?;
             let hash = openapi::hash(&json);
             let (content_type, body) = match form {
@@ -184,13 +184,13 @@ pub fn serve(
             document(req, &hash, content_type, body, Caching::NoCache)
         }
         ["v3"] => {
-            let json = json_bytes(&openapi::openapi_v3_index(&crds))?;
+            let json = json_bytes(&openapi::openapi_v3_index(&api.options.served, &crds))?;
             let hash = openapi::hash(&json);
             document(req, &hash, "application/json", json, Caching::NoCache)
         }
         ["v3", rest @ ..] => {
             let gv = rest.join("/");
-            let Some(doc) = openapi::openapi_v3_path(&gv, &crds) else {
+            let Some(doc) = openapi::openapi_v3_path(&api.options.served, &gv, &crds) else {
                 return bare(StatusCode::NOT_FOUND);
             };
             if negotiate(accept, &[("json", Form::Json)]).is_none() {

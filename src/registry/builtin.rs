@@ -9,14 +9,22 @@
 //! not the resource name) and [`GENERATION`] (the kinds whose strategy keeps
 //! `metadata.generation`). Each resource's `ResourceKind` is registered in
 //! `ApiServer::start`: a hand strategy where one exists, else the schema strategy.
+//!
+//! The table also holds the group/versions kube serves only when `--runtime-config`
+//! turns them on (`kube_discovery::RUNTIME_CONFIG_VERSIONS`); which entries one server
+//! serves is its [`Served`] set, and everything a client sees (routes, discovery,
+//! OpenAPI, APIServices) asks that set. A resource served in several versions is
+//! stored in one, its `storage_version` (the version its `storageVersionHash` names),
+//! and converted on the way in and out.
 
 use crate::status::GroupResource;
 use crate::write::Descriptor;
 use apimachinery::kube_discovery;
+use apimachinery::runtime_config::RuntimeConfig;
 use serde::Deserialize;
 use serde_json::Value;
 use std::collections::HashMap;
-use std::sync::LazyLock;
+use std::sync::{Arc, LazyLock};
 
 /// One subresource of a built-in resource.
 #[derive(Debug)]
@@ -69,6 +77,11 @@ pub struct BuiltinResource {
     pub definition: String,
     /// Whether kube maintains `metadata.generation` for this kind.
     pub generation: bool,
+    /// Whether kube serves it without `--runtime-config` saying so.
+    pub by_default: bool,
+    /// The version its objects are stored in (its own unless another version of the
+    /// same resource is kube's storage version).
+    pub storage_version: &'static str,
 }
 
 impl BuiltinResource {
@@ -247,11 +260,14 @@ struct RecordedList<'a> {
     resources: Vec<RecordedResource<'a>>,
 }
 
-/// The built-in groups and their versions (preferred first), in `/apis` order.
+/// The built-in groups and their versions (preferred first), in `/apis` order: kube's
+/// recorded order, the group/versions `--runtime-config` may add placed by kube's
+/// APIService priorities (a group by its `groupPriorityMinimum`, a version by its
+/// `versionPriority`).
 static GROUP_TABLE: LazyLock<Vec<(&'static str, Vec<&'static str>)>> = LazyLock::new(|| {
     let doc: Value = serde_json::from_str(kube_discovery::AGGREGATED_APIS).unwrap_or(Value::Null);
     let items = doc.get("items").and_then(Value::as_array);
-    let mut out = Vec::new();
+    let mut out: Vec<(&'static str, Vec<&'static str>)> = Vec::new();
     for item in items.into_iter().flatten() {
         let Some(name) = item.pointer("/metadata/name").and_then(Value::as_str) else {
             continue;
@@ -271,6 +287,26 @@ static GROUP_TABLE: LazyLock<Vec<(&'static str, Vec<&'static str>)>> = LazyLock:
             out.push((*group, versions));
         }
     }
+    let priority = |g: &str, v: &str| apimachinery::apiservice::priority(g, v).unwrap_or((0, 0));
+    for (group, version, _) in kube_discovery::RUNTIME_CONFIG_VERSIONS {
+        match out.iter_mut().find(|(g, _)| g == group) {
+            Some((_, versions)) => {
+                versions.push(version);
+                versions.sort_by_key(|v| std::cmp::Reverse(priority(group, v).1));
+            }
+            None => {
+                let at = out
+                    .iter()
+                    .position(|(g, vs)| {
+                        let first = vs.first().copied().unwrap_or_default();
+                        apimachinery::apiservice::priority(g, first)
+                            .is_some_and(|p| p.0 < priority(group, version).0)
+                    })
+                    .unwrap_or(out.len());
+                out.insert(at, (group, vec![version]));
+            }
+        }
+    }
     out
 });
 
@@ -278,6 +314,7 @@ static GROUP_TABLE: LazyLock<Vec<(&'static str, Vec<&'static str>)>> = LazyLock:
 fn recorded_version(group: &str, version: &str) -> Option<&'static str> {
     kube_discovery::GROUP_VERSIONS
         .iter()
+        .chain(kube_discovery::RUNTIME_CONFIG_VERSIONS)
         .find(|(g, v, _)| *g == group && *v == version)
         .map(|(_, v, _)| *v)
 }
@@ -303,9 +340,8 @@ fn definitions_by_gvk() -> HashMap<(String, String, String), String> {
 
 /// The resources of one recorded `APIResourceList`.
 fn read_list(
-    group: &'static str,
-    version: &'static str,
-    json: &'static str,
+    (group, version, json): (&'static str, &'static str, &'static str),
+    by_default: bool,
     defs: &HashMap<(String, String, String), String>,
     out: &mut Vec<BuiltinResource>,
 ) {
@@ -360,17 +396,40 @@ fn read_list(
                 .cloned()
                 .unwrap_or_default(),
             generation: GENERATION.contains(&gr),
+            by_default,
+            storage_version: version,
         });
+    }
+}
+
+/// Point every resource served in several versions at the one kube stores it in: the
+/// version whose `storageVersionHash` its discovery entries carry.
+fn set_storage_versions(table: &mut [BuiltinResource]) {
+    let mut stored: HashMap<(&str, &str), &'static str> = HashMap::new();
+    for r in table.iter() {
+        let hash = crate::registry::discovery::storage_version_hash(r.group, r.version, r.kind);
+        if r.storage_version_hash == Some(hash.as_str()) {
+            stored.insert((r.group, r.resource), r.version);
+        }
+    }
+    for r in table.iter_mut() {
+        if let Some(version) = stored.get(&(r.group, r.resource)) {
+            r.storage_version = version;
+        }
     }
 }
 
 static TABLE: LazyLock<Vec<BuiltinResource>> = LazyLock::new(|| {
     let defs = definitions_by_gvk();
     let mut out = Vec::new();
-    read_list("", "v1", kube_discovery::CORE_V1, &defs, &mut out);
-    for (group, version, json) in kube_discovery::GROUP_VERSIONS {
-        read_list(group, version, json, &defs, &mut out);
+    read_list(("", "v1", kube_discovery::CORE_V1), true, &defs, &mut out);
+    for gv in kube_discovery::GROUP_VERSIONS {
+        read_list(*gv, true, &defs, &mut out);
     }
+    for gv in kube_discovery::RUNTIME_CONFIG_VERSIONS {
+        read_list(*gv, false, &defs, &mut out);
+    }
+    set_storage_versions(&mut out);
     out
 });
 
@@ -431,29 +490,89 @@ pub fn is_builtin_group(group: &str) -> bool {
     group.is_empty() || groups().iter().any(|(g, _)| *g == group)
 }
 
-/// The resources of one group-version, sorted by name as kube's discovery lists them.
-pub fn resources_of(group: &str, version: &str) -> Vec<&'static BuiltinResource> {
-    let mut out: Vec<&BuiltinResource> = resources()
-        .iter()
-        .filter(|r| r.group == group && r.version == version)
-        .collect();
-    out.sort_by_key(|r| r.resource);
-    out
+/// Which entries of [`resources`] one server serves: kube's defaults, changed by its
+/// `--runtime-config` (group/versions and single resources switched on or off).
+#[derive(Clone, Debug)]
+pub struct Served(Arc<Vec<bool>>);
+
+impl Default for Served {
+    fn default() -> Served {
+        Served::kube_default()
+    }
 }
 
-/// The non-core group-versions that serve at least one resource, in `/apis` order
-/// (within a group, the preferred version first).
-pub fn served_groups() -> Vec<(&'static str, &'static str)> {
-    groups()
-        .iter()
-        .flat_map(|(g, vs)| vs.iter().map(move |v| (*g, *v)))
-        .filter(|(g, v)| !resources_of(g, v).is_empty())
-        .collect()
-}
+impl Served {
+    /// What kube-apiserver serves with no `--runtime-config`.
+    pub fn kube_default() -> Served {
+        Served::new(&RuntimeConfig::default())
+    }
 
-/// Every built-in group-version served, the core `v1` first.
-pub fn served_group_versions() -> Vec<(&'static str, &'static str)> {
-    std::iter::once(("", "v1")).chain(served_groups()).collect()
+    /// What kube-apiserver serves with `config`.
+    pub fn new(config: &RuntimeConfig) -> Served {
+        let on = resources()
+            .iter()
+            .map(|r| config.resource_enabled(r.group, r.version, r.resource, r.by_default))
+            .collect();
+        Served(Arc::new(on))
+    }
+
+    /// Every built-in resource served, in [`resources`] order.
+    pub fn resources(&self) -> impl Iterator<Item = &'static BuiltinResource> + '_ {
+        resources()
+            .iter()
+            .zip(self.0.iter())
+            .filter(|(_, on)| **on)
+            .map(|(r, _)| r)
+    }
+
+    /// Whether `group/version/resource` is served.
+    pub fn serves(&self, group: &str, version: &str, resource: &str) -> bool {
+        self.resources()
+            .any(|r| r.group == group && r.version == version && r.resource == resource)
+    }
+
+    /// The resources served of one group-version, sorted by name as kube's discovery
+    /// lists them.
+    pub fn resources_of(&self, group: &str, version: &str) -> Vec<&'static BuiltinResource> {
+        let mut out: Vec<&BuiltinResource> = self
+            .resources()
+            .filter(|r| r.group == group && r.version == version)
+            .collect();
+        out.sort_by_key(|r| r.resource);
+        out
+    }
+
+    /// The non-core groups served with the versions served of each (preferred first),
+    /// in `/apis` order.
+    pub fn groups(&self) -> Vec<(&'static str, Vec<&'static str>)> {
+        groups()
+            .iter()
+            .map(|(g, vs)| {
+                let versions: Vec<&'static str> = vs
+                    .iter()
+                    .copied()
+                    .filter(|v| self.resources().any(|r| r.group == *g && r.version == *v))
+                    .collect();
+                (*g, versions)
+            })
+            .filter(|(_, vs)| !vs.is_empty())
+            .collect()
+    }
+
+    /// The non-core group-versions served, in `/apis` order (within a group, the
+    /// preferred version first).
+    pub fn group_versions(&self) -> Vec<(&'static str, &'static str)> {
+        self.groups()
+            .into_iter()
+            .flat_map(|(g, vs)| vs.into_iter().map(move |v| (g, v)))
+            .collect()
+    }
+
+    /// Whether `group/version` serves a resource (the core `v1` included).
+    pub fn serves_version(&self, group: &str, version: &str) -> bool {
+        self.resources()
+            .any(|r| r.group == group && r.version == version)
+    }
 }
 
 /// kube's deprecation warning of a built-in resource version still served (its
@@ -476,12 +595,71 @@ mod tests {
     fn every_resource_belongs_to_a_listed_group() {
         for r in resources() {
             assert!(
-                r.group.is_empty() || served_groups().contains(&(r.group, r.version)),
+                r.group.is_empty()
+                    || groups()
+                        .iter()
+                        .any(|(g, vs)| *g == r.group && vs.contains(&r.version)),
                 "{} has an unlisted group {}",
                 r.resource,
                 r.group
             );
         }
+    }
+
+    #[test]
+    fn runtime_config_switches_versions_and_resources() {
+        let served = |flags: &[&str]| {
+            let flags: Vec<String> = flags.iter().map(|f| f.to_string()).collect();
+            Served::new(&RuntimeConfig::from_flags(&flags).expect("valid"))
+        };
+        let default = Served::kube_default();
+        assert!(default.serves("networking.k8s.io", "v1", "ipaddresses"));
+        assert!(!default.serves("networking.k8s.io", "v1beta1", "ipaddresses"));
+        assert!(!default
+            .group_versions()
+            .contains(&("resource.k8s.io", "v1beta2")));
+        let beta = served(&["networking.k8s.io/v1beta1=true"]);
+        assert!(beta.serves("networking.k8s.io", "v1beta1", "servicecidrs"));
+        assert!(!beta.serves("storage.k8s.io", "v1beta1", "volumeattributesclasses"));
+        let all = served(&["api/all=true"]);
+        let resource = all
+            .groups()
+            .into_iter()
+            .find(|(g, _)| *g == "resource.k8s.io")
+            .map(|(_, vs)| vs);
+        assert_eq!(resource, Some(vec!["v1", "v1beta2", "v1beta1", "v1alpha3"]));
+        let names: Vec<&str> = all.groups().iter().map(|(g, _)| *g).collect();
+        let pos = |g: &str| names.iter().position(|n| *n == g).expect("listed");
+        assert!(pos("flowcontrol.apiserver.k8s.io") < pos("internal.apiserver.k8s.io"));
+        let no_deploy = served(&["apps/v1/deployments=false"]);
+        assert!(!no_deploy.serves("apps", "v1", "deployments"));
+        assert!(no_deploy.serves("apps", "v1", "replicasets"));
+    }
+
+    #[test]
+    fn a_resource_in_several_versions_is_stored_in_kubes_storage_version() {
+        let version = |g: &str, v: &str, r: &str| lookup(g, v, r).map(|r| r.storage_version);
+        assert_eq!(
+            version("autoscaling", "v1", "horizontalpodautoscalers"),
+            Some("v2")
+        );
+        assert_eq!(
+            version("networking.k8s.io", "v1beta1", "ipaddresses"),
+            Some("v1")
+        );
+        assert_eq!(
+            version("resource.k8s.io", "v1beta1", "resourceclaims"),
+            Some("v1")
+        );
+        assert_eq!(
+            version("coordination.k8s.io", "v1alpha2", "leasecandidates"),
+            Some("v1beta1")
+        );
+        assert_eq!(
+            version("resource.k8s.io", "v1beta2", "devicetaintrules"),
+            Some("v1alpha3")
+        );
+        assert_eq!(version("apps", "v1", "deployments"), Some("v1"));
     }
 
     #[test]
@@ -562,7 +740,11 @@ mod tests {
 
     #[test]
     fn groups_are_listed_in_kubes_priority_order() {
-        let names: Vec<&str> = groups().iter().map(|(g, _)| *g).collect();
+        let names: Vec<&str> = Served::kube_default()
+            .groups()
+            .iter()
+            .map(|(g, _)| *g)
+            .collect();
         assert_eq!(names.first(), Some(&"apiregistration.k8s.io"));
         assert_eq!(names.last(), Some(&"flowcontrol.apiserver.k8s.io"));
         let pos = |g: &str| names.iter().position(|n| *n == g).expect("listed");

@@ -10,7 +10,7 @@
 //!   legacy documents.
 //! - Only CRDs that are `Established` belong in the `crds` slices.
 
-use crate::registry::builtin::{self, BuiltinResource};
+use crate::registry::builtin::{self, BuiltinResource, Served};
 use crate::registry::crd::{compare_kube_aware_versions, CrdInfo};
 use base64::Engine;
 use serde_json::{json, Map, Value};
@@ -127,16 +127,18 @@ fn aggregated(r: &BuiltinResource) -> Value {
 }
 
 /// The legacy resource list entries of a built-in group-version.
-fn builtin_legacy(group: &str, version: &str) -> Vec<Value> {
-    builtin::resources_of(group, version)
+fn builtin_legacy(served: &Served, group: &str, version: &str) -> Vec<Value> {
+    served
+        .resources_of(group, version)
         .into_iter()
         .flat_map(legacy)
         .collect()
 }
 
 /// The aggregated discovery of a built-in group-version.
-fn builtin_version_discovery(group: &str, version: &str) -> Value {
-    let resources = builtin::resources_of(group, version)
+fn builtin_version_discovery(served: &Served, group: &str, version: &str) -> Value {
+    let resources = served
+        .resources_of(group, version)
         .into_iter()
         .map(aggregated)
         .collect();
@@ -144,11 +146,11 @@ fn builtin_version_discovery(group: &str, version: &str) -> Value {
 }
 
 /// `GET /api/v1`: the core resources this server serves.
-pub fn core_v1_resources() -> Value {
+pub fn core_v1_resources(served: &Served) -> Value {
     json!({
         "kind": "APIResourceList",
         "groupVersion": "v1",
-        "resources": builtin_legacy("", "v1"),
+        "resources": builtin_legacy(served, "", "v1"),
     })
 }
 
@@ -186,24 +188,17 @@ fn api_group_json(name: &str, versions: &[String]) -> Value {
 }
 
 /// The built-in groups with the versions they serve (preferred first), in `/apis` order.
-fn builtin_group_versions() -> Vec<(&'static str, Vec<String>)> {
-    builtin::groups()
-        .iter()
-        .map(|(g, vs)| {
-            let served = vs
-                .iter()
-                .filter(|v| !builtin::resources_of(g, v).is_empty())
-                .map(|v| v.to_string())
-                .collect::<Vec<_>>();
-            (*g, served)
-        })
-        .filter(|(_, vs)| !vs.is_empty())
+fn builtin_group_versions(served: &Served) -> Vec<(&'static str, Vec<String>)> {
+    served
+        .groups()
+        .into_iter()
+        .map(|(g, vs)| (g, vs.iter().map(|v| v.to_string()).collect()))
         .collect()
 }
 
 /// The built-in groups' `APIGroup` entries, in `/apis` order.
-fn builtin_groups() -> Vec<Value> {
-    builtin_group_versions()
+fn builtin_groups(served: &Served) -> Vec<Value> {
+    builtin_group_versions(served)
         .into_iter()
         .map(|(g, vs)| api_group_json(g, &vs))
         .collect()
@@ -212,7 +207,7 @@ fn builtin_groups() -> Vec<Value> {
 /// `GET /apis`: `admissionregistration.k8s.io` and `apiextensions.k8s.io` first, then the CRD groups in the order kube's
 /// aggregator lists equal-priority groups (by the name `<version>.<group>` of their
 /// APIServices).
-pub fn api_group_list(crds: &[CrdInfo]) -> Value {
+pub fn api_group_list(served: &Served, crds: &[CrdInfo]) -> Value {
     let mut groups: Vec<(String, Vec<String>)> = crd_groups(crds)
         .into_iter()
         .filter(|(g, _)| !builtin::is_builtin_group(g))
@@ -224,14 +219,14 @@ pub fn api_group_list(crds: &[CrdInfo]) -> Value {
             .unwrap_or_default()
     };
     groups.sort_by_key(service_name);
-    let mut items = builtin_groups();
+    let mut items = builtin_groups(served);
     items.extend(groups.iter().map(|(g, vs)| api_group_json(g, vs)));
     json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": items})
 }
 
 /// `GET /apis/{group}`; `None` (404) for an unknown group.
-pub fn api_group(group: &str, crds: &[CrdInfo]) -> Option<Value> {
-    let builtin_versions = builtin_group_versions()
+pub fn api_group(served: &Served, group: &str, crds: &[CrdInfo]) -> Option<Value> {
+    let builtin_versions = builtin_group_versions(served)
         .into_iter()
         .find(|(g, _)| *g == group);
     let mut doc = if let Some((g, vs)) = builtin_versions {
@@ -267,9 +262,14 @@ fn served_in<'a>(group: &str, version: &str, crds: &'a [CrdInfo]) -> Vec<&'a Crd
 }
 
 /// `GET /apis/{group}/{version}`; `None` (404) when nothing is served there.
-pub fn api_resource_list(group: &str, version: &str, crds: &[CrdInfo]) -> Option<Value> {
+pub fn api_resource_list(
+    served: &Served,
+    group: &str,
+    version: &str,
+    crds: &[CrdInfo],
+) -> Option<Value> {
     let resources = if builtin::is_builtin_group(group) {
-        let resources = builtin_legacy(group, version);
+        let resources = builtin_legacy(served, group, version);
         if resources.is_empty() {
             return None;
         }
@@ -357,20 +357,23 @@ fn version_discovery(version: &str, resources: Vec<Value>) -> Value {
 }
 
 /// Aggregated discovery for `GET /api`.
-pub fn aggregated_core() -> Value {
+pub fn aggregated_core(served: &Served) -> Value {
     discovery_list(vec![group_discovery(
         "",
-        vec![builtin_version_discovery("", "v1")],
+        vec![builtin_version_discovery(served, "", "v1")],
     )])
 }
 
 /// Aggregated discovery for `GET /apis`: `admissionregistration.k8s.io` and
 /// `apiextensions.k8s.io` (the higher group priorities), then the CRD groups alphabetically, versions by kube's version priority.
-pub fn aggregated_apis(crds: &[CrdInfo]) -> Value {
-    let mut items: Vec<Value> = builtin_group_versions()
+pub fn aggregated_apis(served: &Served, crds: &[CrdInfo]) -> Value {
+    let mut items: Vec<Value> = builtin_group_versions(served)
         .into_iter()
         .map(|(g, vs)| {
-            let versions = vs.iter().map(|v| builtin_version_discovery(g, v)).collect();
+            let versions = vs
+                .iter()
+                .map(|v| builtin_version_discovery(served, g, v))
+                .collect();
             group_discovery(g, versions)
         })
         .collect();
@@ -435,7 +438,10 @@ mod tests {
 
     /// The built-in groups, which `/apis` lists before any CRD group.
     fn builtin_group_names() -> Vec<&'static str> {
-        builtin_group_versions().iter().map(|(g, _)| *g).collect()
+        builtin_group_versions(&Served::kube_default())
+            .iter()
+            .map(|(g, _)| *g)
+            .collect()
     }
 
     fn info(group: &str, plural: &str, kind: &str, versions: &[(&str, bool, bool)]) -> CrdInfo {
@@ -471,7 +477,7 @@ mod tests {
     fn storage_version_hash_matches_kube() {
         // The value every kube-apiserver publishes for namespaces.
         assert_eq!(storage_version_hash("", "v1", "Namespace"), "Q3oi5N2YM8M=");
-        let core = core_v1_resources();
+        let core = core_v1_resources(&Served::kube_default());
         let ns = core["resources"]
             .as_array()
             .unwrap()
@@ -492,7 +498,7 @@ mod tests {
 
     #[test]
     fn core_v1_lists_namespaces_and_subresources() {
-        let doc = core_v1_resources();
+        let doc = core_v1_resources(&Served::kube_default());
         assert_eq!(doc["kind"], "APIResourceList");
         assert_eq!(doc["groupVersion"], "v1");
         let names: Vec<&str> = doc["resources"]
@@ -521,7 +527,13 @@ mod tests {
 
     #[test]
     fn crd_resource_list_matches_kube_shape() {
-        let doc = api_resource_list("crud.example.com", "v1", &[widgets()]).expect("served");
+        let doc = api_resource_list(
+            &Served::kube_default(),
+            "crud.example.com",
+            "v1",
+            &[widgets()],
+        )
+        .expect("served");
         assert_eq!(
             doc,
             json!({
@@ -536,13 +548,26 @@ mod tests {
                 ]
             })
         );
-        assert!(api_resource_list("crud.example.com", "v2", &[widgets()]).is_none());
-        assert!(api_resource_list("nope.example.com", "v1", &[widgets()]).is_none());
+        assert!(api_resource_list(
+            &Served::kube_default(),
+            "crud.example.com",
+            "v2",
+            &[widgets()]
+        )
+        .is_none());
+        assert!(api_resource_list(
+            &Served::kube_default(),
+            "nope.example.com",
+            "v1",
+            &[widgets()]
+        )
+        .is_none());
     }
 
     #[test]
     fn apiextensions_resource_list() {
-        let doc = api_resource_list(APIEXTENSIONS_GROUP, "v1", &[]).expect("built in");
+        let doc = api_resource_list(&Served::kube_default(), APIEXTENSIONS_GROUP, "v1", &[])
+            .expect("built in");
         assert_eq!(doc["resources"][0]["name"], "customresourcedefinitions");
         assert_eq!(doc["resources"][0]["shortNames"], json!(["crd", "crds"]));
         assert_eq!(doc["resources"][0]["categories"], json!(["api-extensions"]));
@@ -550,7 +575,10 @@ mod tests {
             doc["resources"][1]["name"],
             "customresourcedefinitions/status"
         );
-        assert!(api_resource_list(APIEXTENSIONS_GROUP, "v1beta1", &[]).is_none());
+        assert!(
+            api_resource_list(&Served::kube_default(), APIEXTENSIONS_GROUP, "v1beta1", &[])
+                .is_none()
+        );
     }
 
     #[test]
@@ -571,7 +599,7 @@ mod tests {
                 ("v0", false, false),
             ],
         );
-        let group = api_group("multi.example.com", &[crd]).expect("group");
+        let group = api_group(&Served::kube_default(), "multi.example.com", &[crd]).expect("group");
         let versions: Vec<&str> = group["versions"]
             .as_array()
             .unwrap()
@@ -606,7 +634,7 @@ mod tests {
             info("a.example.com", "as", "A", &[("v1beta1", true, true)]),
             widgets(),
         ];
-        let doc = api_group_list(&crds);
+        let doc = api_group_list(&Served::kube_default(), &crds);
         let names: Vec<&str> = doc["groups"]
             .as_array()
             .unwrap()
@@ -636,16 +664,19 @@ mod tests {
             "H",
             &[("v1", false, true)],
         )];
-        assert!(api_group("hidden.example.com", &crds).is_none());
+        assert!(api_group(&Served::kube_default(), "hidden.example.com", &crds).is_none());
         assert_eq!(
-            api_group_list(&crds)["groups"].as_array().unwrap().len(),
+            api_group_list(&Served::kube_default(), &crds)["groups"]
+                .as_array()
+                .unwrap()
+                .len(),
             builtin_group_names().len()
         );
     }
 
     #[test]
     fn aggregated_discovery_shapes() {
-        let core = aggregated_core();
+        let core = aggregated_core(&Served::kube_default());
         assert_eq!(core["kind"], "APIGroupDiscoveryList");
         assert_eq!(core["apiVersion"], "apidiscovery.k8s.io/v2");
         let ns = core["items"][0]["versions"][0]["resources"]
@@ -661,7 +692,7 @@ mod tests {
         );
         assert_eq!(core["items"][0]["versions"][0]["freshness"], "Current");
 
-        let apis = aggregated_apis(&[widgets()]);
+        let apis = aggregated_apis(&Served::kube_default(), &[widgets()]);
         let builtins = builtin_group_names();
         for (i, name) in builtins.iter().enumerate() {
             assert_eq!(apis["items"][i]["metadata"]["name"], *name);
@@ -688,7 +719,8 @@ mod tests {
     fn terminating_crds_lose_write_verbs() {
         let mut w = widgets();
         w.terminating = true;
-        let doc = api_resource_list("crud.example.com", "v1", &[w]).expect("served");
+        let doc = api_resource_list(&Served::kube_default(), "crud.example.com", "v1", &[w])
+            .expect("served");
         assert_eq!(
             doc["resources"][0]["verbs"],
             json!(["delete", "deletecollection", "get", "list", "watch"])

@@ -1104,14 +1104,14 @@ fn security_definitions() -> Value {
 
 /// `GET /openapi/v2`: one Swagger 2.0 document with namespaces, CRDs and every served
 /// CR version.
-pub fn openapi_v2(crds: &[CrdInfo]) -> Value {
+pub fn openapi_v2(served: &builtin::Served, crds: &[CrdInfo]) -> Value {
     let mut paths = Map::new();
     let mut definitions = Map::new();
     let mut add = |p: Published| {
         paths.extend(p.paths);
         definitions.extend(p.schemas);
     };
-    for r in builtin::resources() {
+    for r in served.resources() {
         add(publish_builtin(&Resource::builtin(r), Flavor::V2));
     }
     for (group, version) in custom_group_versions(crds).into_keys() {
@@ -1166,7 +1166,7 @@ fn builtin_v3() -> &'static BTreeMap<String, Served> {
 
 /// `GET /openapi/v3/{gv}` where `gv` is `api/v1` or `apis/{group}/{version}`; `None`
 /// (404) when nothing is served there.
-pub fn openapi_v3_path(gv: &str, crds: &[CrdInfo]) -> Option<Served> {
+pub fn openapi_v3_path(served: &builtin::Served, gv: &str, crds: &[CrdInfo]) -> Option<Served> {
     if gv == "api/v1" {
         return builtin_v3().get(gv).cloned();
     }
@@ -1176,6 +1176,9 @@ pub fn openapi_v3_path(gv: &str, crds: &[CrdInfo]) -> Option<Served> {
         return None;
     }
     if builtin::is_builtin_group(group) {
+        if !served.serves_version(group, version) {
+            return None;
+        }
         return builtin_v3().get(gv).cloned();
     }
     let doc = openapi_v3_custom(group, version, crds)?;
@@ -1190,7 +1193,7 @@ pub fn openapi_v3_custom(group: &str, version: &str, crds: &[CrdInfo]) -> Option
 
 /// `GET /openapi/v3`: each group-version with the URL of its document, whose `hash`
 /// is the [`hash`] of the bytes served.
-pub fn openapi_v3_index(crds: &[CrdInfo]) -> Value {
+pub fn openapi_v3_index(served: &builtin::Served, crds: &[CrdInfo]) -> Value {
     let mut paths = Map::new();
     let mut add = |gv: &str, hash: &str| {
         paths.insert(
@@ -1199,11 +1202,17 @@ pub fn openapi_v3_index(crds: &[CrdInfo]) -> Value {
         );
     };
     for (gv, doc) in builtin_v3() {
-        add(gv, &doc.hash);
+        let (group, version) = match gv.strip_prefix("apis/").and_then(|r| r.split_once('/')) {
+            Some((g, v)) => (g, v),
+            None => ("", "v1"),
+        };
+        if served.serves_version(group, version) {
+            add(gv, &doc.hash);
+        }
     }
     for (group, version) in custom_group_versions(crds).into_keys() {
         let gv = format!("apis/{group}/{version}");
-        if let Some(doc) = openapi_v3_path(&gv, crds) {
+        if let Some(doc) = openapi_v3_path(served, &gv, crds) {
             add(&gv, &doc.hash);
         }
     }
@@ -1506,7 +1515,7 @@ mod tests {
     #[test]
     fn v2_document_applies_kube_v2_rules() {
         let crds = [widget_crd(true)];
-        let doc = openapi_v2(&crds);
+        let doc = openapi_v2(&builtin::Served::kube_default(), &crds);
         assert_eq!(doc["swagger"], "2.0");
         let defs = doc["definitions"].as_object().expect("definitions");
         assert_eq!(
@@ -1544,27 +1553,44 @@ mod tests {
 
     #[test]
     fn builtin_documents_are_kubes() {
-        let ext = openapi_v3_path("apis/apiextensions.k8s.io/v1", &[]).expect("apiextensions");
+        let ext = openapi_v3_path(
+            &builtin::Served::kube_default(),
+            "apis/apiextensions.k8s.io/v1",
+            &[],
+        )
+        .expect("apiextensions");
         assert_eq!(ext.hash, hash(&ext.bytes));
         let doc: Value = serde_json::from_slice(&ext.bytes).expect("JSON");
         assert_eq!(
             doc["components"]["schemas"][CRD_DEF]["x-kubernetes-group-version-kind"][0]["kind"],
             "CustomResourceDefinition"
         );
-        assert!(openapi_v3_path("api/v1", &[]).is_some());
-        assert!(openapi_v3_path("apis/apiextensions.k8s.io/v1beta1", &[]).is_none());
-        assert!(openapi_v3_path("apis/crud.example.com/v1", &[]).is_none());
-        assert!(openapi_v3_path("apis/apps/v1/extra", &[]).is_none());
+        assert!(openapi_v3_path(&builtin::Served::kube_default(), "api/v1", &[]).is_some());
+        assert!(openapi_v3_path(
+            &builtin::Served::kube_default(),
+            "apis/apiextensions.k8s.io/v1beta1",
+            &[]
+        )
+        .is_none());
+        assert!(openapi_v3_path(
+            &builtin::Served::kube_default(),
+            "apis/crud.example.com/v1",
+            &[]
+        )
+        .is_none());
+        assert!(
+            openapi_v3_path(&builtin::Served::kube_default(), "apis/apps/v1/extra", &[]).is_none()
+        );
     }
 
     #[test]
     fn index_links_each_group_version_with_its_hash() {
         let crds = [widget_crd(true)];
-        let index = openapi_v3_index(&crds);
+        let index = openapi_v3_index(&builtin::Served::kube_default(), &crds);
         let paths = index["paths"].as_object().expect("paths");
         let keys: Vec<&str> = paths.keys().map(String::as_str).collect();
         let mut expected = vec!["api/v1".to_string()];
-        for (g, v) in builtin::served_groups() {
+        for (g, v) in builtin::Served::kube_default().group_versions() {
             expected.push(format!("apis/{g}/{v}"));
         }
         expected.extend([
@@ -1577,7 +1603,12 @@ mod tests {
         let (bytes, tag) = encode(&doc);
         let h = hash(&bytes);
         assert_eq!(
-            openapi_v3_path("apis/crud.example.com/v2", &crds).map(|d| d.hash),
+            openapi_v3_path(
+                &builtin::Served::kube_default(),
+                "apis/crud.example.com/v2",
+                &crds
+            )
+            .map(|d| d.hash),
             Some(h.clone())
         );
         assert_eq!(h.len(), 128);

@@ -78,6 +78,8 @@ pub struct Config {
     pub admission_plugins: apimachinery::admission_plugins::Enabled,
     /// `--allow-privileged` (kube's default: false; envtest passes true).
     pub allow_privileged: bool,
+    /// `--runtime-config`: the built-in group/versions and resources switched on or off.
+    pub runtime_config: apimachinery::runtime_config::RuntimeConfig,
     /// `--advertise-address`: the address `/api` discovery and the `kubernetes`
     /// Service's endpoints name (none: the address served on).
     pub advertise_address: Option<IpAddr>,
@@ -114,6 +116,7 @@ impl Default for Config {
             service_node_port_range: crate::service_alloc::DEFAULT_NODE_PORT_RANGE.into(),
             admission_plugins: Default::default(),
             allow_privileged: false,
+            runtime_config: Default::default(),
             advertise_address: None,
             max_requests_inflight: 400,
             max_mutating_requests_inflight: 200,
@@ -301,6 +304,7 @@ impl Server {
             kubernetes_endpoint: Some(advertised),
             admission_plugins: config.admission_plugins.clone(),
             allow_privileged: config.allow_privileged,
+            served: crate::registry::builtin::Served::new(&config.runtime_config),
         };
         // Every storage call is timed; object counts read the backend itself.
         let metrics = Arc::new(Metrics::new());

@@ -120,3 +120,65 @@ pub const GROUP_VERSIONS: &[(&str, &str, &str)] = &[
         include_str!("../data/kube-v1.36/discovery/apis_storage.k8s.io_v1.json"),
     ),
 ];
+
+/// `GET /apis/<group>/<version>` of every group-version kube v1.36 serves only when
+/// `--runtime-config` turns it on (recorded with `api/all=true`, copied into
+/// `data/kube-v1.36/runtime-config/`): `(group, version, APIResourceList)`.
+pub const RUNTIME_CONFIG_VERSIONS: &[(&str, &str, &str)] = &[
+    (
+        "admissionregistration.k8s.io",
+        "v1alpha1",
+        include_str!(
+            "../data/kube-v1.36/runtime-config/apis_admissionregistration.k8s.io_v1alpha1.json"
+        ),
+    ),
+    (
+        "admissionregistration.k8s.io",
+        "v1beta1",
+        include_str!(
+            "../data/kube-v1.36/runtime-config/apis_admissionregistration.k8s.io_v1beta1.json"
+        ),
+    ),
+    (
+        "coordination.k8s.io",
+        "v1alpha2",
+        include_str!("../data/kube-v1.36/runtime-config/apis_coordination.k8s.io_v1alpha2.json"),
+    ),
+    (
+        "coordination.k8s.io",
+        "v1beta1",
+        include_str!("../data/kube-v1.36/runtime-config/apis_coordination.k8s.io_v1beta1.json"),
+    ),
+    (
+        "internal.apiserver.k8s.io",
+        "v1alpha1",
+        include_str!(
+            "../data/kube-v1.36/runtime-config/apis_internal.apiserver.k8s.io_v1alpha1.json"
+        ),
+    ),
+    (
+        "networking.k8s.io",
+        "v1beta1",
+        include_str!("../data/kube-v1.36/runtime-config/apis_networking.k8s.io_v1beta1.json"),
+    ),
+    (
+        "resource.k8s.io",
+        "v1alpha3",
+        include_str!("../data/kube-v1.36/runtime-config/apis_resource.k8s.io_v1alpha3.json"),
+    ),
+    (
+        "resource.k8s.io",
+        "v1beta1",
+        include_str!("../data/kube-v1.36/runtime-config/apis_resource.k8s.io_v1beta1.json"),
+    ),
+    (
+        "resource.k8s.io",
+        "v1beta2",
+        include_str!("../data/kube-v1.36/runtime-config/apis_resource.k8s.io_v1beta2.json"),
+    ),
+    (
+        "storage.k8s.io",
+        "v1beta1",
+        include_str!("../data/kube-v1.36/runtime-config/apis_storage.k8s.io_v1beta1.json"),
+    ),
+];

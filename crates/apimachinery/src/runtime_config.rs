@@ -45,22 +45,6 @@ const REGISTERED: &[(&str, &[&str])] = &[
     ("storagemigration.k8s.io", &["v1beta1"]),
 ];
 
-/// The group/versions kube v1.36 serves only when `--runtime-config` turns them on (its
-/// beta and alpha versions with REST storage; recorded from kube-apiserver v1.36.2 with
-/// `api/all=true`).
-pub const OFF_BY_DEFAULT: &[(&str, &str)] = &[
-    ("admissionregistration.k8s.io", "v1beta1"),
-    ("admissionregistration.k8s.io", "v1alpha1"),
-    ("coordination.k8s.io", "v1beta1"),
-    ("coordination.k8s.io", "v1alpha2"),
-    ("internal.apiserver.k8s.io", "v1alpha1"),
-    ("networking.k8s.io", "v1beta1"),
-    ("resource.k8s.io", "v1beta2"),
-    ("resource.k8s.io", "v1beta1"),
-    ("resource.k8s.io", "v1alpha3"),
-    ("storage.k8s.io", "v1beta1"),
-];
-
 /// The keys that switch versions by their form, in the order kube applies them.
 const MATCHERS: [&str; 4] = ["api/all", "api/ga", "api/beta", "api/alpha"];
 
@@ -298,40 +282,6 @@ impl RuntimeConfig {
         }
     }
 
-    /// What this configuration changes that a server serving exactly `served` (kube's
-    /// default group/versions) does not apply: served versions it turns off, kube's
-    /// off-by-default versions it turns on, and resource entries that differ from
-    /// their version.
-    pub fn unapplied(&self, served: &[(&str, &str)]) -> Vec<String> {
-        let gv = group_version;
-        let mut out: Vec<String> = served
-            .iter()
-            .filter(|(g, v)| !self.version_enabled(g, v, true))
-            .map(|(g, v)| format!("{}=false", gv(g, v)))
-            .collect();
-        out.extend(
-            OFF_BY_DEFAULT
-                .iter()
-                .filter(|gv| !served.contains(gv))
-                .filter(|(g, v)| self.version_enabled(g, v, false))
-                .map(|(g, v)| format!("{}=true", gv(g, v))),
-        );
-        out.extend(
-            self.resources
-                .iter()
-                .filter(|((g, v, _), on)| {
-                    **on != self.version_enabled(g, v, served.contains(&(g.as_str(), v.as_str())))
-                })
-                .map(|((g, v, r), on)| format!("{}/{r}={on}", gv(g, v))),
-        );
-        out
-    }
-
-    /// Whether nothing was given.
-    pub fn is_empty(&self) -> bool {
-        self.matchers.is_empty() && self.versions.is_empty() && self.resources.is_empty()
-    }
-
     /// The group/versions and resources switched explicitly, as `KEY=bool`.
     pub fn explicit(&self) -> Vec<String> {
         let gv = |g: &str, v: &str| {
@@ -427,19 +377,9 @@ mod tests {
         assert!(!config.version_enabled("storage.k8s.io", "v1beta1", false));
         assert!(!config.resource_enabled("batch", "v1", "cronjobs", true));
         assert!(config.resource_enabled("batch", "v1", "jobs", true));
-        let served = [("", "v1"), ("apps", "v1"), ("batch", "v1")];
-        let config = parse(&["api/all=true", "batch/v1/jobs=false"]).unwrap();
-        assert_eq!(
-            config.unapplied(&served).len(),
-            OFF_BY_DEFAULT.len() + 1,
-            "{:?}",
-            config.unapplied(&served)
-        );
         let config = parse(&["networking.k8s.io/v1beta1=true,apps/v1=true,batch/v1=0"]).unwrap();
-        assert_eq!(
-            config.unapplied(&served),
-            ["batch/v1=false", "networking.k8s.io/v1beta1=true"]
-        );
+        assert!(config.version_enabled("networking.k8s.io", "v1beta1", false));
+        assert!(!config.resource_enabled("batch", "v1", "jobs", true));
         let config = parse(&["api/v1=false"]).unwrap();
         assert!(!config.version_enabled("", "v1", true));
         assert_eq!(config.explicit(), ["/v1=false"]);

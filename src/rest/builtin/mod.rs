@@ -49,9 +49,17 @@ pub fn kind_for(descriptor: Descriptor, definition: &str) -> Option<TypedKind> {
 /// The kind of a built-in resource without a hand strategy: served from its schema
 /// (`allow_privileged`: kube's `--allow-privileged`).
 pub fn schema_kind(descriptor: Descriptor, definition: &str, allow_privileged: bool) -> TypedKind {
+    let storage_version = crate::registry::builtin::lookup(
+        &descriptor.gr.group,
+        &descriptor.version,
+        &descriptor.gr.resource,
+    )
+    .map_or(descriptor.version.as_str(), |r| r.storage_version)
+    .to_string();
     let strategy = schema::SchemaStrategy {
         group: descriptor.gr.group.clone(),
         version: descriptor.version.clone(),
+        storage_version,
         kind: descriptor.kind.clone(),
         namespaced: descriptor.namespaced,
         allow_privileged,

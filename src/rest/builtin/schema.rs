@@ -6,8 +6,9 @@
 //! the generation where kube does (`registry::builtin::GENERATION`). Its Table columns
 //! are kube's printer of the kind (`apimachinery::printers`; Services: `service::printer`),
 //! NAME and AGE for a kind kube prints no more of. A kind kube serves in several
-//! versions from one storage (HorizontalPodAutoscalers) is stored in kube's storage
-//! version and converted on the way out (`builtin_conversion`).
+//! versions from one storage (HorizontalPodAutoscalers, the beta versions
+//! `--runtime-config` turns on) is stored in kube's storage version and converted on
+//! the way out (`builtin_conversion`).
 
 use super::age_cell;
 use crate::field::{ErrorList, Path};
@@ -22,6 +23,9 @@ pub struct SchemaStrategy {
     pub group: String,
     /// Version served.
     pub version: String,
+    /// The version objects are stored in (`version` unless kube stores another:
+    /// `registry::builtin`'s `storage_version`).
+    pub storage_version: String,
     /// `Kind`.
     pub kind: String,
     /// Whether objects live in namespaces.
@@ -109,10 +113,8 @@ impl TypedStrategy for SchemaStrategy {
     }
 
     fn to_storage(&self, obj: &mut Value) {
-        let Some(storage) = builtin_conversion::storage_version(&self.group, &self.kind) else {
-            return;
-        };
-        if storage != self.version {
+        if self.storage_version != self.version {
+            let storage = self.storage_version.as_str();
             builtin_conversion::convert(&self.group, &self.kind, storage, obj);
             // The defaults kube's decoder gives the stored version when it reads it.
             builtin_defaults::apply(&self.group, storage, &self.kind, obj);
@@ -120,7 +122,7 @@ impl TypedStrategy for SchemaStrategy {
     }
 
     fn on_read(&self, obj: &mut Value) {
-        if builtin_conversion::storage_version(&self.group, &self.kind).is_some() {
+        if self.storage_version != self.version {
             builtin_conversion::convert(&self.group, &self.kind, &self.version, obj);
         }
     }
@@ -160,6 +162,7 @@ mod tests {
         SchemaStrategy {
             group: "example.test".into(),
             version: "v1".into(),
+            storage_version: "v1".into(),
             kind: "Thing".into(),
             namespaced,
             allow_privileged: true,
