@@ -844,6 +844,33 @@ fn events_expire_a_ttl_after_their_last_write() {
 }
 
 #[test]
+fn a_template_metadata_reads_back_as_kube_v1_36_writes_it() {
+    // kube v1.36's ObjectMeta omits a zero creationTimestamp (omitzero) and empty
+    // lists and maps (omitempty), in a pod template as anywhere: what kubectl's
+    // `rollout undo` and older clients send comes back without them.
+    let server = TestServer::start();
+    let http = server.http();
+    let d = json!({
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "tmpl"},
+        "spec": {
+            "selector": {"matchLabels": {"app": "tmpl"}},
+            "template": {
+                "metadata": {"creationTimestamp": null, "labels": {"app": "tmpl"},
+                             "annotations": {}, "finalizers": []},
+                "spec": {"containers": [{"name": "c", "image": "busybox"}]},
+            },
+        },
+    });
+    let r = http.send_json("POST", "/apis/apps/v1/namespaces/default/deployments", &d);
+    assert_eq!(r.status, 201, "{}", r.text());
+    assert_eq!(
+        r.json().unwrap_or_default()["spec"]["template"]["metadata"],
+        json!({"labels": {"app": "tmpl"}})
+    );
+}
+
+#[test]
 fn explicit_nulls_in_built_in_objects_are_go_zero_values() {
     let server = TestServer::start();
     let http = server.http();

@@ -334,12 +334,33 @@ const OBJECT_META: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta";
 pub fn go_round_trip(obj: &mut Value, definition: &str) {
     let defs = builtin_definitions();
     if let Some(def) = defs.get(definition) {
-        round_trip_struct(obj, definition, def, defs);
+        round_trip_struct(obj, definition, def, defs, true);
     }
 }
 
-/// [`go_round_trip`] of one Go struct (`def`, named `name`).
-fn round_trip_struct(obj: &mut Value, name: &str, def: &Value, defs: &Map<String, Value>) {
+/// The round trip of an ObjectMeta inside an object (a pod template's): every field is
+/// `omitempty` (`creationTimestamp` `omitzero` since kube v1.34), so a `null`, an empty
+/// list and an empty map are not written.
+fn round_trip_nested_meta(meta: &mut Value) {
+    if let Some(m) = meta.as_object_mut() {
+        m.retain(|_, v| match v {
+            Value::Null => false,
+            Value::Array(a) => !a.is_empty(),
+            Value::Object(o) => !o.is_empty(),
+            _ => true,
+        });
+    }
+}
+
+/// [`go_round_trip`] of one Go struct (`def`, named `name`; `root`: the object itself,
+/// whose metadata `schema::prune` treats).
+fn round_trip_struct(
+    obj: &mut Value,
+    name: &str,
+    def: &Value,
+    defs: &Map<String, Value>,
+    root: bool,
+) {
     let (Some(fields), Some(props)) = (
         obj.as_object_mut(),
         def.get("properties").and_then(Value::as_object),
@@ -373,19 +394,21 @@ fn round_trip_struct(obj: &mut Value, name: &str, def: &Value, defs: &Map<String
     });
     for (k, v) in fields.iter_mut() {
         if let Some(prop) = props.get(k) {
-            round_trip_value(v, prop, defs);
+            round_trip_value(v, prop, defs, root);
         }
     }
 }
 
 /// [`go_round_trip`] of a field's value: structs, and the items of lists and maps.
-fn round_trip_value(v: &mut Value, node: &Value, defs: &Map<String, Value>) {
+fn round_trip_value(v: &mut Value, node: &Value, defs: &Map<String, Value>, root: bool) {
     if let Some(r) = node.get("$ref").and_then(Value::as_str) {
         let full = r.rsplit('/').next().unwrap_or("");
-        if full != OBJECT_META {
-            if let Some(target) = defs.get(full) {
-                round_trip_struct(v, full, target, defs);
+        if full == OBJECT_META {
+            if !root {
+                round_trip_nested_meta(v);
             }
+        } else if let Some(target) = defs.get(full) {
+            round_trip_struct(v, full, target, defs, false);
         }
         return;
     }
@@ -393,14 +416,14 @@ fn round_trip_value(v: &mut Value, node: &Value, defs: &Map<String, Value>) {
         Value::Array(items) => {
             if let Some(item) = node.get("items") {
                 for i in items.iter_mut() {
-                    round_trip_value(i, item, defs);
+                    round_trip_value(i, item, defs, false);
                 }
             }
         }
         Value::Object(m) => {
             if let Some(ap @ Value::Object(_)) = node.get("additionalProperties") {
                 for i in m.values_mut() {
-                    round_trip_value(i, ap, defs);
+                    round_trip_value(i, ap, defs, false);
                 }
             }
         }
