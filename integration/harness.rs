@@ -486,6 +486,52 @@ async fn load_multi_document_yaml_crd_namespace_and_objects() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_harness_cluster_rolls_out_deployments_for_a_kube_rs_client() {
+    use k8s_openapi::api::apps::v1::Deployment;
+    let refused = TestServer::builder().controllers(&["deployment", "blue-controller"]);
+    assert_eq!(
+        refused.err().map(|e| e.to_string()).as_deref(),
+        Some("\"blue-controller\" is not in the list of known controllers")
+    );
+    let builder = TestServer::builder()
+        .controllers(&["*"])
+        .expect("kube's names")
+        .simulate_nodes(2);
+    let server = start_with(builder).await;
+    let client = server.client().expect("client");
+    let deployments: Api<Deployment> = Api::namespaced(client, "default");
+    let d: Deployment = serde_json::from_value(json!({
+        "metadata": {"name": "api"},
+        "spec": {
+            "replicas": 2,
+            "selector": {"matchLabels": {"app": "api"}},
+            "template": {"metadata": {"labels": {"app": "api"}},
+                         "spec": {"containers": [{"name": "api", "image": "example/api:1"}]}},
+        },
+    }))
+    .expect("a Deployment");
+    within("create", deployments.create(&PostParams::default(), &d))
+        .await
+        .expect("created");
+    let available = |d: Option<&Deployment>| {
+        d.and_then(|d| d.status.as_ref())
+            .and_then(|s| s.conditions.as_ref())
+            .is_some_and(|cs| {
+                cs.iter()
+                    .any(|c| c.type_ == "Available" && c.status == "True")
+            })
+    };
+    let done = within(
+        "Available",
+        kube::runtime::wait::await_condition(deployments.clone(), "api", available),
+    )
+    .await
+    .expect("watch")
+    .expect("the Deployment");
+    assert_eq!(done.status.and_then(|s| s.available_replicas), Some(2));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn runtime_config_turns_beta_versions_on() {
     let refused = TestServer::builder().runtime_config(&["networking.k8s.io/v2=true"]);
     assert_eq!(

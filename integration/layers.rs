@@ -13,6 +13,7 @@ const LAYERS: &[&[&str]] = &[
     &["harness"],
     &["server"],
     &["fault", "metrics"],
+    &["cluster"],
     &["handlers"],
     &["controllers"],
     &["apiserver"],

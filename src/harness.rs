@@ -125,6 +125,26 @@ impl TestServerBuilder {
         Ok(self)
     }
 
+    /// The opt-in cluster's controllers, as `--controllers` names them (`"*"`,
+    /// `"deployment"`, `"-job"`; kube-controller-manager's names or aliases): they act
+    /// on the server's objects as on a cluster. A name kube does not know is refused.
+    pub fn controllers(
+        mut self,
+        names: &[&str],
+    ) -> Result<Self, apimachinery::controller_names::UnknownControllers> {
+        let names: Vec<String> = names.iter().map(|v| v.to_string()).collect();
+        self.config.cluster.controllers =
+            apimachinery::controller_names::Controllers::from_flags(&names)?;
+        Ok(self)
+    }
+
+    /// Keep `n` simulated Ready Nodes, with a scheduler and kubelets that run pods
+    /// without containers (as `--simulate-nodes`).
+    pub fn simulate_nodes(mut self, n: u32) -> Self {
+        self.config.cluster.simulated_nodes = n;
+        self
+    }
+
     /// Key prefix in storage (kube's `--etcd-prefix`; default `/registry`).
     pub fn etcd_prefix(mut self, prefix: &str) -> Self {
         self.config.etcd_prefix = prefix.to_string();

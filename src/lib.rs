@@ -7,6 +7,7 @@
 pub mod admission;
 pub mod apiserver;
 pub mod auth;
+pub mod cluster;
 pub mod controllers;
 pub mod conversion;
 pub mod fault;

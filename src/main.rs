@@ -157,6 +157,15 @@ struct Flags {
     /// checked as kube does.
     #[arg(long = "runtime-config", action = clap::ArgAction::Append)]
     runtime_config: Vec<String>,
+    /// The opt-in cluster: kube-controller-manager's controllers to run over this
+    /// server's API (`*` for all, `NAME` or `-NAME`; kube's names or aliases, e.g.
+    /// `deployment`, `replicaset`; repeatable). Default: none, as kube-apiserver alone.
+    #[arg(long = "controllers", value_name = "LIST", action = clap::ArgAction::Append)]
+    controllers: Vec<String>,
+    /// Keep N simulated Ready Nodes, with a scheduler binding pods to them and kubelets
+    /// that run pods without containers.
+    #[arg(long = "simulate-nodes", value_name = "N", default_value_t = 0)]
+    simulate_nodes: u32,
     /// Write a kubeconfig for this server to PATH.
     #[arg(long = "kubeconfig-out", value_name = "PATH")]
     kubeconfig_out: Option<PathBuf>,
@@ -275,7 +284,16 @@ async fn main() {
             Ok(config) => config,
             Err(e) => fail(&e.to_string()),
         };
+    let controllers =
+        match apimachinery::controller_names::Controllers::from_flags(&flags.controllers) {
+            Ok(c) => c,
+            Err(e) => fail(&e.to_string()),
+        };
     let config = Config {
+        cluster: crd_apiserver::cluster::ClusterOptions {
+            controllers,
+            simulated_nodes: flags.simulate_nodes,
+        },
         allow_privileged: flags.allow_privileged,
         runtime_config,
         advertise_address: flags.advertise_address,

@@ -75,6 +75,40 @@ def test_options_reach_the_server_and_it_stops_after_a_failed_test(
         urllib.request.urlopen(f"{url}/readyz", timeout=5)
 
 
+def test_the_cluster_options_start_controllers_and_simulated_nodes(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, binary: str
+) -> None:
+    monkeypatch.setenv(BIN_ENV, binary)
+    pytester.makeini(
+        "[pytest]\ncrd_apiserver_controllers = *\ncrd_apiserver_simulate_nodes = 2\n"
+    )
+    pytester.makepyfile(textwrap.dedent("""
+        import time
+        from kubernetes import client
+
+        def test_a_deployment_becomes_available(crd_apiserver_clean):
+            core = client.CoreV1Api(crd_apiserver_clean.api_client)
+            assert len(core.list_node().items) == 2
+            apps = client.AppsV1Api(crd_apiserver_clean.api_client)
+            apps.create_namespaced_deployment("default", {
+                "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"},
+                "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "web"}},
+                         "template": {"metadata": {"labels": {"app": "web"}},
+                                      "spec": {"containers": [{"name": "w", "image": "nginx"}]}}}})
+            deadline = time.monotonic() + 20
+            while time.monotonic() < deadline:
+                status = apps.read_namespaced_deployment("web", "default").status
+                if status.available_replicas == 2:
+                    break
+                time.sleep(0.05)
+            assert status.available_replicas == 2
+            pods = core.list_namespaced_pod("default", label_selector="app=web").items
+            assert [p.status.phase for p in pods] == ["Running", "Running"]
+    """))
+    result = pytester.runpytest_subprocess()
+    result.assert_outcomes(passed=1)
+
+
 def test_a_missing_binary_is_an_error_saying_how_to_build_it(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:

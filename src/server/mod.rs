@@ -78,6 +78,8 @@ pub struct Config {
     pub admission_plugins: apimachinery::admission_plugins::Enabled,
     /// `--allow-privileged` (kube's default: false; envtest passes true).
     pub allow_privileged: bool,
+    /// The opt-in cluster (`--controllers`, `--simulate-nodes`): none by default.
+    pub cluster: crate::cluster::ClusterOptions,
     /// `--runtime-config`: the built-in group/versions and resources switched on or off.
     pub runtime_config: apimachinery::runtime_config::RuntimeConfig,
     /// `--advertise-address`: the address `/api` discovery and the `kubernetes`
@@ -117,6 +119,7 @@ impl Default for Config {
             admission_plugins: Default::default(),
             allow_privileged: false,
             runtime_config: Default::default(),
+            cluster: Default::default(),
             advertise_address: None,
             max_requests_inflight: 400,
             max_mutating_requests_inflight: 200,
@@ -337,6 +340,8 @@ impl Server {
         }
         let (stop, stop_rx) = watch::channel(false);
         crate::controllers::start(&api, config.event_ttl, stop_rx.clone());
+        let root_ca = secure.as_ref().and_then(|(_, ca)| ca.clone());
+        crate::cluster::start(&api, &config.cluster, root_ca, stop_rx.clone());
         let served = Served {
             metrics: metrics.clone(),
             storage: raw_storage,

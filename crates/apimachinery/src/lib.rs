@@ -19,6 +19,7 @@ pub mod cel;
 pub mod codec;
 pub mod command_line;
 pub mod component_status;
+pub mod controller_names;
 pub mod crd;
 pub mod feature_gates;
 pub mod field;

@@ -3,7 +3,9 @@
 - `crd_apiserver` (session): one server for the test session, never reset.
 - `crd_apiserver_clean` (function): that server, reset before the test.
 - `crd_apiserver_load`, `crd_apiserver_args` (session): what the server is started
-  with; override them in a `conftest.py` to compute them.
+  with; override them in a `conftest.py` to compute them. The ini options
+  `crd_apiserver_controllers` and `crd_apiserver_simulate_nodes` turn on the cluster
+  that moves (`--controllers`, `--simulate-nodes`).
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ from .server import CrdApiServer, find_binary
 
 LOAD_HELP = "manifest files or directories the server applies at start (--load), CRDs first"
 ARGS_HELP = "further crd-apiserver flags, e.g. --disable-admission-plugins=ServiceAccount"
+CONTROLLERS_HELP = "kube-controller-manager's controllers to run (--controllers), e.g. * or deployment,replicaset"
+NODES_HELP = "how many simulated Ready Nodes, with a scheduler and kubelets (--simulate-nodes)"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -33,6 +37,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "crd_apiserver_load", LOAD_HELP + " (relative to the ini file)", type="paths", default=[]
     )
     parser.addini("crd_apiserver_args", ARGS_HELP, type="args", default=[])
+    parser.addini("crd_apiserver_controllers", CONTROLLERS_HELP, type="string", default="")
+    parser.addini("crd_apiserver_simulate_nodes", NODES_HELP, type="string", default="0")
 
 
 @pytest.fixture(scope="session")
@@ -46,9 +52,16 @@ def crd_apiserver_load(pytestconfig: pytest.Config) -> List[Path]:
 
 @pytest.fixture(scope="session")
 def crd_apiserver_args(pytestconfig: pytest.Config) -> List[str]:
-    """Flags appended to the server's command line (the `crd_apiserver_args` ini option)."""
-    args: List[str] = pytestconfig.getini("crd_apiserver_args")
-    return list(args)
+    """Flags appended to the server's command line: the `crd_apiserver_args` ini option,
+    then `--controllers` and `--simulate-nodes` from their ini options."""
+    args: List[str] = list(pytestconfig.getini("crd_apiserver_args"))
+    controllers: str = pytestconfig.getini("crd_apiserver_controllers").strip()
+    if controllers:
+        args.append(f"--controllers={controllers}")
+    nodes: str = pytestconfig.getini("crd_apiserver_simulate_nodes").strip()
+    if nodes and nodes != "0":
+        args.append(f"--simulate-nodes={nodes}")
+    return args
 
 
 @pytest.fixture(scope="session")

@@ -1,0 +1,592 @@
+//! The opt-in cluster that moves (`--controllers`, `--simulate-nodes`), driven with the
+//! real kubectl as on a cluster: Deployments roll out (`kubectl rollout status`,
+//! `kubectl wait --for=condition=Available`), scale, update and roll back; Jobs
+//! complete and fail; deletion cascades through owner references for every kind; new
+//! namespaces get their `default` ServiceAccount and `kube-root-ca.crt`. Without the
+//! flags nothing moves, as on a kube-apiserver alone.
+
+mod common;
+
+use common::{describe_output, poll, TestServer};
+use serde_json::{json, Value};
+use std::time::Duration;
+
+const WAIT: Duration = Duration::from_secs(20);
+
+fn cluster() -> TestServer {
+    TestServer::start_with(&["--controllers=*", "--simulate-nodes=3"])
+}
+
+fn kubectl_ok(server: &TestServer, args: &[&str]) -> String {
+    let out = server.kubectl(args);
+    assert!(
+        out.status.success(),
+        "kubectl {args:?}\n{}",
+        describe_output(&out)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn get_json(server: &TestServer, path: &str) -> Value {
+    let resp = server.http().get(path);
+    assert_eq!(resp.status, 200, "{path}: {}", resp.text());
+    resp.json().expect("json")
+}
+
+fn items(server: &TestServer, path: &str) -> Vec<Value> {
+    get_json(server, path)["items"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+}
+
+#[test]
+fn a_deployment_rolls_out_scales_updates_and_cascades_like_on_a_cluster() {
+    let server = cluster();
+    let nodes = kubectl_ok(&server, &["get", "nodes", "--no-headers"]);
+    assert_eq!(nodes.lines().count(), 3, "{nodes}");
+    assert!(nodes.lines().all(|l| l.contains(" Ready ")), "{nodes}");
+
+    kubectl_ok(
+        &server,
+        &[
+            "create",
+            "deployment",
+            "web",
+            "--image=nginx",
+            "--replicas=3",
+        ],
+    );
+    let out = kubectl_ok(
+        &server,
+        &["rollout", "status", "deployment/web", "--timeout=20s"],
+    );
+    assert!(out.contains("successfully rolled out"), "{out}");
+    kubectl_ok(
+        &server,
+        &[
+            "wait",
+            "--for=condition=Available",
+            "deployment/web",
+            "--timeout=20s",
+        ],
+    );
+
+    let d = get_json(&server, "/apis/apps/v1/namespaces/default/deployments/web");
+    assert_eq!(
+        d["metadata"]["annotations"]["deployment.kubernetes.io/revision"],
+        "1"
+    );
+    assert_eq!(
+        d["status"]["observedGeneration"],
+        d["metadata"]["generation"]
+    );
+    for field in [
+        "replicas",
+        "updatedReplicas",
+        "readyReplicas",
+        "availableReplicas",
+    ] {
+        assert_eq!(d["status"][field], 3, "{field}: {}", d["status"]);
+    }
+    let reasons: Vec<(&str, &str)> = d["status"]["conditions"]
+        .as_array()
+        .expect("conditions")
+        .iter()
+        .map(|c| {
+            (
+                c["type"].as_str().unwrap_or(""),
+                c["reason"].as_str().unwrap_or(""),
+            )
+        })
+        .collect();
+    assert_eq!(
+        reasons,
+        [
+            ("Available", "MinimumReplicasAvailable"),
+            ("Progressing", "NewReplicaSetAvailable")
+        ]
+    );
+    let rss = items(&server, "/apis/apps/v1/namespaces/default/replicasets");
+    assert_eq!(rss.len(), 1);
+    let rs = &rss[0];
+    let hash = rs["metadata"]["labels"]["pod-template-hash"]
+        .as_str()
+        .expect("hash");
+    assert_eq!(rs["metadata"]["name"], format!("web-{hash}"));
+    assert_eq!(rs["metadata"]["ownerReferences"][0]["kind"], "Deployment");
+    assert_eq!(rs["metadata"]["ownerReferences"][0]["controller"], true);
+    assert_eq!(
+        rs["spec"]["selector"]["matchLabels"]["pod-template-hash"],
+        hash
+    );
+    let pods = items(&server, "/api/v1/namespaces/default/pods");
+    assert_eq!(pods.len(), 3);
+    for p in &pods {
+        let name = p["metadata"]["name"].as_str().unwrap_or("");
+        assert!(name.starts_with(&format!("web-{hash}-")), "{name}");
+        assert_eq!(p["metadata"]["ownerReferences"][0]["kind"], "ReplicaSet");
+        assert_eq!(p["status"]["phase"], "Running");
+        assert!(p["spec"]["nodeName"]
+            .as_str()
+            .unwrap_or("")
+            .starts_with("node-"));
+        assert!(p["status"]["podIP"]
+            .as_str()
+            .unwrap_or("")
+            .starts_with("10.244."));
+        let c = &p["status"]["containerStatuses"][0];
+        assert_eq!(c["ready"], true);
+        assert!(c["state"]["running"]["startedAt"].is_string(), "{c}");
+    }
+    let table = kubectl_ok(&server, &["get", "pods", "--no-headers"]);
+    assert!(
+        table
+            .lines()
+            .all(|l| l.contains("1/1") && l.contains("Running")),
+        "{table}"
+    );
+
+    // Scale.
+    kubectl_ok(&server, &["scale", "deployment/web", "--replicas=5"]);
+    kubectl_ok(
+        &server,
+        &["rollout", "status", "deployment/web", "--timeout=20s"],
+    );
+    assert_eq!(items(&server, "/api/v1/namespaces/default/pods").len(), 5);
+
+    // An image update rolls out a second ReplicaSet; the first is scaled to zero.
+    kubectl_ok(
+        &server,
+        &["set", "image", "deployment/web", "nginx=nginx:1.27"],
+    );
+    kubectl_ok(
+        &server,
+        &["rollout", "status", "deployment/web", "--timeout=20s"],
+    );
+    let rss = items(&server, "/apis/apps/v1/namespaces/default/replicasets");
+    assert_eq!(rss.len(), 2);
+    let by_rev = |rev: &str| {
+        rss.iter()
+            .find(|rs| rs["metadata"]["annotations"]["deployment.kubernetes.io/revision"] == rev)
+            .unwrap_or_else(|| panic!("revision {rev}: {rss:?}"))
+    };
+    assert_eq!(by_rev("1")["spec"]["replicas"], 0);
+    assert_eq!(by_rev("2")["spec"]["replicas"], 5);
+    assert_eq!(
+        by_rev("2")["spec"]["template"]["spec"]["containers"][0]["image"],
+        "nginx:1.27"
+    );
+    let pods = items(&server, "/api/v1/namespaces/default/pods");
+    assert_eq!(pods.len(), 5);
+    assert!(pods
+        .iter()
+        .all(|p| p["spec"]["containers"][0]["image"] == "nginx:1.27"));
+
+    // A rollback brings the first template back as revision 3, in the same ReplicaSet.
+    kubectl_ok(&server, &["rollout", "undo", "deployment/web"]);
+    kubectl_ok(
+        &server,
+        &["rollout", "status", "deployment/web", "--timeout=20s"],
+    );
+    let rss = items(&server, "/apis/apps/v1/namespaces/default/replicasets");
+    assert_eq!(rss.len(), 2);
+    let back = rss
+        .iter()
+        .find(|rs| rs["metadata"]["labels"]["pod-template-hash"] == hash)
+        .expect("the first ReplicaSet");
+    assert_eq!(
+        back["metadata"]["annotations"]["deployment.kubernetes.io/revision"],
+        "3"
+    );
+    assert_eq!(back["spec"]["replicas"], 5);
+
+    // Deleting the Deployment takes its ReplicaSets and pods with it.
+    kubectl_ok(&server, &["delete", "deployment", "web"]);
+    let gone = poll(WAIT, || {
+        (items(&server, "/apis/apps/v1/namespaces/default/replicasets").is_empty()
+            && items(&server, "/api/v1/namespaces/default/pods").is_empty())
+        .then_some(())
+    });
+    assert!(gone.is_some(), "ReplicaSets or pods left behind");
+}
+
+#[test]
+fn jobs_complete_fail_and_count_as_kube() {
+    let server = cluster();
+    kubectl_ok(
+        &server,
+        &[
+            "create",
+            "job",
+            "pi",
+            "--image=perl",
+            "--",
+            "perl",
+            "-e",
+            "print 1",
+        ],
+    );
+    kubectl_ok(
+        &server,
+        &[
+            "wait",
+            "--for=condition=Complete",
+            "job/pi",
+            "--timeout=20s",
+        ],
+    );
+    let job = get_json(&server, "/apis/batch/v1/namespaces/default/jobs/pi");
+    assert_eq!(job["status"]["succeeded"], 1, "{}", job["status"]);
+    assert!(job["status"]["completionTime"].is_string());
+    assert_eq!(job["status"]["uncountedTerminatedPods"], json!({}));
+    let types: Vec<&str> = job["status"]["conditions"]
+        .as_array()
+        .expect("conditions")
+        .iter()
+        .filter_map(|c| c["type"].as_str())
+        .collect();
+    assert_eq!(types, ["SuccessCriteriaMet", "Complete"]);
+    let pods = items(
+        &server,
+        "/api/v1/namespaces/default/pods?labelSelector=job-name%3Dpi",
+    );
+    assert_eq!(pods.len(), 1);
+    assert_eq!(pods[0]["status"]["phase"], "Succeeded");
+    // Counted: the tracking finalizer is gone.
+    assert!(
+        pods[0]["metadata"].get("finalizers").is_none(),
+        "{}",
+        pods[0]["metadata"]
+    );
+
+    let manifests = json!({"apiVersion": "v1", "kind": "List", "items": [
+        {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "indexed"},
+         "spec": {"completions": 4, "parallelism": 2, "completionMode": "Indexed",
+                  "template": {"spec": {"restartPolicy": "Never",
+                      "containers": [{"name": "c", "image": "busybox"}]}}}},
+        {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "failing"},
+         "spec": {"backoffLimit": 1,
+                  "template": {"metadata": {"annotations": {"sim.crd-apiserver.io/outcome": "fail"}},
+                               "spec": {"restartPolicy": "Never",
+                                        "containers": [{"name": "c", "image": "busybox"}]}}}},
+    ]});
+    let file = server.write_file("jobs.json", &manifests.to_string());
+    kubectl_ok(&server, &["apply", "-f", file.to_str().expect("path")]);
+    kubectl_ok(
+        &server,
+        &[
+            "wait",
+            "--for=condition=Complete",
+            "job/indexed",
+            "--timeout=20s",
+        ],
+    );
+    kubectl_ok(
+        &server,
+        &[
+            "wait",
+            "--for=condition=Failed",
+            "job/failing",
+            "--timeout=20s",
+        ],
+    );
+    let indexed = get_json(&server, "/apis/batch/v1/namespaces/default/jobs/indexed");
+    assert_eq!(indexed["status"]["succeeded"], 4);
+    assert_eq!(indexed["status"]["completedIndexes"], "0-3");
+    let pods = items(
+        &server,
+        "/api/v1/namespaces/default/pods?labelSelector=job-name%3Dindexed",
+    );
+    let mut hosts: Vec<&str> = pods
+        .iter()
+        .filter_map(|p| p["spec"]["hostname"].as_str())
+        .collect();
+    hosts.sort();
+    assert_eq!(hosts, ["indexed-0", "indexed-1", "indexed-2", "indexed-3"]);
+    let failing = get_json(&server, "/apis/batch/v1/namespaces/default/jobs/failing");
+    assert_eq!(failing["status"]["failed"], 2, "{}", failing["status"]);
+    let failed = failing["status"]["conditions"]
+        .as_array()
+        .expect("conditions")
+        .iter()
+        .find(|c| c["type"] == "Failed")
+        .cloned()
+        .expect("Failed");
+    assert_eq!(failed["reason"], "BackoffLimitExceeded");
+    assert_eq!(
+        failed["message"],
+        "Job has reached the specified backoff limit"
+    );
+}
+
+#[test]
+fn pods_on_simulated_nodes_do_what_their_annotation_says() {
+    let server = cluster();
+    let http = server.http();
+    let pod = |name: &str, outcome: Option<&str>| {
+        let mut p = json!({
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "namespace": "default"},
+            "spec": {"containers": [{"name": "app", "image": "busybox"}]},
+        });
+        if let Some(o) = outcome {
+            p["metadata"]["annotations"] = json!({"sim.crd-apiserver.io/outcome": o});
+        }
+        let resp = http.send_json("POST", "/api/v1/namespaces/default/pods", &p);
+        assert_eq!(resp.status, 201, "{}", resp.text());
+    };
+    pod("runs", None);
+    pod("crashes", Some("crash-loop"));
+    pod("unready", Some("unready"));
+    pod("exits", Some("succeed"));
+    let settled = |name: &str, check: &dyn Fn(&Value) -> bool| {
+        poll(WAIT, || {
+            let p = get_json(&server, &format!("/api/v1/namespaces/default/pods/{name}"));
+            check(&p).then_some(p)
+        })
+        .unwrap_or_else(|| panic!("{name} never settled"))
+    };
+    let runs = settled("runs", &|p| p["status"]["phase"] == "Running");
+    let conditions: Vec<(&str, &str)> = runs["status"]["conditions"]
+        .as_array()
+        .expect("conditions")
+        .iter()
+        .map(|c| {
+            (
+                c["type"].as_str().unwrap_or(""),
+                c["status"].as_str().unwrap_or(""),
+            )
+        })
+        .collect();
+    assert_eq!(
+        conditions,
+        [
+            ("PodReadyToStartContainers", "True"),
+            ("Initialized", "True"),
+            ("Ready", "True"),
+            ("ContainersReady", "True"),
+            ("PodScheduled", "True"),
+        ]
+    );
+    let crashes = settled("crashes", &|p| p["status"]["containerStatuses"].is_array());
+    assert_eq!(
+        crashes["status"]["containerStatuses"][0]["state"]["waiting"]["reason"],
+        "CrashLoopBackOff"
+    );
+    let unready = settled("unready", &|p| p["status"]["phase"] == "Running");
+    assert_eq!(unready["status"]["containerStatuses"][0]["ready"], false);
+    let exits = settled("exits", &|p| p["status"]["phase"] == "Succeeded");
+    assert_eq!(
+        exits["status"]["containerStatuses"][0]["state"]["terminated"]["reason"],
+        "Completed"
+    );
+    let table = kubectl_ok(&server, &["get", "pods", "--no-headers"]);
+    assert!(table.contains("CrashLoopBackOff"), "{table}");
+    assert!(table.contains("Completed"), "{table}");
+    // A pod held by a finalizer ends, then goes once the finalizer is removed.
+    let mut held = json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "held", "namespace": "default", "finalizers": ["example.com/hold"]},
+        "spec": {"containers": [{"name": "app", "image": "busybox"}]},
+    });
+    assert_eq!(
+        http.send_json("POST", "/api/v1/namespaces/default/pods", &held)
+            .status,
+        201
+    );
+    settled("held", &|p| p["status"]["phase"] == "Running");
+    let resp = http.request(
+        "DELETE",
+        "/api/v1/namespaces/default/pods/held",
+        &[],
+        &[],
+        None,
+    );
+    assert_eq!(resp.expect("delete").status, 200);
+    settled("held", &|p| p["status"]["phase"] == "Failed");
+    held = get_json(&server, "/api/v1/namespaces/default/pods/held");
+    held["metadata"]["finalizers"] = json!([]);
+    let resp = http.send_json("PUT", "/api/v1/namespaces/default/pods/held", &held);
+    assert_eq!(resp.status, 200, "{}", resp.text());
+    let gone = poll(WAIT, || {
+        (http.get("/api/v1/namespaces/default/pods/held").status == 404).then_some(())
+    });
+    assert!(gone.is_some());
+}
+
+const WIDGETS: &str = r#"{
+  "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+  "metadata": {"name": "widgets.gc.example.com"},
+  "spec": {"group": "gc.example.com", "scope": "Namespaced",
+    "names": {"plural": "widgets", "singular": "widget", "kind": "Widget"},
+    "versions": [{"name": "v1", "served": true, "storage": true,
+      "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]}
+}"#;
+
+#[test]
+fn garbage_collection_cascades_between_custom_resources_and_built_ins() {
+    let server = TestServer::start_with(&["--controllers=garbagecollector"]);
+    let http = server.http();
+    let crd: Value = serde_json::from_str(WIDGETS).expect("crd");
+    let resp = http.send_json(
+        "POST",
+        "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+        &crd,
+    );
+    assert_eq!(resp.status, 201, "{}", resp.text());
+    let widgets = "/apis/gc.example.com/v1/namespaces/default/widgets";
+    assert!(poll(WAIT, || (http.get(widgets).status == 200).then_some(())).is_some());
+    let create = |path: &str, obj: Value| -> Value {
+        let resp = http.send_json("POST", path, &obj);
+        assert_eq!(resp.status, 201, "{path}: {}", resp.text());
+        resp.json().expect("json")
+    };
+    let widget = |name: &str| {
+        create(
+            widgets,
+            json!({"apiVersion": "gc.example.com/v1", "kind": "Widget",
+            "metadata": {"name": name}}),
+        )
+    };
+    let owner_ref = |owner: &Value, block: bool| {
+        json!({"apiVersion": owner["apiVersion"], "kind": owner["kind"],
+               "name": owner["metadata"]["name"], "uid": owner["metadata"]["uid"],
+               "blockOwnerDeletion": block})
+    };
+    let config_map = |name: &str, owners: Vec<Value>| {
+        create(
+            "/api/v1/namespaces/default/configmaps",
+            json!({"apiVersion": "v1",
+            "kind": "ConfigMap", "metadata": {"name": name, "ownerReferences": owners}}),
+        )
+    };
+    let gone = |path: &str| poll(WAIT, || (http.get(path).status == 404).then_some(())).is_some();
+    let delete = |path: &str, policy: &str| {
+        let body = json!({"propagationPolicy": policy})
+            .to_string()
+            .into_bytes();
+        let headers = [("Content-Type".to_string(), "application/json".to_string())];
+        let resp = http
+            .request("DELETE", path, &[], &headers, Some(body))
+            .expect("delete");
+        assert!(
+            resp.status == 200 || resp.status == 202,
+            "{path}: {}",
+            resp.text()
+        );
+    };
+
+    // Background: a custom resource owning a ConfigMap.
+    let w = widget("background");
+    config_map("of-background", vec![owner_ref(&w, false)]);
+    delete(&format!("{widgets}/background"), "Background");
+    assert!(gone("/api/v1/namespaces/default/configmaps/of-background"));
+
+    // And the reverse: a ConfigMap owning a custom resource.
+    let cm = config_map("owner", vec![]);
+    create(
+        widgets,
+        json!({"apiVersion": "gc.example.com/v1", "kind": "Widget",
+        "metadata": {"name": "owned", "ownerReferences": [owner_ref(&cm, false)]}}),
+    );
+    delete("/api/v1/namespaces/default/configmaps/owner", "Background");
+    assert!(gone(&format!("{widgets}/owned")));
+
+    // Foreground: the owner waits, with kube's finalizer, until its blocking dependent
+    // is gone.
+    let w = widget("foreground");
+    config_map("of-foreground", vec![owner_ref(&w, true)]);
+    delete(&format!("{widgets}/foreground"), "Foreground");
+    assert!(gone("/api/v1/namespaces/default/configmaps/of-foreground"));
+    assert!(gone(&format!("{widgets}/foreground")));
+
+    // Orphan: the dependent stays, without the reference.
+    let w = widget("orphan");
+    config_map("of-orphan", vec![owner_ref(&w, false)]);
+    delete(&format!("{widgets}/orphan"), "Orphan");
+    assert!(gone(&format!("{widgets}/orphan")));
+    let cm = get_json(&server, "/api/v1/namespaces/default/configmaps/of-orphan");
+    assert!(
+        cm["metadata"].get("ownerReferences").is_none(),
+        "{}",
+        cm["metadata"]
+    );
+
+    // Two owners, one gone: the dependent stays with the other.
+    let a = widget("a");
+    let b = widget("b");
+    config_map("shared", vec![owner_ref(&a, false), owner_ref(&b, false)]);
+    delete(&format!("{widgets}/a"), "Background");
+    let kept = poll(WAIT, || {
+        let cm = get_json(&server, "/api/v1/namespaces/default/configmaps/shared");
+        (cm["metadata"]["ownerReferences"].as_array().map(Vec::len) == Some(1)).then_some(cm)
+    })
+    .expect("the dangling reference is dropped");
+    assert_eq!(kept["metadata"]["ownerReferences"][0]["name"], "b");
+}
+
+#[test]
+fn new_namespaces_get_a_default_service_account_and_the_root_ca() {
+    let server = TestServer::start_with(&["--controllers=serviceaccount,root-ca-cert-publisher"]);
+    kubectl_ok(&server, &["create", "namespace", "team-a"]);
+    let found = poll(WAIT, || {
+        let sa = server
+            .http()
+            .get("/api/v1/namespaces/team-a/serviceaccounts/default");
+        let cm = server
+            .http()
+            .get("/api/v1/namespaces/team-a/configmaps/kube-root-ca.crt");
+        (sa.status == 200 && cm.status == 200).then_some(cm.json().expect("json"))
+    })
+    .expect("default ServiceAccount and kube-root-ca.crt");
+    assert!(found["data"].get("ca.crt").is_some(), "{found}");
+    // Deleted, it comes back.
+    kubectl_ok(
+        &server,
+        &["delete", "serviceaccount", "default", "-n", "team-a"],
+    );
+    let back = poll(WAIT, || {
+        (server
+            .http()
+            .get("/api/v1/namespaces/team-a/serviceaccounts/default")
+            .status
+            == 200)
+            .then_some(())
+    });
+    assert!(back.is_some());
+}
+
+#[test]
+fn without_flags_nothing_moves() {
+    let server = TestServer::start();
+    kubectl_ok(&server, &["create", "deployment", "web", "--image=nginx"]);
+    kubectl_ok(&server, &["create", "namespace", "quiet"]);
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(items(&server, "/apis/apps/v1/namespaces/default/replicasets").is_empty());
+    assert!(items(&server, "/api/v1/nodes").is_empty());
+    assert_eq!(
+        server
+            .http()
+            .get("/api/v1/namespaces/quiet/serviceaccounts/default")
+            .status,
+        404
+    );
+    let out = server.kubectl(&["get", "deployment", "web", "-o", "jsonpath={.status}"]);
+    // kube-apiserver alone: an empty status, never filled in.
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "{}");
+}
+
+#[test]
+fn unknown_controllers_are_refused_in_kubes_words() {
+    let out = std::process::Command::new(common::server_binary())
+        .args(["--controllers=deployment,red-controller", "--port", "0"])
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("\"red-controller\" is not in the list of known controllers"),
+        "{stderr}"
+    );
+}

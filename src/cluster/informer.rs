@@ -1,0 +1,208 @@
+//! A cache of one resource, kept by listing it and following its watch (client-go's
+//! reflector and informer): controllers read objects from it and are woken when it
+//! changes. A watch that ends or fails is followed by a new list.
+
+use super::client::Client;
+use futures::StreamExt;
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::Duration;
+use tokio::sync::{watch, Notify};
+
+/// `namespace/name` (`name` for cluster-scoped objects).
+pub fn key_of(obj: &Value) -> String {
+    let meta = |k: &str| {
+        obj.pointer(&format!("/metadata/{k}"))
+            .and_then(Value::as_str)
+    };
+    match meta("namespace") {
+        Some(ns) if !ns.is_empty() => format!("{ns}/{}", meta("name").unwrap_or("")),
+        _ => meta("name").unwrap_or("").to_string(),
+    }
+}
+
+/// A resourceVersion as a number (ours are storage revisions); `None`: not one.
+fn revision(obj: &Value) -> Option<u64> {
+    obj.pointer("/metadata/resourceVersion")
+        .and_then(Value::as_str)
+        .and_then(|rv| rv.parse().ok())
+}
+
+/// The cached objects of one resource.
+pub struct Informer {
+    objects: RwLock<BTreeMap<String, Arc<Value>>>,
+    /// Keys a controller deleted, with the revision it saw: older events of them are
+    /// stale (client-go's controllers keep expectations for the same reason).
+    deleted: RwLock<BTreeMap<String, u64>>,
+    synced: watch::Sender<bool>,
+    subscribers: Mutex<Vec<Arc<Notify>>>,
+}
+
+impl Informer {
+    /// Start caching the collection at `path` (`/api/v1/pods`) through `client`; the
+    /// task ends when `stop` turns true or the server is gone.
+    pub fn start(client: Client, path: &str, stop: watch::Receiver<bool>) -> Arc<Informer> {
+        let informer = Arc::new(Informer {
+            objects: RwLock::new(BTreeMap::new()),
+            deleted: RwLock::new(BTreeMap::new()),
+            synced: watch::channel(false).0,
+            subscribers: Mutex::new(Vec::new()),
+        });
+        let task = reflect(client, path.to_string(), Arc::downgrade(&informer));
+        tokio::spawn(super::until_stopped(stop, task));
+        informer
+    }
+
+    /// Wake `notify` whenever the cache changes.
+    pub fn subscribe(&self, notify: Arc<Notify>) {
+        if let Ok(mut subs) = self.subscribers.lock() {
+            subs.push(notify);
+        }
+    }
+
+    fn changed(&self) {
+        if let Ok(subs) = self.subscribers.lock() {
+            for n in subs.iter() {
+                n.notify_one();
+            }
+        }
+    }
+
+    /// Every cached object (shared: a pass reads them without copying).
+    pub fn list(&self) -> Vec<Arc<Value>> {
+        self.objects
+            .read()
+            .map(|m| m.values().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    /// The cached object at `key` (`namespace/name`).
+    pub fn get(&self, key: &str) -> Option<Arc<Value>> {
+        self.objects.read().ok().and_then(|m| m.get(key).cloned())
+    }
+
+    /// Whether the first list has been cached.
+    pub fn has_synced(&self) -> bool {
+        *self.synced.borrow()
+    }
+
+    /// Wait until the first list has been cached.
+    pub async fn wait_synced(&self) {
+        let mut rx = self.synced.subscribe();
+        let _ = rx.wait_for(|s| *s).await;
+    }
+
+    /// Cache what a write of a controller answered, ahead of its watch event, so the
+    /// next pass counts it (a newer cached version wins).
+    pub fn observe(&self, obj: &Value) {
+        let key = key_of(obj);
+        if let Ok(mut m) = self.objects.write() {
+            let newer = match (m.get(&key).and_then(|c| revision(c)), revision(obj)) {
+                (Some(cached), Some(new)) => new > cached,
+                _ => true,
+            };
+            if newer {
+                m.insert(key, Arc::new(obj.clone()));
+            }
+        }
+    }
+
+    /// Drop `obj`, deleted by a controller, ahead of its watch event.
+    pub fn forget(&self, obj: &Value) {
+        let key = key_of(obj);
+        if let Ok(mut m) = self.objects.write() {
+            m.remove(&key);
+        }
+        if let (Ok(mut d), Some(rv)) = (self.deleted.write(), revision(obj)) {
+            d.insert(key, rv);
+        }
+    }
+
+    fn replace(&self, items: Vec<Value>) {
+        if let Ok(mut m) = self.objects.write() {
+            *m = items
+                .into_iter()
+                .map(|o| (key_of(&o), Arc::new(o)))
+                .collect();
+        }
+        if let Ok(mut d) = self.deleted.write() {
+            d.clear();
+        }
+        self.synced.send_replace(true);
+        self.changed();
+    }
+
+    /// Apply one watch event; the resourceVersion to resume from.
+    fn apply(&self, event: &Value) -> Option<String> {
+        let obj = event.get("object")?;
+        let rv = obj
+            .pointer("/metadata/resourceVersion")
+            .and_then(Value::as_str)
+            .map(str::to_string);
+        let key = key_of(obj);
+        match event.get("type").and_then(Value::as_str)? {
+            "ADDED" | "MODIFIED" => {
+                let stale = self.deleted.read().ok().and_then(|d| d.get(&key).copied());
+                if stale.is_some_and(|at| revision(obj).is_some_and(|rv| rv <= at)) {
+                    return rv;
+                }
+                self.observe(obj);
+            }
+            "DELETED" => {
+                if let Ok(mut m) = self.objects.write() {
+                    m.remove(&key);
+                }
+                if let Ok(mut d) = self.deleted.write() {
+                    d.remove(&key);
+                }
+            }
+            "BOOKMARK" => return rv,
+            _ => return None,
+        }
+        self.changed();
+        rv
+    }
+}
+
+/// List, then follow the watch; list again when it ends.
+async fn reflect(client: Client, path: String, informer: std::sync::Weak<Informer>) {
+    while client.is_alive() {
+        let Some(me) = informer.upgrade() else { return };
+        let listed = match client.get(&path).await {
+            Ok(list) => list,
+            Err(_) => {
+                drop(me);
+                tokio::time::sleep(Duration::from_millis(200)).await;
+                continue;
+            }
+        };
+        let mut rv = listed
+            .pointer("/metadata/resourceVersion")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
+        let items = listed
+            .get("items")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        me.replace(items);
+        drop(me);
+        let Ok(events) = client.watch(&path, &rv).await else {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            continue;
+        };
+        let mut events = std::pin::pin!(events);
+        while let Some(event) = events.next().await {
+            let Some(me) = informer.upgrade() else { return };
+            if event.get("type").and_then(Value::as_str) == Some("ERROR") {
+                break;
+            }
+            if let Some(next) = me.apply(&event) {
+                rv = next;
+            }
+        }
+        let _ = rv;
+    }
+}

@@ -1,0 +1,172 @@
+//! The opt-in cluster that moves (`--controllers`, `--simulate-nodes`): kube-controller-
+//! manager's controllers, a scheduler and simulated kubelets, all clients of the
+//! server's own API ([`client`]: in-process requests through the same dispatch as
+//! HTTP ones, as the controller's service account), reading from informer caches
+//! ([`informer`]). Off by default: without the flags the server is a kube-apiserver
+//! with no controller manager, as envtest's.
+//!
+//! - [`nodes`]: simulated Nodes, the scheduler binding pods to them, and their kubelets
+//!   running pods without containers (outcomes chosen per pod by annotation).
+//! - [`service_accounts`]: the `default` ServiceAccount and the `kube-root-ca.crt`
+//!   ConfigMap in every namespace (kube's serviceaccount and root-ca-cert-publisher).
+//! - [`garbage_collector`]: ownerReference cascades (background, foreground, orphan)
+//!   for every kind.
+//! - [`replicaset`], [`deployment`]: kube's ReplicaSet and Deployment controllers.
+//! - [`job`]: kube's Job controller (and its ttl-after-finished).
+//!
+//! Each controller is level-triggered: whenever a resource it reads changes it
+//! reconciles everything it owns from the caches, as kube's controllers converge.
+
+pub mod client;
+pub mod deployment;
+pub mod garbage_collector;
+pub mod informer;
+pub mod job;
+pub mod nodes;
+pub mod objects;
+pub mod replicaset;
+pub mod service_accounts;
+
+use crate::apiserver::ApiServer;
+use apimachinery::controller_names::Controllers;
+use client::Client;
+use informer::Informer;
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::sync::{watch, Notify};
+
+/// What the cluster runs.
+#[derive(Clone, Debug, Default)]
+pub struct ClusterOptions {
+    /// `--controllers`.
+    pub controllers: Controllers,
+    /// `--simulate-nodes`: how many Ready Nodes with simulated kubelets (and a
+    /// scheduler when there is at least one).
+    pub simulated_nodes: u32,
+}
+
+impl ClusterOptions {
+    /// Whether anything runs.
+    pub fn is_empty(&self) -> bool {
+        self.controllers.is_empty() && self.simulated_nodes == 0
+    }
+}
+
+/// The informers of one server, one per resource path, shared by its controllers.
+pub struct Informers {
+    client: Client,
+    stop: watch::Receiver<bool>,
+    by_path: Mutex<HashMap<String, Arc<Informer>>>,
+}
+
+impl Informers {
+    fn new(client: Client, stop: watch::Receiver<bool>) -> Informers {
+        Informers {
+            client,
+            stop,
+            by_path: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The informer of the collection at `path`, started on first use.
+    pub fn of(&self, path: &str) -> Arc<Informer> {
+        let mut map = match self.by_path.lock() {
+            Ok(m) => m,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        map.entry(path.to_string())
+            .or_insert_with(|| Informer::start(self.client.clone(), path, self.stop.clone()))
+            .clone()
+    }
+}
+
+/// Run `task` until it ends or `stop` turns true.
+pub async fn until_stopped(mut stop: watch::Receiver<bool>, task: impl Future<Output = ()>) {
+    if *stop.borrow() {
+        return;
+    }
+    tokio::select! {
+        _ = stop.wait_for(|s| *s) => {}
+        _ = task => {}
+    }
+}
+
+/// A controller's pass over everything it owns.
+pub trait Reconcile: Send + 'static {
+    /// Bring what the caches show to the desired state; `Some(delay)`: pass again
+    /// after `delay` even if nothing changes (a failed write, a time to wait for).
+    fn reconcile(&mut self) -> impl Future<Output = Option<Duration>> + Send + '_;
+}
+
+/// Run `controller` once `informers` have synced, then whenever one of them changes
+/// or the delay it last asked for has passed, until `stop` turns true.
+pub fn spawn_controller(
+    informers: Vec<Arc<Informer>>,
+    stop: watch::Receiver<bool>,
+    mut controller: impl Reconcile,
+) {
+    let changed = Arc::new(Notify::new());
+    for i in &informers {
+        i.subscribe(changed.clone());
+    }
+    let work = async move {
+        for i in &informers {
+            i.wait_synced().await;
+        }
+        let mut again: Option<Duration> = Some(Duration::ZERO);
+        loop {
+            match again {
+                Some(d) => {
+                    let _ = tokio::time::timeout(d, changed.notified()).await;
+                }
+                None => changed.notified().await,
+            }
+            // Let a burst of events land before reading the caches.
+            tokio::time::sleep(Duration::from_millis(1)).await;
+            again = controller.reconcile().await;
+        }
+    };
+    tokio::spawn(until_stopped(stop, work));
+}
+
+/// Start what `options` asks for on `api` (`root_ca`: the CA of its serving
+/// certificate, what `kube-root-ca.crt` publishes); everything stops when `stop` turns
+/// true.
+pub fn start(
+    api: &Arc<ApiServer>,
+    options: &ClusterOptions,
+    root_ca: Option<String>,
+    stop: watch::Receiver<bool>,
+) {
+    if options.is_empty() {
+        return;
+    }
+    let informers = Arc::new(Informers::new(
+        Client::service_account(api, "informers"),
+        stop.clone(),
+    ));
+    let on = |name: &str| options.controllers.enabled(name);
+    if options.simulated_nodes > 0 {
+        nodes::start(api, &informers, options.simulated_nodes, stop.clone());
+    }
+    if on("serviceaccount") {
+        service_accounts::start_default_accounts(api, &informers, stop.clone());
+    }
+    if on("root-ca-cert-publisher") {
+        service_accounts::start_root_ca_publisher(api, &informers, root_ca, stop.clone());
+    }
+    if on("garbagecollector") {
+        garbage_collector::start(api, stop.clone());
+    }
+    if on("replicaset") {
+        replicaset::start(api, &informers, stop.clone());
+    }
+    if on("job") {
+        job::start(api, &informers, on("ttl-after-finished"), stop.clone());
+    }
+    if on("deployment") {
+        deployment::start(api, &informers, stop.clone());
+    }
+}
