@@ -844,6 +844,34 @@ fn events_expire_a_ttl_after_their_last_write() {
 }
 
 #[test]
+fn a_daemonset_template_update_moves_its_template_generation() {
+    // apps/v1 serves kube's internal spec.templateGeneration as an annotation: an
+    // update of the template moves it, as `kubectl set image ds` expects.
+    let server = TestServer::start();
+    let http = server.http();
+    let ds = json!({
+        "apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "agent"},
+        "spec": {"selector": {"matchLabels": {"app": "agent"}},
+                 "template": {"metadata": {"labels": {"app": "agent"}},
+                              "spec": {"containers": [{"name": "a", "image": "agent:1"}]}}},
+    });
+    let path = "/apis/apps/v1/namespaces/default/daemonsets";
+    let r = http.send_json("POST", path, &ds);
+    assert_eq!(r.status, 201, "{}", r.text());
+    let mut current = r.json().unwrap_or_default();
+    let generation = |d: &Value| {
+        d["metadata"]["annotations"]["deprecated.daemonset.template.generation"].clone()
+    };
+    assert_eq!(generation(&current), "1");
+    current["spec"]["template"]["spec"]["containers"][0]["image"] = json!("agent:2");
+    let r = http.send_json("PUT", &format!("{path}/agent"), &current);
+    assert_eq!(r.status, 200, "{}", r.text());
+    let updated = r.json().unwrap_or_default();
+    assert_eq!(generation(&updated), "2");
+    assert_eq!(updated["metadata"]["generation"], 2);
+}
+
+#[test]
 fn a_template_metadata_reads_back_as_kube_v1_36_writes_it() {
     // kube v1.36's ObjectMeta omits a zero creationTimestamp (omitzero) and empty
     // lists and maps (omitempty), in a pod template as anywhere: what kubectl's

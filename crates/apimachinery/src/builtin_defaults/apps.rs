@@ -155,7 +155,7 @@ const TEMPLATE_GENERATION: &str = "deprecated.daemonset.template.generation";
 
 /// A DaemonSet's template generation: `None` without the annotation, `Some(None)`
 /// when it is not a number (kube's decoding refuses those).
-fn template_generation(obj: &Value) -> Option<Option<i64>> {
+pub fn template_generation(obj: &Value) -> Option<Option<i64>> {
     let value = obj
         .pointer("/metadata/annotations")?
         .get(TEMPLATE_GENERATION)?;

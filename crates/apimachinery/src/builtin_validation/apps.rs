@@ -30,7 +30,7 @@ pub fn validate_update(kind: &str, new: &Value, old: &Value) -> ErrorList {
         }
         "StatefulSet" => stateful_set_update(ns, os),
         "DaemonSet" => {
-            let mut errs = daemon_set_spec_update(ns, os);
+            let mut errs = daemon_set_spec_update(new, old);
             errs.extend(daemon_set_spec(ns, &path));
             errs
         }
@@ -488,14 +488,18 @@ fn rolling_update_daemon_set(r: &Value, path: &Path) -> ErrorList {
 }
 
 /// `ValidateDaemonSetSpecUpdate`: the template generation follows the template, the
-/// selector is immutable.
-fn daemon_set_spec_update(ns: &Value, os: &Value) -> ErrorList {
+/// selector is immutable. apps/v1 serves the generation as an annotation (kube's
+/// internal `spec.templateGeneration`).
+fn daemon_set_spec_update(new: &Value, old: &Value) -> ErrorList {
+    let (ns, os) = (value_at(new, "spec"), value_at(old, "spec"));
     let mut errs = ErrorList::new();
     let path = Path::new("spec").child("templateGeneration");
-    let (n, o) = (
-        int_at(ns, "templateGeneration"),
-        int_at(os, "templateGeneration"),
-    );
+    let generation = |obj: &Value| {
+        crate::builtin_defaults::apps::template_generation(obj)
+            .flatten()
+            .unwrap_or(0)
+    };
+    let (n, o) = (generation(new), generation(old));
     if n < o {
         errs.push(Error::invalid(
             &path,
