@@ -212,6 +212,111 @@ fn a_deployment_rolls_out_scales_updates_and_cascades_like_on_a_cluster() {
 }
 
 #[test]
+fn statefulsets_and_daemonsets_roll_out_and_update() {
+    let server = cluster();
+    let manifests = json!({"apiVersion": "v1", "kind": "List", "items": [
+        {"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "db"},
+         "spec": {"serviceName": "db", "replicas": 3, "selector": {"matchLabels": {"app": "db"}},
+                  "template": {"metadata": {"labels": {"app": "db"}},
+                               "spec": {"containers": [{"name": "pg", "image": "postgres:16"}]}},
+                  "volumeClaimTemplates": [{"metadata": {"name": "data"},
+                      "spec": {"accessModes": ["ReadWriteOnce"],
+                               "resources": {"requests": {"storage": "1Gi"}}}}]}},
+        {"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "agent"},
+         "spec": {"selector": {"matchLabels": {"app": "agent"}},
+                  "template": {"metadata": {"labels": {"app": "agent"}},
+                               "spec": {"containers": [{"name": "a", "image": "agent:1"}]}}}},
+    ]});
+    let file = server.write_file("workloads.json", &manifests.to_string());
+    kubectl_ok(&server, &["apply", "-f", file.to_str().expect("path")]);
+    kubectl_ok(
+        &server,
+        &["rollout", "status", "statefulset/db", "--timeout=20s"],
+    );
+    kubectl_ok(
+        &server,
+        &["rollout", "status", "daemonset/agent", "--timeout=20s"],
+    );
+    for i in 0..3 {
+        let pod = get_json(&server, &format!("/api/v1/namespaces/default/pods/db-{i}"));
+        assert_eq!(pod["spec"]["hostname"], format!("db-{i}"));
+        assert_eq!(pod["spec"]["subdomain"], "db");
+        assert_eq!(
+            pod["metadata"]["labels"]["apps.kubernetes.io/pod-index"],
+            i.to_string()
+        );
+        assert_eq!(pod["status"]["phase"], "Running");
+        let claim = get_json(
+            &server,
+            &format!("/api/v1/namespaces/default/persistentvolumeclaims/data-db-{i}"),
+        );
+        assert_eq!(claim["spec"]["resources"]["requests"]["storage"], "1Gi");
+    }
+    let agents = items(
+        &server,
+        "/api/v1/namespaces/default/pods?labelSelector=app%3Dagent",
+    );
+    let mut nodes: Vec<&str> = agents
+        .iter()
+        .filter_map(|p| p["spec"]["nodeName"].as_str())
+        .collect();
+    nodes.sort();
+    assert_eq!(nodes, ["node-1", "node-2", "node-3"]);
+
+    // Template updates roll out through new ControllerRevisions.
+    kubectl_ok(
+        &server,
+        &["set", "image", "statefulset/db", "pg=postgres:17"],
+    );
+    kubectl_ok(&server, &["set", "image", "daemonset/agent", "a=agent:2"]);
+    kubectl_ok(
+        &server,
+        &["rollout", "status", "statefulset/db", "--timeout=20s"],
+    );
+    kubectl_ok(
+        &server,
+        &["rollout", "status", "daemonset/agent", "--timeout=20s"],
+    );
+    let set = get_json(&server, "/apis/apps/v1/namespaces/default/statefulsets/db");
+    assert_eq!(
+        set["status"]["currentRevision"],
+        set["status"]["updateRevision"]
+    );
+    assert_eq!(set["status"]["updatedReplicas"], 3);
+    let pods = items(&server, "/api/v1/namespaces/default/pods");
+    for p in &pods {
+        let image = p["spec"]["containers"][0]["image"].as_str().unwrap_or("");
+        assert!(image == "postgres:17" || image == "agent:2", "{image}");
+    }
+    let history = kubectl_ok(&server, &["rollout", "history", "statefulset/db"]);
+    assert!(
+        history.contains("\n1 ") && history.contains("\n2 "),
+        "{history}"
+    );
+    let ds = get_json(&server, "/apis/apps/v1/namespaces/default/daemonsets/agent");
+    assert_eq!(
+        ds["metadata"]["annotations"]["deprecated.daemonset.template.generation"],
+        "2"
+    );
+    assert_eq!(ds["status"]["updatedNumberScheduled"], 3);
+    assert_eq!(ds["status"]["numberAvailable"], 3);
+
+    // Scaled down, the highest ordinals go.
+    kubectl_ok(&server, &["scale", "statefulset/db", "--replicas=1"]);
+    let left = poll(WAIT, || {
+        let names: Vec<String> = items(
+            &server,
+            "/api/v1/namespaces/default/pods?labelSelector=app%3Ddb",
+        )
+        .iter()
+        .filter_map(|p| p["metadata"]["name"].as_str().map(str::to_string))
+        .collect();
+        (names == ["db-0"]).then_some(())
+    });
+    assert!(left.is_some());
+}
+
+#[test]
 fn jobs_complete_fail_and_count_as_kube() {
     let server = cluster();
     kubectl_ok(

@@ -13,11 +13,14 @@
 //!   for every kind.
 //! - [`replicaset`], [`deployment`]: kube's ReplicaSet and Deployment controllers.
 //! - [`job`]: kube's Job controller (and its ttl-after-finished).
+//! - [`statefulset`], [`daemonset`]: kube's StatefulSet and DaemonSet controllers, with
+//!   their ControllerRevisions ([`revisions`]).
 //!
 //! Each controller is level-triggered: whenever a resource it reads changes it
 //! reconciles everything it owns from the caches, as kube's controllers converge.
 
 pub mod client;
+pub mod daemonset;
 pub mod deployment;
 pub mod garbage_collector;
 pub mod informer;
@@ -25,7 +28,9 @@ pub mod job;
 pub mod nodes;
 pub mod objects;
 pub mod replicaset;
+pub mod revisions;
 pub mod service_accounts;
+pub mod statefulset;
 
 use crate::apiserver::ApiServer;
 use apimachinery::controller_names::Controllers;
@@ -162,6 +167,12 @@ pub fn start(
     }
     if on("replicaset") {
         replicaset::start(api, &informers, stop.clone());
+    }
+    if on("statefulset") {
+        statefulset::start(api, &informers, stop.clone());
+    }
+    if on("daemonset") {
+        daemonset::start(api, &informers, stop.clone());
     }
     if on("job") {
         job::start(api, &informers, on("ttl-after-finished"), stop.clone());

@@ -292,15 +292,62 @@ fn settled(pod: &Value, outcome: Outcome) -> bool {
     ready == (outcome == Outcome::Run)
 }
 
-/// Whether `pod` may run on `node` (its `nodeSelector` matches the node's labels).
+/// Whether one node selector requirement (`key`, `operator`, `values`) holds for
+/// `value` (a label's or a field's, absent: `None`).
+fn requirement_holds(req: &Value, value: Option<&str>) -> bool {
+    let values: Vec<&str> = req
+        .get("values")
+        .and_then(Value::as_array)
+        .map(|v| v.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let number = |s: &str| s.parse::<i64>().ok();
+    let bound = values.first().copied().and_then(number);
+    match str_at(req, "/operator") {
+        "In" => value.is_some_and(|v| values.contains(&v)),
+        "NotIn" => !value.is_some_and(|v| values.contains(&v)),
+        "Exists" => value.is_some(),
+        "DoesNotExist" => value.is_none(),
+        "Gt" => value
+            .and_then(number)
+            .zip(bound)
+            .is_some_and(|(v, b)| v > b),
+        "Lt" => value
+            .and_then(number)
+            .zip(bound)
+            .is_some_and(|(v, b)| v < b),
+        _ => false,
+    }
+}
+
+/// Whether `pod` may run on `node`: its `nodeSelector` matches the node's labels and
+/// one of its required node affinity terms holds (label expressions and
+/// `metadata.name` fields, as a DaemonSet pins its pods).
 fn fits(pod: &Value, node: &Value) -> bool {
-    let Some(selector) = pod.pointer("/spec/nodeSelector").and_then(Value::as_object) else {
-        return true;
-    };
     let labels = node.pointer("/metadata/labels").and_then(Value::as_object);
-    selector
-        .iter()
-        .all(|(k, v)| labels.and_then(|l| l.get(k)) == Some(v))
+    let label = |k: &str| labels.and_then(|l| l.get(k)).and_then(Value::as_str);
+    let selector_ok = pod
+        .pointer("/spec/nodeSelector")
+        .and_then(Value::as_object)
+        .is_none_or(|sel| sel.iter().all(|(k, v)| label(k) == v.as_str()));
+    let terms = pod
+        .pointer("/spec/affinity/nodeAffinity/requiredDuringSchedulingIgnoredDuringExecution/nodeSelectorTerms")
+        .and_then(Value::as_array);
+    let affinity_ok = terms.is_none_or(|terms| {
+        terms.iter().any(|term| {
+            let exprs = term.get("matchExpressions").and_then(Value::as_array);
+            let fields = term.get("matchFields").and_then(Value::as_array);
+            let name = str_at(node, "/metadata/name");
+            exprs
+                .into_iter()
+                .flatten()
+                .all(|r| requirement_holds(r, label(str_at(r, "/key"))))
+                && fields.into_iter().flatten().all(|r| {
+                    let field = (str_at(r, "/key") == "metadata.name").then_some(name);
+                    requirement_holds(r, field)
+                })
+        })
+    });
+    selector_ok && affinity_ok
 }
 
 fn is_terminal(pod: &Value) -> bool {

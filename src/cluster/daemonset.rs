@@ -1,0 +1,303 @@
+//! kube's DaemonSet controller (`pkg/controller/daemon`): a pod on every node the
+//! template fits (its `nodeSelector`; nodes' `NoSchedule` taints unless tolerated),
+//! pinned there by kube's node affinity on `metadata.name`, labelled with its
+//! `controller-revision-hash` and `pod-template-generation`; a template change rolls
+//! out node by node within `maxUnavailable` (`RollingUpdate`) or waits for deletions
+//! (`OnDelete`). Status as kube's: desired, current, ready, available, updated,
+//! misscheduled and unavailable counts.
+
+use super::client::Client;
+use super::informer::Informer;
+use super::objects::{
+    int_at, is_deleting, name, namespace, owned_by, path_of, pod_available, pod_is_active,
+    pod_is_ready, str_at, uid,
+};
+use super::revisions::{self, REVISION_HASH};
+use super::{Informers, Reconcile};
+use crate::apiserver::ApiServer;
+use serde_json::{json, Map, Value};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::watch;
+
+/// The node a DaemonSet pod is pinned to (kube's `matchFields` node affinity).
+fn pinned_node(pod: &Value) -> &str {
+    let terms = pod.pointer(
+        "/spec/affinity/nodeAffinity/requiredDuringSchedulingIgnoredDuringExecution/nodeSelectorTerms/0/matchFields/0/values/0",
+    );
+    match terms.and_then(Value::as_str) {
+        Some(n) => n,
+        None => str_at(pod, "/spec/nodeName"),
+    }
+}
+
+/// Whether the DaemonSet's pods belong on `node`.
+pub fn should_run(set: &Value, node: &Value) -> bool {
+    let labels = node.pointer("/metadata/labels").and_then(Value::as_object);
+    let selector_ok = set
+        .pointer("/spec/template/spec/nodeSelector")
+        .and_then(Value::as_object)
+        .is_none_or(|sel| {
+            sel.iter()
+                .all(|(k, v)| labels.and_then(|l| l.get(k)) == Some(v))
+        });
+    let tolerations: Vec<&Value> = set
+        .pointer("/spec/template/spec/tolerations")
+        .and_then(Value::as_array)
+        .map(|t| t.iter().collect())
+        .unwrap_or_default();
+    let tolerated = |taint: &Value| {
+        tolerations.iter().any(|t| {
+            let key_ok = str_at(t, "/key").is_empty() || str_at(t, "/key") == str_at(taint, "/key");
+            let effect_ok =
+                str_at(t, "/effect").is_empty() || str_at(t, "/effect") == str_at(taint, "/effect");
+            let value_ok = str_at(t, "/operator") == "Exists"
+                || str_at(t, "/value") == str_at(taint, "/value");
+            key_ok && effect_ok && value_ok
+        })
+    };
+    let taints_ok = node
+        .pointer("/spec/taints")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter(|t| matches!(str_at(t, "/effect"), "NoSchedule" | "NoExecute"))
+        .all(tolerated);
+    selector_ok && taints_ok
+}
+
+/// The DaemonSet's pod for `node` at `revision`.
+pub fn pod_for(set: &Value, node: &str, revision: &str) -> Value {
+    let template = set.pointer("/spec/template").cloned().unwrap_or(json!({}));
+    let mut pod = super::replicaset::pod_from_template(set, &template);
+    pod["metadata"]["labels"][REVISION_HASH] = json!(revision);
+    let generation = set
+        .pointer("/metadata/annotations/deprecated.daemonset.template.generation")
+        .and_then(Value::as_str)
+        .unwrap_or("1");
+    pod["metadata"]["labels"]["pod-template-generation"] = json!(generation);
+    let affinity = json!({"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+        "nodeSelectorTerms": [{"matchFields": [
+            {"key": "metadata.name", "operator": "In", "values": [node]}]}]}}});
+    pod["spec"]["affinity"] = affinity;
+    // kube's DaemonSet pods tolerate the node conditions a DaemonSet must outlive.
+    let mut tolerations: Vec<Value> = pod
+        .pointer("/spec/tolerations")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    for (key, effect) in [
+        ("node.kubernetes.io/not-ready", "NoExecute"),
+        ("node.kubernetes.io/unreachable", "NoExecute"),
+        ("node.kubernetes.io/disk-pressure", "NoSchedule"),
+        ("node.kubernetes.io/memory-pressure", "NoSchedule"),
+        ("node.kubernetes.io/pid-pressure", "NoSchedule"),
+        ("node.kubernetes.io/unschedulable", "NoSchedule"),
+    ] {
+        if !tolerations.iter().any(|t| str_at(t, "/key") == key) {
+            tolerations.push(json!({"key": key, "operator": "Exists", "effect": effect}));
+        }
+    }
+    pod["spec"]["tolerations"] = json!(tolerations);
+    pod
+}
+
+struct DaemonSetController {
+    client: Client,
+    sets: Arc<Informer>,
+    pods: Arc<Informer>,
+    nodes: Arc<Informer>,
+    revisions: Arc<Informer>,
+}
+
+impl DaemonSetController {
+    async fn delete_pod(&self, pod: &Value) -> bool {
+        let opts = json!({"preconditions": {"uid": uid(pod)}});
+        match self.client.delete(&path_of("v1", "pods", pod), &opts).await {
+            Ok(_) => {
+                self.pods.forget(pod);
+                true
+            }
+            Err(e) => e.is_not_found(),
+        }
+    }
+
+    async fn sync(&self, set: &Value, pods: &[Arc<Value>], nodes: &[Arc<Value>]) -> bool {
+        let Ok(revision) = revisions::current(&self.client, &self.revisions, set).await else {
+            return false;
+        };
+        let owned: Vec<&Value> = owned_by(set, pods)
+            .into_iter()
+            .filter(|p| pod_is_active(p))
+            .collect();
+        let mut ok = true;
+        let wanted: Vec<&str> = nodes
+            .iter()
+            .filter(|n| should_run(set, n))
+            .map(|n| name(n))
+            .collect();
+        for node in &wanted {
+            if owned.iter().any(|p| pinned_node(p) == *node) {
+                continue;
+            }
+            let path = format!("/api/v1/namespaces/{}/pods", namespace(set));
+            match self
+                .client
+                .create(&path, &pod_for(set, node, &revision))
+                .await
+            {
+                Ok(p) => self.pods.observe(&p),
+                Err(_) => ok = false,
+            }
+        }
+        // Pods on nodes they no longer belong on go.
+        for p in owned.iter().filter(|p| !wanted.contains(&pinned_node(p))) {
+            ok &= self.delete_pod(p).await;
+        }
+        // Roll out: replace stale pods while the unavailable stay within the budget.
+        if str_at(set, "/spec/updateStrategy/type") != "OnDelete" {
+            let max_unavailable =
+                match set.pointer("/spec/updateStrategy/rollingUpdate/maxUnavailable") {
+                    Some(Value::Number(n)) => n.as_i64().unwrap_or(1),
+                    Some(Value::String(p)) => {
+                        let pct: i64 = p.trim_end_matches('%').parse().unwrap_or(0);
+                        (pct * wanted.len() as i64 / 100).max(1)
+                    }
+                    _ => 1,
+                };
+            let unavailable = wanted.len() as i64
+                - owned
+                    .iter()
+                    .filter(|p| pod_is_ready(p) && revisions::of_pod(p) == revision)
+                    .count() as i64;
+            let stale: Vec<&&Value> = owned
+                .iter()
+                .filter(|p| revisions::of_pod(p) != revision && !is_deleting(p))
+                .collect();
+            let budget = (max_unavailable - (unavailable - stale.len() as i64)).max(0);
+            for p in stale.into_iter().take(budget as usize) {
+                ok &= self.delete_pod(p).await;
+            }
+        }
+        ok &= self.write_status(set, &revision, &wanted).await;
+        ok
+    }
+
+    async fn write_status(&self, set: &Value, revision: &str, wanted: &[&str]) -> bool {
+        let pods = self.pods.list();
+        let owned: Vec<&Value> = owned_by(set, &pods)
+            .into_iter()
+            .filter(|p| pod_is_active(p))
+            .collect();
+        let on_wanted: Vec<&&Value> = owned
+            .iter()
+            .filter(|p| wanted.contains(&pinned_node(p)))
+            .collect();
+        let min_ready = int_at(set, "/spec/minReadySeconds", 0);
+        let desired = wanted.len();
+        let available = on_wanted
+            .iter()
+            .filter(|p| pod_available(p, min_ready).is_ok())
+            .count();
+        let mut s = Map::new();
+        s.insert("currentNumberScheduled".into(), json!(on_wanted.len()));
+        s.insert(
+            "numberMisscheduled".into(),
+            json!(owned.len() - on_wanted.len()),
+        );
+        s.insert("desiredNumberScheduled".into(), json!(desired));
+        s.insert(
+            "numberReady".into(),
+            json!(on_wanted.iter().filter(|p| pod_is_ready(p)).count()),
+        );
+        if let Some(g) = set.pointer("/metadata/generation") {
+            s.insert("observedGeneration".into(), g.clone());
+        }
+        let updated = on_wanted
+            .iter()
+            .filter(|p| revisions::of_pod(p) == revision)
+            .count();
+        if updated > 0 {
+            s.insert("updatedNumberScheduled".into(), json!(updated));
+        }
+        if available > 0 {
+            s.insert("numberAvailable".into(), json!(available));
+        }
+        if desired > available {
+            s.insert("numberUnavailable".into(), json!(desired - available));
+        }
+        let status = Value::Object(s);
+        if set.get("status") == Some(&status) {
+            return true;
+        }
+        let mut updated_set = set.clone();
+        updated_set["status"] = status;
+        let path = format!("{}/status", path_of("apps/v1", "daemonsets", set));
+        match self.client.update(&path, &updated_set).await {
+            Ok(w) => {
+                self.sets.observe(&w);
+                true
+            }
+            Err(e) => e.is_not_found(),
+        }
+    }
+}
+
+impl Reconcile for DaemonSetController {
+    async fn reconcile(&mut self) -> Option<Duration> {
+        let pods = self.pods.list();
+        let nodes = self.nodes.list();
+        let mut retry = false;
+        for set in self.sets.list() {
+            if is_deleting(&set) {
+                continue;
+            }
+            retry |= !self.sync(&set, &pods, &nodes).await;
+        }
+        retry.then_some(Duration::from_millis(200))
+    }
+}
+
+/// Start the DaemonSet controller.
+pub fn start(api: &Arc<ApiServer>, informers: &Informers, stop: watch::Receiver<bool>) {
+    let sets = informers.of("/apis/apps/v1/daemonsets");
+    let pods = informers.of("/api/v1/pods");
+    let nodes = informers.of("/api/v1/nodes");
+    let revisions = informers.of("/apis/apps/v1/controllerrevisions");
+    let controller = DaemonSetController {
+        client: Client::service_account(api, "daemon-set-controller"),
+        sets: sets.clone(),
+        pods: pods.clone(),
+        nodes: nodes.clone(),
+        revisions: revisions.clone(),
+    };
+    super::spawn_controller(vec![sets, pods, nodes, revisions], stop, controller);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_daemon_pod_is_pinned_to_its_node_and_placed_by_selector_and_taints() {
+        let set = json!({
+            "apiVersion": "apps/v1", "kind": "DaemonSet",
+            "metadata": {"name": "agent", "namespace": "kube-system", "uid": "d1", "generation": 3,
+                         "annotations": {"deprecated.daemonset.template.generation": "2"}},
+            "spec": {"template": {"metadata": {"labels": {"app": "agent"}},
+                "spec": {"nodeSelector": {"kubernetes.io/os": "linux"},
+                         "containers": [{"name": "a", "image": "agent"}]}}},
+        });
+        let pod = pod_for(&set, "node-2", "agent-xyz");
+        assert_eq!(pinned_node(&pod), "node-2");
+        assert_eq!(pod["metadata"]["labels"][REVISION_HASH], "agent-xyz");
+        assert_eq!(pod["metadata"]["labels"]["pod-template-generation"], "2");
+        let linux = json!({"metadata": {"name": "n", "labels": {"kubernetes.io/os": "linux"}}});
+        let windows = json!({"metadata": {"name": "w", "labels": {"kubernetes.io/os": "windows"}}});
+        let tainted = json!({"metadata": {"name": "t", "labels": {"kubernetes.io/os": "linux"}},
+            "spec": {"taints": [{"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}]}});
+        assert!(should_run(&set, &linux));
+        assert!(!should_run(&set, &windows));
+        assert!(!should_run(&set, &tainted));
+    }
+}
