@@ -317,6 +317,98 @@ fn statefulsets_and_daemonsets_roll_out_and_update() {
 }
 
 #[test]
+fn services_list_their_ready_pods_in_endpoint_slices_and_endpoints() {
+    let server = cluster();
+    kubectl_ok(
+        &server,
+        &[
+            "create",
+            "deployment",
+            "web",
+            "--image=nginx",
+            "--replicas=2",
+            "--port=80",
+        ],
+    );
+    kubectl_ok(
+        &server,
+        &[
+            "expose",
+            "deployment",
+            "web",
+            "--port=8080",
+            "--target-port=80",
+        ],
+    );
+    kubectl_ok(
+        &server,
+        &["rollout", "status", "deployment/web", "--timeout=20s"],
+    );
+    let pod_ips = || -> Vec<String> {
+        let mut ips: Vec<String> = items(
+            &server,
+            "/api/v1/namespaces/default/pods?labelSelector=app%3Dweb",
+        )
+        .iter()
+        .filter_map(|p| p["status"]["podIP"].as_str().map(str::to_string))
+        .collect();
+        ips.sort();
+        ips
+    };
+    let slice_ips = || -> Option<Vec<String>> {
+        let slices = items(
+            &server,
+            "/apis/discovery.k8s.io/v1/namespaces/default/endpointslices?labelSelector=kubernetes.io%2Fservice-name%3Dweb",
+        );
+        let slice = slices.first()?;
+        let mut ips: Vec<String> = slice["endpoints"]
+            .as_array()?
+            .iter()
+            .filter(|e| e["conditions"]["ready"] == true)
+            .filter_map(|e| e["addresses"][0].as_str().map(str::to_string))
+            .collect();
+        ips.sort();
+        Some(ips)
+    };
+    let settled = poll(WAIT, || (slice_ips()? == pod_ips()).then_some(()));
+    assert!(
+        settled.is_some(),
+        "slices {:?} vs pods {:?}",
+        slice_ips(),
+        pod_ips()
+    );
+    let slice = &items(
+        &server,
+        "/apis/discovery.k8s.io/v1/namespaces/default/endpointslices?labelSelector=kubernetes.io%2Fservice-name%3Dweb",
+    )[0];
+    assert_eq!(
+        slice["metadata"]["labels"]["endpointslice.kubernetes.io/managed-by"],
+        "endpointslice-controller.k8s.io"
+    );
+    assert_eq!(slice["metadata"]["ownerReferences"][0]["kind"], "Service");
+    assert_eq!(
+        slice["ports"],
+        json!([{"name": "", "port": 80, "protocol": "TCP"}])
+    );
+    assert_eq!(slice["endpoints"][0]["targetRef"]["kind"], "Pod");
+    let endpoints = poll(WAIT, || {
+        let e = get_json(&server, "/api/v1/namespaces/default/endpoints/web");
+        (e["subsets"][0]["addresses"].as_array().map(Vec::len) == Some(2)).then_some(e)
+    })
+    .expect("the Endpoints object lists both pods");
+    assert_eq!(
+        endpoints["subsets"][0]["ports"],
+        json!([{"port": 80, "protocol": "TCP"}])
+    );
+    // Scaled up, the new pod is listed too.
+    kubectl_ok(&server, &["scale", "deployment/web", "--replicas=3"]);
+    let grown = poll(WAIT, || {
+        (slice_ips()?.len() == 3 && slice_ips()? == pod_ips()).then_some(())
+    });
+    assert!(grown.is_some());
+}
+
+#[test]
 fn jobs_complete_fail_and_count_as_kube() {
     let server = cluster();
     kubectl_ok(

@@ -13,6 +13,7 @@
 //!   for every kind.
 //! - [`replicaset`], [`deployment`]: kube's ReplicaSet and Deployment controllers.
 //! - [`job`]: kube's Job controller (and its ttl-after-finished).
+//! - [`endpoints`]: kube's endpointslice and endpoints controllers.
 //! - [`statefulset`], [`daemonset`]: kube's StatefulSet and DaemonSet controllers, with
 //!   their ControllerRevisions ([`revisions`]).
 //!
@@ -22,6 +23,7 @@
 pub mod client;
 pub mod daemonset;
 pub mod deployment;
+pub mod endpoints;
 pub mod garbage_collector;
 pub mod informer;
 pub mod job;
@@ -173,6 +175,12 @@ pub fn start(
     }
     if on("daemonset") {
         daemonset::start(api, &informers, stop.clone());
+    }
+    if on("endpointslice") {
+        endpoints::start_slices(api, &informers, stop.clone());
+    }
+    if on("endpoints-controller") {
+        endpoints::start_endpoints(api, &informers, stop.clone());
     }
     if on("job") {
         job::start(api, &informers, on("ttl-after-finished"), stop.clone());
