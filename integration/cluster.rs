@@ -518,6 +518,101 @@ fn jobs_complete_fail_and_count_as_kube() {
 }
 
 #[test]
+fn a_cronjob_fires_when_the_clock_is_advanced() {
+    let server = cluster();
+    let http = server.http();
+    kubectl_ok(
+        &server,
+        &[
+            "create",
+            "cronjob",
+            "backup",
+            "--image=busybox",
+            "--schedule=0 * * * *",
+            "--",
+            "echo",
+            "hi",
+        ],
+    );
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(items(&server, "/apis/batch/v1/namespaces/default/jobs").is_empty());
+    let advance = |by: &str| {
+        let resp = http
+            .request(
+                "POST",
+                &format!("/debug/crd-apiserver/clock?advance={by}"),
+                &[],
+                &[],
+                None,
+            )
+            .expect("advance");
+        assert_eq!(resp.status, 200, "{}", resp.text());
+        resp.json().expect("json")
+    };
+    let clock = advance("1h");
+    assert_eq!(clock["offsetSeconds"], 3600);
+    let job = poll(WAIT, || {
+        items(&server, "/apis/batch/v1/namespaces/default/jobs")
+            .into_iter()
+            .next()
+    })
+    .expect("a Job at the top of the hour");
+    let name = job["metadata"]["name"].as_str().expect("name").to_string();
+    let minutes: i64 = name
+        .strip_prefix("backup-")
+        .and_then(|m| m.parse().ok())
+        .expect("minutes");
+    assert_eq!(minutes % 60, 0, "{name}");
+    let scheduled = job["metadata"]["annotations"]
+        ["batch.kubernetes.io/cronjob-scheduled-timestamp"]
+        .as_str()
+        .expect("scheduled");
+    assert!(scheduled.ends_with(":00:00Z"), "{scheduled}");
+    assert_eq!(job["metadata"]["ownerReferences"][0]["kind"], "CronJob");
+    kubectl_ok(
+        &server,
+        &[
+            "wait",
+            "--for=condition=Complete",
+            &format!("job/{name}"),
+            "--timeout=20s",
+        ],
+    );
+    // Three more hours: the missed times collapse into the latest, one more Job.
+    advance("3h");
+    let two = poll(WAIT, || {
+        let jobs = items(&server, "/apis/batch/v1/namespaces/default/jobs");
+        (jobs.len() == 2).then_some(jobs)
+    });
+    assert!(
+        two.is_some(),
+        "{:?}",
+        items(&server, "/apis/batch/v1/namespaces/default/jobs")
+    );
+    let cj = poll(WAIT, || {
+        let cj = get_json(&server, "/apis/batch/v1/namespaces/default/cronjobs/backup");
+        cj["status"]["lastSuccessfulTime"].is_string().then_some(cj)
+    })
+    .expect("a successful run recorded");
+    assert!(cj["status"]["lastScheduleTime"].is_string());
+    // A duration Go does not parse is refused.
+    let resp = http
+        .request(
+            "POST",
+            "/debug/crd-apiserver/clock?advance=soon",
+            &[],
+            &[],
+            None,
+        )
+        .expect("advance");
+    assert_eq!(resp.status, 400);
+    assert_eq!(
+        resp.json().expect("json")["message"],
+        "advance: time: invalid duration \"soon\""
+    );
+}
+
+#[test]
 fn pods_on_simulated_nodes_do_what_their_annotation_says() {
     let server = cluster();
     let http = server.http();

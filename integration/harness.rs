@@ -529,6 +529,12 @@ async fn a_harness_cluster_rolls_out_deployments_for_a_kube_rs_client() {
     .expect("watch")
     .expect("the Deployment");
     assert_eq!(done.status.and_then(|s| s.available_replicas), Some(2));
+    // The clock the cluster's timers read moves when told to.
+    let before = server.clock().now();
+    server
+        .clock()
+        .advance(std::time::Duration::from_secs(86_400));
+    assert!(server.clock().now() - before >= chrono::Duration::days(1));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -529,6 +529,12 @@ impl TestServer {
         &self.api().admission
     }
 
+    /// The clock the opt-in cluster's timers read (CronJob schedules, Job deadlines
+    /// and TTLs, `minReadySeconds`): `advance` it to fire what would take hours.
+    pub fn clock(&self) -> &crate::apiserver::clock::Clock {
+        &self.api().clock
+    }
+
     /// The injected faults of this server: `add`, `remove`, `clear`, `fired`.
     pub fn faults(&self) -> &Faults {
         self.server().faults()

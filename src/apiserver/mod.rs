@@ -4,6 +4,7 @@
 //! that need cleanup (a terminating namespace or CRD) are queued here for them.
 
 mod apiservices;
+pub mod clock;
 mod params;
 
 pub use apiservices::GROUP as APIREGISTRATION_GROUP;
@@ -96,6 +97,8 @@ pub struct ApiServer {
     /// Held for a whole autoregistration pass: passes never interleave (a pass that
     /// listed before a reset must not record what it saw as synced after it).
     autoregistration_pass: tokio::sync::Mutex<()>,
+    /// The clock the opt-in cluster's timers read (advanced by tests).
+    pub clock: clock::Clock,
 }
 
 /// A deletion the cleanup controller finishes.
@@ -197,6 +200,7 @@ impl ApiServer {
             cleanup_queue: std::sync::Mutex::new(Some(cleanup_queue)),
             autoregistration: Default::default(),
             autoregistration_pass: tokio::sync::Mutex::new(()),
+            clock: clock::Clock::default(),
         });
         api.admission.set_authorizer(api.authorizer.clone());
         api.admission.set_catalog(api.catalog.clone());

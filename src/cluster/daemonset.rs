@@ -104,6 +104,7 @@ pub fn pod_for(set: &Value, node: &str, revision: &str) -> Value {
 
 struct DaemonSetController {
     client: Client,
+    clock: crate::apiserver::clock::Clock,
     sets: Arc<Informer>,
     pods: Arc<Informer>,
     nodes: Arc<Informer>,
@@ -197,7 +198,7 @@ impl DaemonSetController {
         let desired = wanted.len();
         let available = on_wanted
             .iter()
-            .filter(|p| pod_available(p, min_ready).is_ok())
+            .filter(|p| pod_available(p, min_ready, self.clock.now()).is_ok())
             .count();
         let mut s = Map::new();
         s.insert("currentNumberScheduled".into(), json!(on_wanted.len()));
@@ -266,12 +267,18 @@ pub fn start(api: &Arc<ApiServer>, informers: &Informers, stop: watch::Receiver<
     let revisions = informers.of("/apis/apps/v1/controllerrevisions");
     let controller = DaemonSetController {
         client: Client::service_account(api, "daemon-set-controller"),
+        clock: api.clock.clone(),
         sets: sets.clone(),
         pods: pods.clone(),
         nodes: nodes.clone(),
         revisions: revisions.clone(),
     };
-    super::spawn_controller(vec![sets, pods, nodes, revisions], stop, controller);
+    super::spawn_controller(
+        vec![sets, pods, nodes, revisions],
+        &api.clock,
+        stop,
+        controller,
+    );
 }
 
 #[cfg(test)]

@@ -564,7 +564,7 @@ pub fn start(api: &Arc<ApiServer>, informers: &Informers, stop: watch::Receiver<
         deployments: deployments.clone(),
         replicasets: replicasets.clone(),
     };
-    super::spawn_controller(vec![deployments, replicasets], stop, controller);
+    super::spawn_controller(vec![deployments, replicasets], &api.clock, stop, controller);
 }
 
 #[cfg(test)]

@@ -366,7 +366,7 @@ pub fn start_slices(api: &Arc<ApiServer>, informers: &Informers, stop: watch::Re
         pods: pods.clone(),
         slices: slices.clone(),
     };
-    super::spawn_controller(vec![services, pods, slices], stop, controller);
+    super::spawn_controller(vec![services, pods, slices], &api.clock, stop, controller);
 }
 
 /// Start kube's endpoints controller.
@@ -380,7 +380,12 @@ pub fn start_endpoints(api: &Arc<ApiServer>, informers: &Informers, stop: watch:
         pods: pods.clone(),
         endpoints: endpoints.clone(),
     };
-    super::spawn_controller(vec![services, pods, endpoints], stop, controller);
+    super::spawn_controller(
+        vec![services, pods, endpoints],
+        &api.clock,
+        stop,
+        controller,
+    );
 }
 
 #[cfg(test)]

@@ -122,6 +122,7 @@ fn parse_intervals(s: &str) -> BTreeSet<i64> {
 
 struct JobController {
     client: Client,
+    clock: crate::apiserver::clock::Clock,
     jobs: Arc<Informer>,
     pods: Arc<Informer>,
     ttl_after_finished: bool,
@@ -306,7 +307,7 @@ impl JobController {
                 status
                     .get("startTime")
                     .and_then(Value::as_str)
-                    .and_then(seconds_since),
+                    .and_then(|t| seconds_since(t, self.clock.now())),
             )
             .is_some_and(|(limit, since)| since >= limit);
         if !done_target {
@@ -517,7 +518,7 @@ impl JobController {
             .filter_map(|t| condition(job, t))
             .map(|c| str_at(c, "/lastTransitionTime"))
             .find(|t| !t.is_empty())?;
-        let since = seconds_since(done).unwrap_or(0);
+        let since = seconds_since(done, self.clock.now()).unwrap_or(0);
         if since < ttl {
             return Some(Duration::from_secs((ttl - since).max(1) as u64));
         }
@@ -604,11 +605,12 @@ pub fn start(
     let pods = informers.of("/api/v1/pods");
     let controller = JobController {
         client: Client::service_account(api, "job-controller"),
+        clock: api.clock.clone(),
         jobs: jobs.clone(),
         pods: pods.clone(),
         ttl_after_finished,
     };
-    super::spawn_controller(vec![jobs, pods], stop, controller);
+    super::spawn_controller(vec![jobs, pods], &api.clock, stop, controller);
 }
 
 #[cfg(test)]

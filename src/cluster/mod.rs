@@ -12,7 +12,8 @@
 //! - [`garbage_collector`]: ownerReference cascades (background, foreground, orphan)
 //!   for every kind.
 //! - [`replicaset`], [`deployment`]: kube's ReplicaSet and Deployment controllers.
-//! - [`job`]: kube's Job controller (and its ttl-after-finished).
+//! - [`job`]: kube's Job controller (and its ttl-after-finished); [`cronjob`]: kube's
+//!   CronJob controller on the server's clock, which tests advance.
 //! - [`endpoints`]: kube's endpointslice and endpoints controllers.
 //! - [`statefulset`], [`daemonset`]: kube's StatefulSet and DaemonSet controllers, with
 //!   their ControllerRevisions ([`revisions`]).
@@ -21,6 +22,7 @@
 //! reconciles everything it owns from the caches, as kube's controllers converge.
 
 pub mod client;
+pub mod cronjob;
 pub mod daemonset;
 pub mod deployment;
 pub mod endpoints;
@@ -34,6 +36,7 @@ pub mod revisions;
 pub mod service_accounts;
 pub mod statefulset;
 
+use crate::apiserver::clock::Clock;
 use crate::apiserver::ApiServer;
 use apimachinery::controller_names::Controllers;
 use client::Client;
@@ -107,10 +110,12 @@ pub trait Reconcile: Send + 'static {
     fn reconcile(&mut self) -> impl Future<Output = Option<Duration>> + Send + '_;
 }
 
-/// Run `controller` once `informers` have synced, then whenever one of them changes
-/// or the delay it last asked for has passed, until `stop` turns true.
+/// Run `controller` once `informers` have synced, then whenever one of them changes,
+/// `clock` is advanced, or the delay it last asked for has passed, until `stop` turns
+/// true.
 pub fn spawn_controller(
     informers: Vec<Arc<Informer>>,
+    clock: &Clock,
     stop: watch::Receiver<bool>,
     mut controller: impl Reconcile,
 ) {
@@ -118,6 +123,7 @@ pub fn spawn_controller(
     for i in &informers {
         i.subscribe(changed.clone());
     }
+    clock.subscribe(changed.clone());
     let work = async move {
         for i in &informers {
             i.wait_synced().await;
@@ -181,6 +187,9 @@ pub fn start(
     }
     if on("endpoints-controller") {
         endpoints::start_endpoints(api, &informers, stop.clone());
+    }
+    if on("cronjob") {
+        cronjob::start(api, &informers, stop.clone());
     }
     if on("job") {
         job::start(api, &informers, on("ttl-after-finished"), stop.clone());

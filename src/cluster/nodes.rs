@@ -544,5 +544,5 @@ pub fn start(api: &Arc<ApiServer>, informers: &Informers, count: u32, stop: watc
         ips: HashMap::new(),
         next_host: HashMap::new(),
     };
-    super::spawn_controller(vec![nodes, pods], stop, sim);
+    super::spawn_controller(vec![nodes, pods], &api.clock, stop, sim);
 }

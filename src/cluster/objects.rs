@@ -105,15 +105,19 @@ pub fn pod_is_ready(pod: &Value) -> bool {
     condition(pod, "Ready").is_some_and(|c| str_at(c, "/status") == "True")
 }
 
-/// Seconds since an RFC 3339 time (`None` when unparsable).
-pub fn seconds_since(time: &str) -> Option<i64> {
+/// Seconds from an RFC 3339 time to `now` (`None` when unparsable).
+pub fn seconds_since(time: &str, now: chrono::DateTime<chrono::Utc>) -> Option<i64> {
     let t = chrono::DateTime::parse_from_rfc3339(time).ok()?;
-    Some((chrono::Utc::now() - t.with_timezone(&chrono::Utc)).num_seconds())
+    Some((now - t.with_timezone(&chrono::Utc)).num_seconds())
 }
 
-/// Whether a pod has been Ready for `min_ready_seconds`: the seconds still to wait
-/// when not yet (`Ok`: available).
-pub fn pod_available(pod: &Value, min_ready_seconds: i64) -> Result<(), i64> {
+/// Whether a pod has been Ready for `min_ready_seconds` at `now`: the seconds still to
+/// wait when not yet (`Ok`: available).
+pub fn pod_available(
+    pod: &Value,
+    min_ready_seconds: i64,
+    now: chrono::DateTime<chrono::Utc>,
+) -> Result<(), i64> {
     if !pod_is_ready(pod) {
         return Err(i64::MAX);
     }
@@ -122,7 +126,7 @@ pub fn pod_available(pod: &Value, min_ready_seconds: i64) -> Result<(), i64> {
     }
     let since = condition(pod, "Ready")
         .map(|c| str_at(c, "/lastTransitionTime"))
-        .and_then(seconds_since)
+        .and_then(|t| seconds_since(t, now))
         .unwrap_or(0);
     if since >= min_ready_seconds {
         Ok(())

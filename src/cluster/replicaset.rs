@@ -68,7 +68,11 @@ pub fn deletion_order(a: &Value, b: &Value) -> Ordering {
 
 /// A ReplicaSet's status from its pods, and when it should be computed again (a pod
 /// still to become available after `minReadySeconds`).
-pub fn status(rs: &Value, owned: &[&Value]) -> (Value, Option<Duration>) {
+pub fn status(
+    rs: &Value,
+    owned: &[&Value],
+    now: chrono::DateTime<chrono::Utc>,
+) -> (Value, Option<Duration>) {
     let active: Vec<&&Value> = owned.iter().filter(|p| pod_is_active(p)).collect();
     let template_labels = rs
         .pointer("/spec/template/metadata/labels")
@@ -88,7 +92,7 @@ pub fn status(rs: &Value, owned: &[&Value]) -> (Value, Option<Duration>) {
     let mut wait: Option<i64> = None;
     let mut available = 0;
     for p in &active {
-        match pod_available(p, min_ready) {
+        match pod_available(p, min_ready, now) {
             Ok(()) => available += 1,
             Err(left) if left != i64::MAX => wait = Some(wait.map_or(left, |w| w.min(left))),
             Err(_) => {}
@@ -123,6 +127,7 @@ pub fn status(rs: &Value, owned: &[&Value]) -> (Value, Option<Duration>) {
 
 struct ReplicaSetController {
     client: Client,
+    clock: crate::apiserver::clock::Clock,
     replicasets: Arc<Informer>,
     pods: Arc<Informer>,
 }
@@ -194,7 +199,7 @@ impl Reconcile for ReplicaSetController {
             }
             let pods = self.pods.list();
             let owned = owned_by(&rs, &pods);
-            let (status, wait) = status(&rs, &owned);
+            let (status, wait) = status(&rs, &owned, self.clock.now());
             if let Some(w) = wait {
                 soon(w);
             }
@@ -214,10 +219,11 @@ pub fn start(api: &Arc<ApiServer>, informers: &Informers, stop: watch::Receiver<
     let pods = informers.of("/api/v1/pods");
     let controller = ReplicaSetController {
         client: Client::service_account(api, "replicaset-controller"),
+        clock: api.clock.clone(),
         replicasets: replicasets.clone(),
         pods: pods.clone(),
     };
-    super::spawn_controller(vec![replicasets, pods], stop, controller);
+    super::spawn_controller(vec![replicasets, pods], &api.clock, stop, controller);
 }
 
 #[cfg(test)]
@@ -289,7 +295,7 @@ mod tests {
         let b = pod("b", "n", "Pending", false, "2026-01-01T00:00:00Z");
         let mut gone = pod("c", "n", "Running", true, "2026-01-01T00:00:00Z");
         gone["metadata"]["deletionTimestamp"] = json!("2026-01-01T00:00:00Z");
-        let (s, wait) = status(&rs, &[&a, &b, &gone]);
+        let (s, wait) = status(&rs, &[&a, &b, &gone], chrono::Utc::now());
         assert_eq!(
             s,
             json!({"replicas": 2, "fullyLabeledReplicas": 1, "readyReplicas": 1,

@@ -70,7 +70,7 @@ pub fn start_default_accounts(
         namespaces: namespaces.clone(),
         accounts: accounts.clone(),
     };
-    super::spawn_controller(vec![namespaces, accounts], stop, controller);
+    super::spawn_controller(vec![namespaces, accounts], &api.clock, stop, controller);
 }
 
 struct RootCaPublisher {
@@ -134,5 +134,5 @@ pub fn start_root_ca_publisher(
         config_maps: config_maps.clone(),
         ca: ca.unwrap_or_default(),
     };
-    super::spawn_controller(vec![namespaces, config_maps], stop, controller);
+    super::spawn_controller(vec![namespaces, config_maps], &api.clock, stop, controller);
 }

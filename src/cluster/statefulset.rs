@@ -85,6 +85,7 @@ pub fn pod_for(set: &Value, ordinal: i64, revision: &str) -> Value {
 
 struct StatefulSetController {
     client: Client,
+    clock: crate::apiserver::clock::Clock,
     sets: Arc<Informer>,
     pods: Arc<Informer>,
     revisions: Arc<Informer>,
@@ -275,7 +276,7 @@ impl StatefulSetController {
             "availableReplicas".into(),
             json!(active
                 .iter()
-                .filter(|p| pod_available(p, min_ready).is_ok())
+                .filter(|p| pod_available(p, min_ready, self.clock.now()).is_ok())
                 .count()),
         );
         let status = Value::Object(s);
@@ -317,12 +318,18 @@ pub fn start(api: &Arc<ApiServer>, informers: &Informers, stop: watch::Receiver<
     let claims = informers.of("/api/v1/persistentvolumeclaims");
     let controller = StatefulSetController {
         client: Client::service_account(api, "statefulset-controller"),
+        clock: api.clock.clone(),
         sets: sets.clone(),
         pods: pods.clone(),
         revisions: revisions.clone(),
         claims: claims.clone(),
     };
-    super::spawn_controller(vec![sets, pods, revisions, claims], stop, controller);
+    super::spawn_controller(
+        vec![sets, pods, revisions, claims],
+        &api.clock,
+        stop,
+        controller,
+    );
 }
 
 #[cfg(test)]

@@ -109,6 +109,7 @@ pub async fn non_resource(
             return Ok(health(api, req, parts[0]).await)
         }
         ["openapi", ..] => return super::openapi::serve(api, req, &parts[1..]),
+        ["debug", "crd-apiserver", "clock"] => clock(api, req)?,
         ["api"] => match req.output {
             Output::AggregatedDiscovery(v) => {
                 return Ok(aggregated(discovery::aggregated_core(served), v))
@@ -134,6 +135,33 @@ pub async fn non_resource(
         _ => Output::Json,
     };
     Ok(response::reply(Reply::ok(body), output))
+}
+
+/// `/debug/crd-apiserver/clock`: the clock the opt-in cluster's timers read; `POST`
+/// with `?advance=<Go duration>` moves it forward.
+fn clock(api: &ApiServer, req: &ApiRequest) -> Result<Value, Status> {
+    if req.method == http::Method::POST {
+        let advance = req.param("advance").unwrap_or("");
+        let nanos = crate::cel::library::go_parse_duration(advance)
+            .filter(|n| *n >= 0)
+            .ok_or_else(|| {
+                Status::bad_request(format!(
+                    "advance: time: invalid duration {}",
+                    crate::field::go_quote(advance)
+                ))
+            })?;
+        api.clock
+            .advance(std::time::Duration::from_nanos(nanos.unsigned_abs()));
+    } else if req.method != http::Method::GET {
+        return Err(Status::method_not_allowed(format!(
+            "{} is not supported on the clock",
+            req.method
+        )));
+    }
+    Ok(json!({
+        "now": api.clock.now().format("%Y-%m-%dT%H:%M:%SZ").to_string(),
+        "offsetSeconds": api.clock.offset().num_seconds(),
+    }))
 }
 
 fn aggregated(mut doc: Value, v: DiscoveryVersion) -> Response<Body> {

@@ -21,6 +21,7 @@ pub mod command_line;
 pub mod component_status;
 pub mod controller_names;
 pub mod crd;
+pub mod cron;
 pub mod feature_gates;
 pub mod field;
 pub mod goformat;
