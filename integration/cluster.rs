@@ -613,6 +613,95 @@ fn a_cronjob_fires_when_the_clock_is_advanced() {
 }
 
 #[test]
+fn budgets_guard_a_drain_and_autoscalers_report_their_target() {
+    let server = cluster();
+    kubectl_ok(
+        &server,
+        &[
+            "create",
+            "deployment",
+            "web",
+            "--image=nginx",
+            "--replicas=3",
+        ],
+    );
+    kubectl_ok(
+        &server,
+        &["rollout", "status", "deployment/web", "--timeout=20s"],
+    );
+    kubectl_ok(
+        &server,
+        &[
+            "create",
+            "pdb",
+            "web",
+            "--selector=app=web",
+            "--min-available=2",
+        ],
+    );
+    kubectl_ok(
+        &server,
+        &[
+            "autoscale",
+            "deployment",
+            "web",
+            "--min=2",
+            "--max=5",
+            "--cpu-percent=80",
+        ],
+    );
+    let pdb = poll(WAIT, || {
+        let p = get_json(
+            &server,
+            "/apis/policy/v1/namespaces/default/poddisruptionbudgets/web",
+        );
+        (p["status"]["expectedPods"] == 3).then_some(p)
+    })
+    .expect("the budget's status");
+    assert_eq!(pdb["status"]["currentHealthy"], 3);
+    assert_eq!(pdb["status"]["desiredHealthy"], 2);
+    assert_eq!(pdb["status"]["disruptionsAllowed"], 1);
+    assert_eq!(pdb["status"]["conditions"][0]["reason"], "SufficientPods");
+    let hpa = poll(WAIT, || {
+        let h = get_json(
+            &server,
+            "/apis/autoscaling/v2/namespaces/default/horizontalpodautoscalers/web",
+        );
+        h["status"]["conditions"].is_array().then_some(h)
+    })
+    .expect("the autoscaler's status");
+    assert_eq!(hpa["status"]["currentReplicas"], 3);
+    let reasons: Vec<&str> = hpa["status"]["conditions"]
+        .as_array()
+        .expect("conditions")
+        .iter()
+        .filter_map(|c| c["reason"].as_str())
+        .collect();
+    assert_eq!(reasons, ["SucceededGetScale", "FailedGetResourceMetric"]);
+    // A drain evicts within the budget; the replacement lands on another node.
+    kubectl_ok(
+        &server,
+        &["drain", "node-1", "--ignore-daemonsets", "--timeout=20s"],
+    );
+    let moved = poll(WAIT, || {
+        let pods = items(
+            &server,
+            "/api/v1/namespaces/default/pods?labelSelector=app%3Dweb",
+        );
+        let running = pods
+            .iter()
+            .filter(|p| p["status"]["phase"] == "Running")
+            .count();
+        (running == 3 && pods.iter().all(|p| p["spec"]["nodeName"] != "node-1")).then_some(())
+    });
+    assert!(
+        moved.is_some(),
+        "{:?}",
+        items(&server, "/api/v1/namespaces/default/pods")
+    );
+}
+
+#[test]
 fn pods_on_simulated_nodes_do_what_their_annotation_says() {
     let server = cluster();
     let http = server.http();

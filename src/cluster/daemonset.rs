@@ -41,29 +41,9 @@ pub fn should_run(set: &Value, node: &Value) -> bool {
             sel.iter()
                 .all(|(k, v)| labels.and_then(|l| l.get(k)) == Some(v))
         });
-    let tolerations: Vec<&Value> = set
-        .pointer("/spec/template/spec/tolerations")
-        .and_then(Value::as_array)
-        .map(|t| t.iter().collect())
-        .unwrap_or_default();
-    let tolerated = |taint: &Value| {
-        tolerations.iter().any(|t| {
-            let key_ok = str_at(t, "/key").is_empty() || str_at(t, "/key") == str_at(taint, "/key");
-            let effect_ok =
-                str_at(t, "/effect").is_empty() || str_at(t, "/effect") == str_at(taint, "/effect");
-            let value_ok = str_at(t, "/operator") == "Exists"
-                || str_at(t, "/value") == str_at(taint, "/value");
-            key_ok && effect_ok && value_ok
-        })
-    };
-    let taints_ok = node
-        .pointer("/spec/taints")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter(|t| matches!(str_at(t, "/effect"), "NoSchedule" | "NoExecute"))
-        .all(tolerated);
-    selector_ok && taints_ok
+    // With the tolerations kube adds to DaemonSet pods (a cordoned node is fine).
+    let pod = pod_for(set, "", "");
+    selector_ok && super::objects::tolerates_node(&pod["spec"], node)
 }
 
 /// The DaemonSet's pod for `node` at `revision`.

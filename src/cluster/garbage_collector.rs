@@ -178,43 +178,10 @@ struct Collector {
 }
 
 impl Collector {
-    /// `(group/version path root, resource, namespaced)` of a kind served here.
-    fn resource_of(&self, api_version: &str, kind: &str) -> Option<(String, String, bool)> {
-        let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
-        let api = self.api.upgrade()?;
-        if let Some(r) = api.options.served.resources().find(|r| {
-            r.group == group
-                && r.kind == kind
-                && (r.version == version || r.storage_version == version)
-        }) {
-            return Some((r.group_version(), r.resource.to_string(), r.namespaced));
-        }
-        let crd = api.catalog.lookup_kind(group, kind)?;
-        let served = crd
-            .served_version(version)
-            .map(|_| version.to_string())
-            .or_else(|| {
-                crd.info
-                    .versions
-                    .iter()
-                    .find(|v| v.served)
-                    .map(|v| v.name.clone())
-            })?;
-        Some((
-            format!("{group}/{served}"),
-            crd.info.plural.clone(),
-            crd.info.namespaced,
-        ))
-    }
-
     /// The API path of an object of `api_version`/`kind`.
     fn path(&self, api_version: &str, kind: &str, namespace: &str, name: &str) -> Option<String> {
-        let (gv, resource, namespaced) = self.resource_of(api_version, kind)?;
-        let ns = if namespaced { namespace } else { "" };
-        Some(format!(
-            "{}/{name}",
-            super::objects::collection(&gv, &resource, ns)
-        ))
+        let api = self.api.upgrade()?;
+        super::object_path(&api, api_version, kind, namespace, name)
     }
 
     /// Whether `owner` (referenced from an object in `namespace`) is gone: not in the

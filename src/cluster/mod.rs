@@ -15,6 +15,8 @@
 //! - [`job`]: kube's Job controller (and its ttl-after-finished); [`cronjob`]: kube's
 //!   CronJob controller on the server's clock, which tests advance.
 //! - [`endpoints`]: kube's endpointslice and endpoints controllers.
+//! - [`status_only`]: kube's horizontalpodautoscaling (status only: no metrics API)
+//!   and disruption controllers.
 //! - [`statefulset`], [`daemonset`]: kube's StatefulSet and DaemonSet controllers, with
 //!   their ControllerRevisions ([`revisions`]).
 //!
@@ -35,6 +37,7 @@ pub mod replicaset;
 pub mod revisions;
 pub mod service_accounts;
 pub mod statefulset;
+pub mod status_only;
 
 use crate::apiserver::clock::Clock;
 use crate::apiserver::ApiServer;
@@ -90,6 +93,47 @@ impl Informers {
             .or_insert_with(|| Informer::start(self.client.clone(), path, self.stop.clone()))
             .clone()
     }
+}
+
+/// The API path of the object `namespace/name` of `api_version`/`kind`, built-in or
+/// custom (in the version named when served, else the kind's served one); `None` for a
+/// kind this server does not serve.
+pub fn object_path(
+    api: &ApiServer,
+    api_version: &str,
+    kind: &str,
+    namespace: &str,
+    name: &str,
+) -> Option<String> {
+    let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
+    let (gv, resource, namespaced) = match api.options.served.resources().find(|r| {
+        r.group == group && r.kind == kind && (r.version == version || r.storage_version == version)
+    }) {
+        Some(r) => (r.group_version(), r.resource.to_string(), r.namespaced),
+        None => {
+            let crd = api.catalog.lookup_kind(group, kind)?;
+            let served = crd
+                .served_version(version)
+                .map(|_| version.to_string())
+                .or_else(|| {
+                    crd.info
+                        .versions
+                        .iter()
+                        .find(|v| v.served)
+                        .map(|v| v.name.clone())
+                })?;
+            (
+                format!("{group}/{served}"),
+                crd.info.plural.clone(),
+                crd.info.namespaced,
+            )
+        }
+    };
+    let ns = if namespaced { namespace } else { "" };
+    Some(format!(
+        "{}/{name}",
+        objects::collection(&gv, &resource, ns)
+    ))
 }
 
 /// Run `task` until it ends or `stop` turns true.
@@ -190,6 +234,12 @@ pub fn start(
     }
     if on("cronjob") {
         cronjob::start(api, &informers, stop.clone());
+    }
+    if on("horizontalpodautoscaling") {
+        status_only::start_autoscalers(api, &informers, stop.clone());
+    }
+    if on("disruption") {
+        status_only::start_budgets(api, &informers, stop.clone());
     }
     if on("job") {
         job::start(api, &informers, on("ttl-after-finished"), stop.clone());

@@ -347,7 +347,7 @@ fn fits(pod: &Value, node: &Value) -> bool {
                 })
         })
     });
-    selector_ok && affinity_ok
+    selector_ok && affinity_ok && super::objects::tolerates_node(&pod["spec"], node)
 }
 
 fn is_terminal(pod: &Value) -> bool {

@@ -135,6 +135,35 @@ pub fn pod_available(
     }
 }
 
+/// Whether a pod spec's `tolerations` allow it on `node`: every `NoSchedule` and
+/// `NoExecute` taint tolerated, and a cordoned node (`spec.unschedulable`) only with
+/// the `node.kubernetes.io/unschedulable` toleration.
+pub fn tolerates_node(pod_spec: &Value, node: &Value) -> bool {
+    let tolerations: Vec<&Value> = pod_spec
+        .get("tolerations")
+        .and_then(Value::as_array)
+        .map(|t| t.iter().collect())
+        .unwrap_or_default();
+    let tolerated = |key: &str, value: &str, effect: &str| {
+        tolerations.iter().any(|t| {
+            let key_ok = str_at(t, "/key").is_empty() || str_at(t, "/key") == key;
+            let effect_ok = str_at(t, "/effect").is_empty() || str_at(t, "/effect") == effect;
+            let value_ok = str_at(t, "/operator") == "Exists" || str_at(t, "/value") == value;
+            key_ok && effect_ok && value_ok
+        })
+    };
+    let cordoned = node.pointer("/spec/unschedulable").and_then(Value::as_bool) == Some(true);
+    if cordoned && !tolerated("node.kubernetes.io/unschedulable", "", "NoSchedule") {
+        return false;
+    }
+    node.pointer("/spec/taints")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter(|t| matches!(str_at(t, "/effect"), "NoSchedule" | "NoExecute"))
+        .all(|t| tolerated(str_at(t, "/key"), str_at(t, "/value"), str_at(t, "/effect")))
+}
+
 /// The collection path of `resource` in `group/version` (`""` group: core) and
 /// namespace (`""`: cluster-scoped).
 pub fn collection(group_version: &str, resource: &str, namespace: &str) -> String {
