@@ -702,6 +702,39 @@ fn budgets_guard_a_drain_and_autoscalers_report_their_target() {
 }
 
 #[test]
+fn events_expire_when_the_clock_passes_their_ttl() {
+    let server = TestServer::start();
+    let http = server.http();
+    let event = json!({
+        "apiVersion": "v1", "kind": "Event",
+        "metadata": {"name": "e1", "namespace": "default"},
+        "involvedObject": {"kind": "Pod", "name": "p", "namespace": "default"},
+        "reason": "Started", "message": "started", "type": "Normal",
+    });
+    let resp = http.send_json("POST", "/api/v1/namespaces/default/events", &event);
+    assert_eq!(resp.status, 201, "{}", resp.text());
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(http.get("/api/v1/namespaces/default/events/e1").status, 200);
+    let resp = http
+        .request(
+            "POST",
+            "/debug/crd-apiserver/clock?advance=61m",
+            &[],
+            &[],
+            None,
+        )
+        .expect("advance");
+    assert_eq!(resp.status, 200);
+    let gone = poll(WAIT, || {
+        (http.get("/api/v1/namespaces/default/events/e1").status == 404).then_some(())
+    });
+    assert!(
+        gone.is_some(),
+        "the Event outlived kube's default one-hour TTL"
+    );
+}
+
+#[test]
 fn pods_on_simulated_nodes_do_what_their_annotation_says() {
     let server = cluster();
     let http = server.http();

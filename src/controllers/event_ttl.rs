@@ -3,7 +3,8 @@
 //! per server follows the `events` keys of storage (both Events APIs share them) with
 //! a watch, notes when each was last written, and deletes those whose last write is a
 //! TTL old, only if still at the revision seen (a rewrite keeps an Event alive; several
-//! servers on one etcd may sweep at once).
+//! servers on one etcd may sweep at once). Time is the server's clock
+//! (`apiserver::clock`): a test that advances it expires Events at once.
 
 use crate::apiserver::ApiServer;
 use crate::storage::{EventKind, ListOptions, Revision, StorageError, WatchItem};
@@ -83,19 +84,23 @@ async fn follow(
     let listed = storage.list(prefix, &ListOptions::default()).await?;
     let mut writes = LastWrites::default();
     // When existing Events were written is unknown here: count from now.
-    let now = Instant::now();
+    let listed_at = Instant::now() + api.clock.offset().to_std().unwrap_or_default();
     for kv in &listed.items {
-        writes.written(&kv.key, kv.mod_revision, now);
+        writes.written(&kv.key, kv.mod_revision, listed_at);
     }
     let mut events = storage.watch(prefix, listed.revision).await?;
     let mut sweep = tokio::time::interval(tick);
+    let advanced = std::sync::Arc::new(tokio::sync::Notify::new());
+    api.clock.subscribe(advanced.clone());
+    let now = || Instant::now() + api.clock.offset().to_std().unwrap_or_default();
     loop {
         tokio::select! {
+            _ = advanced.notified() => sweep.reset_immediately(),
             item = events.next() => match item {
                 Some(Ok(WatchItem::Event(ev))) => match ev.kind {
                     EventKind::Delete => writes.deleted(&ev.kv.key),
                     EventKind::Create | EventKind::Modify => {
-                        writes.written(&ev.kv.key, ev.kv.mod_revision, Instant::now());
+                        writes.written(&ev.kv.key, ev.kv.mod_revision, now());
                     }
                 },
                 Some(Ok(WatchItem::Progress(_))) => {}
@@ -103,7 +108,7 @@ async fn follow(
                 None => return Err(StorageError::Unavailable("event watch ended".into())),
             },
             _ = sweep.tick() => {
-                for (key, revision) in writes.expired(ttl, Instant::now()) {
+                for (key, revision) in writes.expired(ttl, now()) {
                     match storage.delete(&key, Some(revision)).await {
                         Ok(_) | Err(StorageError::NotFound(_)) => writes.deleted(&key),
                         // Rewritten since: the watch brings the new revision.
