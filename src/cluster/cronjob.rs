@@ -15,7 +15,7 @@
 use super::client::Client;
 use super::informer::Informer;
 use super::objects::{
-    condition, controller_ref, int_at, is_deleting, name, namespace, owned_by, path_of, str_at, uid,
+    condition, controller_ref, int_at, is_deleting, name, namespace, owned_by, str_at, uid,
 };
 use super::{Informers, Reconcile};
 use crate::apiserver::clock::Clock;
@@ -100,18 +100,15 @@ struct CronJobController {
 
 impl CronJobController {
     async fn delete_job(&self, job: &Value) -> bool {
-        let opts = json!({"propagationPolicy": "Background", "preconditions": {"uid": uid(job)}});
-        match self
-            .client
-            .delete(&path_of("batch/v1", "jobs", job), &opts)
-            .await
-        {
-            Ok(_) => {
-                self.jobs.forget(job);
-                true
-            }
-            Err(e) => e.is_not_found(),
-        }
+        super::delete_object(
+            &self.client,
+            &self.jobs,
+            "batch/v1",
+            "jobs",
+            job,
+            Some("Background"),
+        )
+        .await
     }
 
     /// One pass over one CronJob: `(ok, when to look again)`.
@@ -215,15 +212,15 @@ impl CronJobController {
             status.insert("active".into(), json!(refs));
         }
         let status = Value::Object(status);
-        if cj.get("status") != Some(&status) {
-            let mut updated = cj.clone();
-            updated["status"] = status;
-            let path = format!("{}/status", path_of("batch/v1", "cronjobs", cj));
-            match self.client.update(&path, &updated).await {
-                Ok(w) => self.cronjobs.observe(&w),
-                Err(e) => ok &= e.is_not_found(),
-            }
-        }
+        ok &= super::write_status(
+            &self.client,
+            &self.cronjobs,
+            "batch/v1",
+            "cronjobs",
+            cj,
+            status,
+        )
+        .await;
         let next = schedule
             .next(now)
             .and_then(|n| (n - now).to_std().ok())

@@ -9,8 +9,8 @@
 use super::client::Client;
 use super::informer::Informer;
 use super::objects::{
-    int_at, is_deleting, name, namespace, owned_by, path_of, pod_available, pod_is_active,
-    pod_is_ready, str_at, uid,
+    int_at, is_deleting, name, namespace, owned_by, pod_available, pod_is_active, pod_is_ready,
+    str_at,
 };
 use super::revisions::{self, REVISION_HASH};
 use super::{Informers, Reconcile};
@@ -93,14 +93,7 @@ struct DaemonSetController {
 
 impl DaemonSetController {
     async fn delete_pod(&self, pod: &Value) -> bool {
-        let opts = json!({"preconditions": {"uid": uid(pod)}});
-        match self.client.delete(&path_of("v1", "pods", pod), &opts).await {
-            Ok(_) => {
-                self.pods.forget(pod);
-                true
-            }
-            Err(e) => e.is_not_found(),
-        }
+        super::delete_object(&self.client, &self.pods, "v1", "pods", pod, None).await
     }
 
     async fn sync(&self, set: &Value, pods: &[Arc<Value>], nodes: &[Arc<Value>]) -> bool {
@@ -208,19 +201,15 @@ impl DaemonSetController {
             s.insert("numberUnavailable".into(), json!(desired - available));
         }
         let status = Value::Object(s);
-        if set.get("status") == Some(&status) {
-            return true;
-        }
-        let mut updated_set = set.clone();
-        updated_set["status"] = status;
-        let path = format!("{}/status", path_of("apps/v1", "daemonsets", set));
-        match self.client.update(&path, &updated_set).await {
-            Ok(w) => {
-                self.sets.observe(&w);
-                true
-            }
-            Err(e) => e.is_not_found(),
-        }
+        super::write_status(
+            &self.client,
+            &self.sets,
+            "apps/v1",
+            "daemonsets",
+            set,
+            status,
+        )
+        .await
     }
 }
 

@@ -160,18 +160,7 @@ impl JobController {
     }
 
     async fn delete_pod(&self, pod: &Value) -> bool {
-        let opts = json!({"preconditions": {"uid": uid(pod)}});
-        match self.client.delete(&path_of("v1", "pods", pod), &opts).await {
-            Ok(answer) => {
-                if is_deleting(&answer) {
-                    self.pods.observe(&answer);
-                } else {
-                    self.pods.forget(pod);
-                }
-                true
-            }
-            Err(e) => e.is_not_found(),
-        }
+        super::delete_object(&self.client, &self.pods, "v1", "pods", pod, None).await
     }
 
     /// One pass over one Job; `Some(delay)` to pass again.
@@ -492,20 +481,9 @@ impl JobController {
 
     async fn write_status(&self, job: &Value, status: Map<String, Value>) -> Option<Duration> {
         let status = Value::Object(status);
-        if job.get("status") == Some(&status) {
-            return None;
-        }
-        let mut updated = job.clone();
-        updated["status"] = status;
-        let path = format!("{}/status", path_of("batch/v1", "jobs", job));
-        match self.client.update(&path, &updated).await {
-            Ok(written) => {
-                self.jobs.observe(&written);
-                None
-            }
-            Err(e) if e.is_not_found() => None,
-            Err(_) => Some(Duration::from_millis(100)),
-        }
+        let written =
+            super::write_status(&self.client, &self.jobs, "batch/v1", "jobs", job, status).await;
+        (!written).then_some(Duration::from_millis(100))
     }
 
     /// ttl-after-finished: delete a finished Job whose time has come; when to look again.

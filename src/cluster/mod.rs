@@ -136,6 +136,63 @@ pub fn object_path(
     ))
 }
 
+/// Delete `obj` (of `resource` in `group_version`) as the cache saw it (its uid a
+/// precondition; `propagation`: kube's `propagationPolicy`), the cache following at
+/// once. False when the delete failed; gone already counts as done.
+pub async fn delete_object(
+    client: &Client,
+    cache: &Informer,
+    group_version: &str,
+    resource: &str,
+    obj: &serde_json::Value,
+    propagation: Option<&str>,
+) -> bool {
+    let mut opts = serde_json::json!({"preconditions": {"uid": objects::uid(obj)}});
+    if let Some(p) = propagation {
+        opts["propagationPolicy"] = serde_json::json!(p);
+    }
+    match client
+        .delete(&objects::path_of(group_version, resource, obj), &opts)
+        .await
+    {
+        Ok(answer) => {
+            // Held by finalizers, it is still there, being deleted.
+            if objects::is_deleting(&answer) && objects::uid(&answer) == objects::uid(obj) {
+                cache.observe(&answer);
+            } else {
+                cache.forget(obj);
+            }
+            true
+        }
+        Err(e) => e.is_not_found(),
+    }
+}
+
+/// Write `status` on `obj` (of `resource` in `group_version`) unless it has it already,
+/// the cache following at once. False when the write failed; gone counts as done.
+pub async fn write_status(
+    client: &Client,
+    cache: &Informer,
+    group_version: &str,
+    resource: &str,
+    obj: &serde_json::Value,
+    status: serde_json::Value,
+) -> bool {
+    if obj.get("status") == Some(&status) {
+        return true;
+    }
+    let mut updated = obj.clone();
+    updated["status"] = status;
+    let path = format!("{}/status", objects::path_of(group_version, resource, obj));
+    match client.update(&path, &updated).await {
+        Ok(written) => {
+            cache.observe(&written);
+            true
+        }
+        Err(e) => e.is_not_found(),
+    }
+}
+
 /// Run `task` until it ends or `stop` turns true.
 pub async fn until_stopped(mut stop: watch::Receiver<bool>, task: impl Future<Output = ()>) {
     if *stop.borrow() {

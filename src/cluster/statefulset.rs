@@ -12,8 +12,8 @@
 use super::client::Client;
 use super::informer::Informer;
 use super::objects::{
-    controller_ref, int_at, is_deleting, name, namespace, owned_by, path_of, pod_available,
-    pod_is_active, pod_is_ready, str_at, uid,
+    controller_ref, int_at, is_deleting, name, namespace, owned_by, pod_available, pod_is_active,
+    pod_is_ready, str_at,
 };
 use super::revisions::{self, REVISION_HASH};
 use super::{Informers, Reconcile};
@@ -137,18 +137,7 @@ impl StatefulSetController {
     }
 
     async fn delete_pod(&self, pod: &Value) -> bool {
-        let opts = json!({"preconditions": {"uid": uid(pod)}});
-        match self.client.delete(&path_of("v1", "pods", pod), &opts).await {
-            Ok(answer) => {
-                if is_deleting(&answer) {
-                    self.pods.observe(&answer);
-                } else {
-                    self.pods.forget(pod);
-                }
-                true
-            }
-            Err(e) => e.is_not_found(),
-        }
+        super::delete_object(&self.client, &self.pods, "v1", "pods", pod, None).await
     }
 
     /// One pass over one StatefulSet; false when something is to be tried again.
@@ -280,19 +269,15 @@ impl StatefulSetController {
                 .count()),
         );
         let status = Value::Object(s);
-        if set.get("status") == Some(&status) {
-            return true;
-        }
-        let mut updated_set = set.clone();
-        updated_set["status"] = status;
-        let path = format!("{}/status", path_of("apps/v1", "statefulsets", set));
-        match self.client.update(&path, &updated_set).await {
-            Ok(w) => {
-                self.sets.observe(&w);
-                true
-            }
-            Err(e) => e.is_not_found(),
-        }
+        super::write_status(
+            &self.client,
+            &self.sets,
+            "apps/v1",
+            "statefulsets",
+            set,
+            status,
+        )
+        .await
     }
 }
 

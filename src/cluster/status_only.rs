@@ -7,8 +7,8 @@
 use super::client::Client;
 use super::informer::Informer;
 use super::objects::{
-    int_at, is_deleting, namespace, path_of, pod_is_active, pod_is_ready, selector_matches,
-    set_condition, str_at,
+    int_at, is_deleting, namespace, pod_is_active, pod_is_ready, selector_matches, set_condition,
+    str_at,
 };
 use super::{Informers, Reconcile};
 use crate::apiserver::ApiServer;
@@ -22,30 +22,6 @@ fn condition(type_: &str, status: &str, reason: &str, message: &str) -> Value {
         "type": type_, "status": status, "lastTransitionTime": crate::rest::object::now(),
         "reason": reason, "message": message,
     })
-}
-
-/// Write `status` on `obj` (`resource` of `group_version`) unless it already has it.
-async fn write_status(
-    client: &Client,
-    cache: &Informer,
-    group_version: &str,
-    resource: &str,
-    obj: &Value,
-    status: Value,
-) -> bool {
-    if obj.get("status") == Some(&status) {
-        return true;
-    }
-    let mut updated = obj.clone();
-    updated["status"] = status;
-    let path = format!("{}/status", path_of(group_version, resource, obj));
-    match client.update(&path, &updated).await {
-        Ok(w) => {
-            cache.observe(&w);
-            true
-        }
-        Err(e) => e.is_not_found(),
-    }
 }
 
 struct Autoscalers {
@@ -115,7 +91,7 @@ impl Autoscalers {
         } else {
             group_version
         };
-        write_status(
+        super::write_status(
             &self.client,
             &self.hpas,
             &group_version,
@@ -227,7 +203,7 @@ impl Reconcile for Budgets {
                 continue;
             }
             let status = budget_status(&pdb, &pods);
-            retry |= !write_status(
+            retry |= !super::write_status(
                 &self.client,
                 &self.pdbs,
                 "policy/v1",
