@@ -31,6 +31,23 @@ fn pinned_node(pod: &Value) -> &str {
     }
 }
 
+/// The daemon pods on `node`, oldest first (of one second, those of an older
+/// revision than `revision` first).
+fn pods_on<'a>(pods: &[&'a Value], node: &str, revision: &str) -> Vec<&'a Value> {
+    let mut on: Vec<&Value> = pods
+        .iter()
+        .copied()
+        .filter(|p| pinned_node(p) == node)
+        .collect();
+    on.sort_by_key(|p| {
+        (
+            str_at(p, "/metadata/creationTimestamp").to_string(),
+            revisions::of_pod(p) == revision,
+        )
+    });
+    on
+}
+
 /// Whether the DaemonSet's pods belong on `node`.
 pub fn should_run(set: &Value, node: &Value) -> bool {
     let labels = node.pointer("/metadata/labels").and_then(Value::as_object);
@@ -124,6 +141,12 @@ impl DaemonSetController {
                 Err(_) => ok = false,
             }
         }
+        // A node runs one daemon pod: the oldest stays (kube's `podsShouldBeOnNode`).
+        for node in &wanted {
+            for extra in pods_on(&owned, node, &revision).into_iter().skip(1) {
+                ok &= self.delete_pod(extra).await;
+            }
+        }
         // Pods on nodes they no longer belong on go.
         for p in owned.iter().filter(|p| !wanted.contains(&pinned_node(p))) {
             ok &= self.delete_pod(p).await;
@@ -157,37 +180,39 @@ impl DaemonSetController {
         ok
     }
 
+    /// kube's status: per node that should run the daemon, its oldest pod counts.
     async fn write_status(&self, set: &Value, revision: &str, wanted: &[&str]) -> bool {
         let pods = self.pods.list();
         let owned: Vec<&Value> = owned_by(set, &pods)
             .into_iter()
             .filter(|p| pod_is_active(p))
             .collect();
-        let on_wanted: Vec<&&Value> = owned
+        let first: Vec<&Value> = wanted
             .iter()
-            .filter(|p| wanted.contains(&pinned_node(p)))
+            .filter_map(|n| pods_on(&owned, n, revision).into_iter().next())
             .collect();
+        let misscheduled = owned
+            .iter()
+            .filter(|p| !wanted.contains(&pinned_node(p)))
+            .count();
         let min_ready = int_at(set, "/spec/minReadySeconds", 0);
         let desired = wanted.len();
-        let available = on_wanted
+        let available = first
             .iter()
             .filter(|p| pod_available(p, min_ready, self.clock.now()).is_ok())
             .count();
         let mut s = Map::new();
-        s.insert("currentNumberScheduled".into(), json!(on_wanted.len()));
-        s.insert(
-            "numberMisscheduled".into(),
-            json!(owned.len() - on_wanted.len()),
-        );
+        s.insert("currentNumberScheduled".into(), json!(first.len()));
+        s.insert("numberMisscheduled".into(), json!(misscheduled));
         s.insert("desiredNumberScheduled".into(), json!(desired));
         s.insert(
             "numberReady".into(),
-            json!(on_wanted.iter().filter(|p| pod_is_ready(p)).count()),
+            json!(first.iter().filter(|p| pod_is_ready(p)).count()),
         );
         if let Some(g) = set.pointer("/metadata/generation") {
             s.insert("observedGeneration".into(), g.clone());
         }
-        let updated = on_wanted
+        let updated = first
             .iter()
             .filter(|p| revisions::of_pod(p) == revision)
             .count();
