@@ -681,7 +681,7 @@ fn budgets_guard_a_drain_and_autoscalers_report_their_target() {
     // A drain evicts within the budget; the replacement lands on another node.
     kubectl_ok(
         &server,
-        &["drain", "node-1", "--ignore-daemonsets", "--timeout=20s"],
+        &["drain", "node-1", "--ignore-daemonsets", "--timeout=60s"],
     );
     let moved = poll(WAIT, || {
         let pods = items(
