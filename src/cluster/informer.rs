@@ -108,6 +108,16 @@ impl Informer {
         }
     }
 
+    /// Change the cached object at `key` as a write that answered without the object
+    /// did (a pod's binding), ahead of its watch event, which replaces it.
+    pub fn amend(&self, key: &str, change: impl FnOnce(&mut Value)) {
+        if let Ok(mut m) = self.objects.write() {
+            if let Some(obj) = m.get_mut(key) {
+                change(Arc::make_mut(obj));
+            }
+        }
+    }
+
     /// Drop `obj`, deleted by a controller, ahead of its watch event.
     pub fn forget(&self, obj: &Value) {
         let key = key_of(obj);

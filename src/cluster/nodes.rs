@@ -461,6 +461,9 @@ impl Simulation {
             .await
         {
             Ok(_) => {
+                let key = super::informer::key_of(pod);
+                self.pods
+                    .amend(&key, |p| p["spec"]["nodeName"] = json!(target.clone()));
                 *load.entry(target).or_default() += 1;
                 true
             }
