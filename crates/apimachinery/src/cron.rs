@@ -6,6 +6,11 @@
 
 use chrono::{DateTime, Datelike, Duration, Timelike, Utc};
 
+/// Why a schedule does not parse, in robfig/cron's words.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct ScheduleError(String);
+
 /// A parsed schedule: the allowed values of each field as bit sets.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Schedule {
@@ -93,7 +98,11 @@ fn field(
 
 impl Schedule {
     /// Parse a CronJob's `schedule`; the error is robfig/cron's text.
-    pub fn parse(spec: &str) -> Result<Schedule, String> {
+    pub fn parse(spec: &str) -> Result<Schedule, ScheduleError> {
+        Schedule::parse_fields(spec).map_err(ScheduleError)
+    }
+
+    fn parse_fields(spec: &str) -> Result<Schedule, String> {
         let spec = spec.trim();
         let expanded = match spec {
             "@yearly" | "@annually" => "0 0 1 1 *",
@@ -235,15 +244,15 @@ mod tests {
     #[test]
     fn bad_schedules_are_refused_in_robfig_words() {
         assert_eq!(
-            Schedule::parse("* * *").unwrap_err(),
+            Schedule::parse("* * *").unwrap_err().to_string(),
             "expected exactly 5 fields, found 3: [* * *]"
         );
         assert_eq!(
-            Schedule::parse("61 * * * *").unwrap_err(),
+            Schedule::parse("61 * * * *").unwrap_err().to_string(),
             "end of range (61) above maximum (59): 61"
         );
         assert_eq!(
-            Schedule::parse("@every").unwrap_err(),
+            Schedule::parse("@every").unwrap_err().to_string(),
             "unrecognized descriptor: @every"
         );
     }
