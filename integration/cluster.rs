@@ -13,8 +13,20 @@ use std::time::Duration;
 
 const WAIT: Duration = Duration::from_secs(20);
 
+/// A server with every controller and three nodes, once its `default` ServiceAccount
+/// exists (before, pods are refused, as on a cluster just started).
 fn cluster() -> TestServer {
-    TestServer::start_with(&["--controllers=*", "--simulate-nodes=3"])
+    let server = TestServer::start_with(&["--controllers=*", "--simulate-nodes=3"]);
+    let ready = poll(WAIT, || {
+        (server
+            .http()
+            .get("/api/v1/namespaces/default/serviceaccounts/default")
+            .status
+            == 200)
+            .then_some(())
+    });
+    assert!(ready.is_some(), "no default ServiceAccount");
+    server
 }
 
 fn kubectl_ok(server: &TestServer, args: &[&str]) -> String {
