@@ -322,7 +322,7 @@ fn recorded_version(group: &str, version: &str) -> Option<&'static str> {
 /// OpenAPI definition names by `(group, version, kind)`.
 fn definitions_by_gvk() -> HashMap<(String, String, String), String> {
     let mut out = HashMap::new();
-    for (name, def) in crate::registry::openapi::builtin_definitions() {
+    for (name, def) in apimachinery::typed::builtin_definitions() {
         let gvks = def
             .get("x-kubernetes-group-version-kind")
             .and_then(Value::as_array);
@@ -402,12 +402,21 @@ fn read_list(
     }
 }
 
+/// Kube's `storageVersionHash`: base64 of the first 8 bytes of
+/// `sha256("<group>/<version>/<kind>")`.
+pub fn storage_version_hash(group: &str, version: &str, kind: &str) -> String {
+    use base64::Engine;
+    use sha2::{Digest, Sha256};
+    let digest = Sha256::digest(format!("{group}/{version}/{kind}").as_bytes());
+    base64::engine::general_purpose::STANDARD.encode(&digest[..8])
+}
+
 /// Point every resource served in several versions at the one kube stores it in: the
 /// version whose `storageVersionHash` its discovery entries carry.
 fn set_storage_versions(table: &mut [BuiltinResource]) {
     let mut stored: HashMap<(&str, &str), &'static str> = HashMap::new();
     for r in table.iter() {
-        let hash = crate::registry::discovery::storage_version_hash(r.group, r.version, r.kind);
+        let hash = storage_version_hash(r.group, r.version, r.kind);
         if r.storage_version_hash == Some(hash.as_str()) {
             stored.insert((r.group, r.resource), r.version);
         }

@@ -10,11 +10,10 @@
 //!   legacy documents.
 //! - Only CRDs that are `Established` belong in the `crds` slices.
 
+pub use crate::registry::builtin::storage_version_hash;
 use crate::registry::builtin::{self, BuiltinResource, Served};
 use crate::registry::crd::{compare_kube_aware_versions, CrdInfo};
-use base64::Engine;
 use serde_json::{json, Map, Value};
-use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 
 /// Verbs of a custom resource, in the order kube lists them.
@@ -32,13 +31,6 @@ const CR_VERBS: &[&str] = &[
 const CR_TERMINATING_VERBS: &[&str] = &["delete", "deletecollection", "get", "list", "watch"];
 /// Verbs of the `status` and `scale` subresources.
 const SUBRESOURCE_VERBS: &[&str] = &["get", "patch", "update"];
-
-/// Kube's `storageVersionHash`: base64 of the first 8 bytes of
-/// `sha256("<group>/<version>/<kind>")`.
-pub fn storage_version_hash(group: &str, version: &str, kind: &str) -> String {
-    let digest = Sha256::digest(format!("{group}/{version}/{kind}").as_bytes());
-    base64::engine::general_purpose::STANDARD.encode(&digest[..8])
-}
 
 /// `GET /api`: the legacy core group's versions. `server_address` is `host:port` as
 /// clients reach this server.
