@@ -747,6 +747,57 @@ fn events_expire_when_the_clock_passes_their_ttl() {
 }
 
 #[test]
+fn replication_controllers_run_and_pods_of_a_deleted_node_are_collected() {
+    let server = cluster();
+    let http = server.http();
+    let rc = json!({"apiVersion": "v1", "kind": "ReplicationController",
+        "metadata": {"name": "legacy"},
+        "spec": {"replicas": 2, "selector": {"app": "legacy"},
+                 "template": {"metadata": {"labels": {"app": "legacy"}},
+                              "spec": {"containers": [{"name": "c", "image": "nginx"}]}}}});
+    let resp = http.send_json(
+        "POST",
+        "/api/v1/namespaces/default/replicationcontrollers",
+        &rc,
+    );
+    assert_eq!(resp.status, 201, "{}", resp.text());
+    let rc = poll(WAIT, || {
+        let rc = get_json(
+            &server,
+            "/api/v1/namespaces/default/replicationcontrollers/legacy",
+        );
+        (rc["status"]["readyReplicas"] == 2).then_some(rc)
+    })
+    .expect("two ready replicas");
+    assert!(
+        rc["status"].get("terminatingReplicas").is_none(),
+        "{}",
+        rc["status"]
+    );
+    let pods = items(
+        &server,
+        "/api/v1/namespaces/default/pods?labelSelector=app%3Dlegacy",
+    );
+    assert_eq!(
+        pods[0]["metadata"]["ownerReferences"][0]["kind"],
+        "ReplicationController"
+    );
+
+    // A node with no kubelet, a pod bound to it, then the node goes: podgc collects it.
+    let node = json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "extra"}});
+    assert_eq!(http.send_json("POST", "/api/v1/nodes", &node).status, 201);
+    let pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "stranded"},
+        "spec": {"nodeName": "extra", "containers": [{"name": "c", "image": "busybox"}]}});
+    let resp = http.send_json("POST", "/api/v1/namespaces/default/pods", &pod);
+    assert_eq!(resp.status, 201, "{}", resp.text());
+    kubectl_ok(&server, &["delete", "node", "extra"]);
+    let gone = poll(WAIT, || {
+        (http.get("/api/v1/namespaces/default/pods/stranded").status == 404).then_some(())
+    });
+    assert!(gone.is_some(), "the pod of the deleted node stayed");
+}
+
+#[test]
 fn pods_on_simulated_nodes_do_what_their_annotation_says() {
     let server = cluster();
     let http = server.http();

@@ -192,11 +192,25 @@ async fn reflect(client: Client, path: String, informer: std::sync::Weak<Informe
             .and_then(Value::as_str)
             .unwrap_or("")
             .to_string();
-        let items = listed
+        // Items carry the list's type (kube may leave it to the list).
+        let api_version = listed.get("apiVersion").cloned().unwrap_or(Value::Null);
+        let kind = listed
+            .get("kind")
+            .and_then(Value::as_str)
+            .and_then(|k| k.strip_suffix("List"))
+            .map(|k| Value::String(k.to_string()))
+            .unwrap_or(Value::Null);
+        let mut items = listed
             .get("items")
             .and_then(Value::as_array)
             .cloned()
             .unwrap_or_default();
+        for item in &mut items {
+            if let Some(m) = item.as_object_mut() {
+                m.entry("apiVersion").or_insert_with(|| api_version.clone());
+                m.entry("kind").or_insert_with(|| kind.clone());
+            }
+        }
         me.replace(items);
         drop(me);
         let Ok(events) = client.watch(&path, &rv).await else {

@@ -11,7 +11,8 @@
 //!   ConfigMap in every namespace (kube's serviceaccount and root-ca-cert-publisher).
 //! - [`garbage_collector`]: ownerReference cascades (background, foreground, orphan)
 //!   for every kind.
-//! - [`replicaset`], [`deployment`]: kube's ReplicaSet and Deployment controllers.
+//! - [`replicaset`], [`deployment`]: kube's ReplicaSet (and ReplicationController) and
+//!   Deployment controllers; [`podgc`]: pods of nodes that are gone are collected.
 //! - [`job`]: kube's Job controller (and its ttl-after-finished); [`cronjob`]: kube's
 //!   CronJob controller on the server's clock, which tests advance.
 //! - [`endpoints`]: kube's endpointslice and endpoints controllers.
@@ -33,6 +34,7 @@ pub mod informer;
 pub mod job;
 pub mod nodes;
 pub mod objects;
+pub mod podgc;
 pub mod replicaset;
 pub mod revisions;
 pub mod service_accounts;
@@ -276,6 +278,12 @@ pub fn start(
     }
     if on("replicaset") {
         replicaset::start(api, &informers, stop.clone());
+    }
+    if on("podgc") {
+        podgc::start(api, &informers, stop.clone());
+    }
+    if on("replicationcontroller") {
+        replicaset::start_replication_controllers(api, &informers, stop.clone());
     }
     if on("statefulset") {
         statefulset::start(api, &informers, stop.clone());

@@ -1,4 +1,5 @@
-//! kube's ReplicaSet controller (`pkg/controller/replicaset`): each ReplicaSet keeps
+//! kube's ReplicaSet controller (`pkg/controller/replicaset`), which also runs
+//! ReplicationControllers (`v1`, no terminating count in their status): each keeps
 //! `spec.replicas` active pods from its template (named `<replicaset>-<random>`, owned
 //! by it as controller), deletes the surplus in kube's order (unscheduled, pending,
 //! not ready, lower deletion cost, newest first) and reports `status` as kube does
@@ -72,6 +73,7 @@ pub fn status(
     rs: &Value,
     owned: &[&Value],
     now: chrono::DateTime<chrono::Utc>,
+    count_terminating: bool,
 ) -> (Value, Option<Duration>) {
     let active: Vec<&&Value> = owned.iter().filter(|p| pod_is_active(p)).collect();
     let template_labels = rs
@@ -115,7 +117,9 @@ pub fn status(
     if let Some(g) = rs.pointer("/metadata/generation") {
         s.insert("observedGeneration".into(), g.clone());
     }
-    s.insert("terminatingReplicas".into(), json!(terminating));
+    if count_terminating {
+        s.insert("terminatingReplicas".into(), json!(terminating));
+    }
     if let Some(c) = rs.pointer("/status/conditions") {
         s.insert("conditions".into(), c.clone());
     }
@@ -125,9 +129,32 @@ pub fn status(
     )
 }
 
+/// What the controller runs: ReplicaSets or ReplicationControllers.
+#[derive(Clone, Copy)]
+struct Managed {
+    group_version: &'static str,
+    resource: &'static str,
+    /// Whether the status counts terminating pods (ReplicaSets, with kube's
+    /// `DeploymentReplicaSetTerminatingReplicas` on).
+    count_terminating: bool,
+}
+
+const REPLICA_SETS: Managed = Managed {
+    group_version: "apps/v1",
+    resource: "replicasets",
+    count_terminating: true,
+};
+
+const REPLICATION_CONTROLLERS: Managed = Managed {
+    group_version: "v1",
+    resource: "replicationcontrollers",
+    count_terminating: false,
+};
+
 struct ReplicaSetController {
     client: Client,
     clock: crate::apiserver::clock::Clock,
+    managed: Managed,
     replicasets: Arc<Informer>,
     pods: Arc<Informer>,
 }
@@ -180,7 +207,8 @@ impl ReplicaSetController {
         }
         let mut updated = rs.clone();
         updated["status"] = status;
-        let path = format!("{}/status", path_of("apps/v1", "replicasets", rs));
+        let m = self.managed;
+        let path = format!("{}/status", path_of(m.group_version, m.resource, rs));
         let written = self.client.update(&path, &updated).await?;
         self.replicasets.observe(&written);
         Ok(())
@@ -199,7 +227,12 @@ impl Reconcile for ReplicaSetController {
             }
             let pods = self.pods.list();
             let owned = owned_by(&rs, &pods);
-            let (status, wait) = status(&rs, &owned, self.clock.now());
+            let (status, wait) = status(
+                &rs,
+                &owned,
+                self.clock.now(),
+                self.managed.count_terminating,
+            );
             if let Some(w) = wait {
                 soon(w);
             }
@@ -215,11 +248,38 @@ impl Reconcile for ReplicaSetController {
 
 /// Start the ReplicaSet controller.
 pub fn start(api: &Arc<ApiServer>, informers: &Informers, stop: watch::Receiver<bool>) {
-    let replicasets = informers.of("/apis/apps/v1/replicasets");
+    start_for(api, informers, REPLICA_SETS, "replicaset-controller", stop);
+}
+
+/// Start the ReplicationController controller.
+pub fn start_replication_controllers(
+    api: &Arc<ApiServer>,
+    informers: &Informers,
+    stop: watch::Receiver<bool>,
+) {
+    start_for(
+        api,
+        informers,
+        REPLICATION_CONTROLLERS,
+        "replication-controller",
+        stop,
+    );
+}
+
+fn start_for(
+    api: &Arc<ApiServer>,
+    informers: &Informers,
+    managed: Managed,
+    account: &str,
+    stop: watch::Receiver<bool>,
+) {
+    let path = super::objects::collection(managed.group_version, managed.resource, "");
+    let replicasets = informers.of(&path);
     let pods = informers.of("/api/v1/pods");
     let controller = ReplicaSetController {
-        client: Client::service_account(api, "replicaset-controller"),
+        client: Client::service_account(api, account),
         clock: api.clock.clone(),
+        managed,
         replicasets: replicasets.clone(),
         pods: pods.clone(),
     };
@@ -295,7 +355,7 @@ mod tests {
         let b = pod("b", "n", "Pending", false, "2026-01-01T00:00:00Z");
         let mut gone = pod("c", "n", "Running", true, "2026-01-01T00:00:00Z");
         gone["metadata"]["deletionTimestamp"] = json!("2026-01-01T00:00:00Z");
-        let (s, wait) = status(&rs, &[&a, &b, &gone], chrono::Utc::now());
+        let (s, wait) = status(&rs, &[&a, &b, &gone], chrono::Utc::now(), true);
         assert_eq!(
             s,
             json!({"replicas": 2, "fullyLabeledReplicas": 1, "readyReplicas": 1,
