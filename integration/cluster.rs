@@ -1035,6 +1035,50 @@ fn new_namespaces_get_a_default_service_account_and_the_root_ca() {
 }
 
 #[test]
+fn a_legacy_token_secret_is_filled_and_its_token_authenticates() {
+    let server = TestServer::start_with(&["--controllers=serviceaccount,serviceaccount-token"]);
+    let http = server.http();
+    kubectl_ok(&server, &["create", "serviceaccount", "robot"]);
+    let secret = json!({"apiVersion": "v1", "kind": "Secret",
+        "metadata": {"name": "robot-token", "annotations": {"kubernetes.io/service-account.name": "robot"}},
+        "type": "kubernetes.io/service-account-token"});
+    let resp = http.send_json("POST", "/api/v1/namespaces/default/secrets", &secret);
+    assert_eq!(resp.status, 201, "{}", resp.text());
+    let filled = poll(WAIT, || {
+        let s = get_json(&server, "/api/v1/namespaces/default/secrets/robot-token");
+        s["data"]["token"].is_string().then_some(s)
+    })
+    .expect("data.token");
+    use base64::Engine;
+    let decode = |v: &Value| {
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(v.as_str().unwrap_or(""))
+            .expect("base64");
+        String::from_utf8(bytes).expect("utf-8")
+    };
+    assert_eq!(decode(&filled["data"]["namespace"]), "default");
+    let account = get_json(&server, "/api/v1/namespaces/default/serviceaccounts/robot");
+    assert_eq!(
+        filled["metadata"]["annotations"]["kubernetes.io/service-account.uid"],
+        account["metadata"]["uid"]
+    );
+    let review = json!({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview",
+        "spec": {"token": decode(&filled["data"]["token"])}});
+    let resp = http.send_json(
+        "POST",
+        "/apis/authentication.k8s.io/v1/tokenreviews",
+        &review,
+    );
+    assert_eq!(resp.status, 201, "{}", resp.text());
+    let status = resp.json().expect("json")["status"].clone();
+    assert_eq!(status["authenticated"], true, "{status}");
+    assert_eq!(
+        status["user"]["username"],
+        "system:serviceaccount:default:robot"
+    );
+}
+
+#[test]
 fn without_flags_nothing_moves() {
     let server = TestServer::start();
     kubectl_ok(&server, &["create", "deployment", "web", "--image=nginx"]);

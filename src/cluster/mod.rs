@@ -8,7 +8,8 @@
 //! - [`nodes`]: simulated Nodes, the scheduler binding pods to them, and their kubelets
 //!   running pods without containers (outcomes chosen per pod by annotation).
 //! - [`service_accounts`]: the `default` ServiceAccount and the `kube-root-ca.crt`
-//!   ConfigMap in every namespace (kube's serviceaccount and root-ca-cert-publisher).
+//!   ConfigMap in every namespace (kube's serviceaccount and root-ca-cert-publisher);
+//!   [`token_secrets`]: legacy service-account token Secrets filled in.
 //! - [`garbage_collector`]: ownerReference cascades (background, foreground, orphan)
 //!   for every kind.
 //! - [`replicaset`], [`deployment`]: kube's ReplicaSet (and ReplicationController) and
@@ -40,6 +41,7 @@ pub mod revisions;
 pub mod service_accounts;
 pub mod statefulset;
 pub mod status_only;
+pub mod token_secrets;
 
 use crate::apiserver::clock::Clock;
 use crate::apiserver::ApiServer;
@@ -269,6 +271,9 @@ pub fn start(
     }
     if on("serviceaccount") {
         service_accounts::start_default_accounts(api, &informers, stop.clone());
+    }
+    if on("serviceaccount-token") {
+        token_secrets::start(api, &informers, root_ca.clone(), stop.clone());
     }
     if on("root-ca-cert-publisher") {
         service_accounts::start_root_ca_publisher(api, &informers, root_ca, stop.clone());
