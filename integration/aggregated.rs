@@ -24,6 +24,8 @@ impl Aggregator {
     fn headers(user: &str, groups: &[&str], extra: &[(&str, &str)]) -> Vec<(String, String)> {
         let mut h = json_accept();
         h.push(("X-Remote-User".into(), user.into()));
+        // kube v1.36 sends the uid too (RemoteRequestHeaderUID).
+        h.push(("X-Remote-Uid".into(), format!("uid-{user}")));
         for g in groups {
             h.push(("X-Remote-Group".into(), (*g).into()));
         }
@@ -97,6 +99,8 @@ fn behind_kube_aggregator_discovery_openapi_and_proxied_requests_work_for_the_fo
         "X-Remote-Group",
         "--requestheader-extra-headers-prefix",
         "X-Remote-Extra-",
+        "--requestheader-uid-headers",
+        "X-Remote-Uid",
         "--authorization-mode",
         "RBAC",
         "--load",
@@ -250,7 +254,8 @@ fn behind_kube_aggregator_discovery_openapi_and_proxied_requests_work_for_the_fo
     assert_eq!(r.status, 201, "{}", r.text());
     assert_eq!(
         r.json().unwrap()["status"]["userInfo"],
-        json!({"username": "alice", "groups": ["devs", "system:authenticated"],
+        json!({"username": "alice", "uid": "uid-alice",
+               "groups": ["devs", "system:authenticated"],
                "extra": {"scopes": ["read", "write"]}})
     );
     // Identity headers from a client without the front proxy's certificate count for

@@ -72,6 +72,10 @@ struct Flags {
         default_value = "X-Remote-Group"
     )]
     requestheader_group_headers: Vec<String>,
+    /// Headers naming the user's uid (comma-separated; kube's `X-Remote-Uid`): none by
+    /// default, as kube-apiserver.
+    #[arg(long = "requestheader-uid-headers", value_delimiter = ',')]
+    requestheader_uid_headers: Vec<String>,
     /// Prefixes of headers carrying extra user attributes (comma-separated).
     #[arg(
         long = "requestheader-extra-headers-prefix",
@@ -243,6 +247,7 @@ async fn main() {
         requestheader_allowed_names: non_empty(flags.requestheader_allowed_names),
         requestheader_username_headers: non_empty(flags.requestheader_username_headers),
         requestheader_group_headers: non_empty(flags.requestheader_group_headers),
+        requestheader_uid_headers: non_empty(flags.requestheader_uid_headers),
         requestheader_extra_headers_prefix: non_empty(flags.requestheader_extra_headers_prefix),
         anonymous_auth: flags.anonymous_auth,
         authorization_modes: match crd_apiserver::auth::authz::Mode::parse(

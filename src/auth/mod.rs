@@ -41,6 +41,8 @@ pub struct AuthConfig {
     pub requestheader_username_headers: Vec<String>,
     /// `--requestheader-group-headers`.
     pub requestheader_group_headers: Vec<String>,
+    /// `--requestheader-uid-headers` (kube's `RemoteRequestHeaderUID`; none by default).
+    pub requestheader_uid_headers: Vec<String>,
     /// `--requestheader-extra-headers-prefix`.
     pub requestheader_extra_headers_prefix: Vec<String>,
     /// `--anonymous-auth`.
@@ -68,6 +70,7 @@ impl Default for AuthConfig {
             requestheader_allowed_names: Vec::new(),
             requestheader_username_headers: vec!["X-Remote-User".into()],
             requestheader_group_headers: vec!["X-Remote-Group".into()],
+            requestheader_uid_headers: Vec::new(),
             requestheader_extra_headers_prefix: vec!["X-Remote-Extra-".into()],
             anonymous_auth: true,
             authorization_modes: vec![authz::Mode::AlwaysAllow],
@@ -111,6 +114,7 @@ impl AuthConfig {
                 allowed_names: self.requestheader_allowed_names.clone(),
                 username_headers: self.requestheader_username_headers.clone(),
                 group_headers: self.requestheader_group_headers.clone(),
+                uid_headers: self.requestheader_uid_headers.clone(),
                 extra_headers_prefixes: self.requestheader_extra_headers_prefix.clone(),
             }),
             None => None,
@@ -157,6 +161,8 @@ pub struct RequestHeader {
     pub username_headers: Vec<String>,
     /// Headers listing groups (every value of each).
     pub group_headers: Vec<String>,
+    /// Headers naming the user's uid (kube's `X-Remote-Uid`); the first non-empty wins.
+    pub uid_headers: Vec<String>,
     /// Prefixes of headers carrying extra attributes.
     pub extra_headers_prefixes: Vec<String>,
 }
@@ -332,9 +338,15 @@ impl RequestHeader {
                 }
             }
         }
+        let uid = self
+            .uid_headers
+            .iter()
+            .filter_map(|h| header_values(h).into_iter().next())
+            .find(|v| !v.is_empty())
+            .unwrap_or_default();
         Ok(Some(UserInfo {
             username,
-            uid: String::new(),
+            uid,
             groups,
             extra,
         }))
