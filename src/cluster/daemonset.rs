@@ -9,8 +9,8 @@
 use super::client::Client;
 use super::informer::Informer;
 use super::objects::{
-    int_at, is_deleting, name, namespace, owned_by, pod_available, pod_is_active, pod_is_ready,
-    str_at,
+    int_at, int_or_percent, is_deleting, name, namespace, owned_by, pod_available, pod_is_active,
+    pod_is_ready, str_at,
 };
 use super::revisions::{self, REVISION_HASH};
 use super::{Informers, Reconcile};
@@ -155,12 +155,11 @@ impl DaemonSetController {
         if str_at(set, "/spec/updateStrategy/type") != "OnDelete" {
             let max_unavailable =
                 match set.pointer("/spec/updateStrategy/rollingUpdate/maxUnavailable") {
-                    Some(Value::Number(n)) => n.as_i64().unwrap_or(1),
-                    Some(Value::String(p)) => {
-                        let pct: i64 = p.trim_end_matches('%').parse().unwrap_or(0);
-                        (pct * wanted.len() as i64 / 100).max(1)
-                    }
-                    _ => 1,
+                    Some(n @ Value::Number(_)) => int_or_percent(n, 0, false).unwrap_or(1),
+                    Some(p) => int_or_percent(p, wanted.len() as i64, false)
+                        .unwrap_or(0)
+                        .max(1),
+                    None => 1,
                 };
             let unavailable = wanted.len() as i64
                 - owned

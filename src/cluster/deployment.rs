@@ -72,21 +72,10 @@ fn without_hash(template: &Value) -> Value {
     t
 }
 
-/// An int-or-percent of `total` (kube's `GetScaledValueFromIntOrPercent`).
+/// An int-or-percent of `total`, `default` when absent.
 fn scaled(v: Option<&Value>, total: i64, round_up: bool, default: &str) -> i64 {
-    let v = v.cloned().unwrap_or_else(|| json!(default));
-    match v {
-        Value::Number(n) => n.as_i64().unwrap_or(0),
-        Value::String(s) => {
-            let pct: i64 = s.trim_end_matches('%').parse().unwrap_or(0);
-            if round_up {
-                (pct * total + 99) / 100
-            } else {
-                pct * total / 100
-            }
-        }
-        _ => 0,
-    }
+    let default = json!(default);
+    super::objects::int_or_percent(v.unwrap_or(&default), total, round_up).unwrap_or(0)
 }
 
 /// `(maxSurge, maxUnavailable)` of a RollingUpdate Deployment, resolved as kube does

@@ -143,23 +143,21 @@ impl Informer {
         self.changed();
     }
 
-    /// Apply one watch event; the resourceVersion to resume from.
-    fn apply(&self, event: &Value) -> Option<String> {
-        let obj = event.get("object")?;
-        let rv = obj
-            .pointer("/metadata/resourceVersion")
-            .and_then(Value::as_str)
-            .map(str::to_string);
+    /// Apply one watch event (bookmarks and errors change nothing).
+    fn apply(&self, event: &Value) {
+        let Some(obj) = event.get("object") else {
+            return;
+        };
         let key = key_of(obj);
-        match event.get("type").and_then(Value::as_str)? {
-            "ADDED" | "MODIFIED" => {
+        match event.get("type").and_then(Value::as_str) {
+            Some("ADDED" | "MODIFIED") => {
                 let stale = self.deleted.read().ok().and_then(|d| d.get(&key).copied());
                 if stale.is_some_and(|at| revision(obj).is_some_and(|rv| rv <= at)) {
-                    return rv;
+                    return;
                 }
                 self.observe(obj);
             }
-            "DELETED" => {
+            Some("DELETED") => {
                 if let Ok(mut m) = self.objects.write() {
                     m.remove(&key);
                 }
@@ -167,11 +165,9 @@ impl Informer {
                     d.remove(&key);
                 }
             }
-            "BOOKMARK" => return rv,
-            _ => return None,
+            _ => return,
         }
         self.changed();
-        rv
     }
 }
 
@@ -187,7 +183,7 @@ async fn reflect(client: Client, path: String, informer: std::sync::Weak<Informe
                 continue;
             }
         };
-        let mut rv = listed
+        let rv = listed
             .pointer("/metadata/resourceVersion")
             .and_then(Value::as_str)
             .unwrap_or("")
@@ -223,10 +219,7 @@ async fn reflect(client: Client, path: String, informer: std::sync::Weak<Informe
             if event.get("type").and_then(Value::as_str) == Some("ERROR") {
                 break;
             }
-            if let Some(next) = me.apply(&event) {
-                rv = next;
-            }
+            me.apply(&event);
         }
-        let _ = rv;
     }
 }

@@ -11,6 +11,7 @@
 
 use super::client::Client;
 use super::informer::Informer;
+use super::objects::{pod_is_terminal, str_at};
 use super::Informers;
 use crate::apiserver::ApiServer;
 use serde_json::{json, Map, Value};
@@ -123,10 +124,6 @@ impl Outcome {
             _ => "Running",
         }
     }
-}
-
-fn str_at<'a>(v: &'a Value, pointer: &str) -> &'a str {
-    v.pointer(pointer).and_then(Value::as_str).unwrap_or("")
 }
 
 /// `lastTransitionTime`-style now.
@@ -350,16 +347,8 @@ fn fits(pod: &Value, node: &Value) -> bool {
     selector_ok && affinity_ok && super::objects::tolerates_node(&pod["spec"], node)
 }
 
-fn is_terminal(pod: &Value) -> bool {
-    matches!(str_at(pod, "/status/phase"), "Succeeded" | "Failed")
-}
-
 fn pod_path(pod: &Value) -> String {
-    format!(
-        "/api/v1/namespaces/{}/pods/{}",
-        str_at(pod, "/metadata/namespace"),
-        str_at(pod, "/metadata/name")
-    )
+    super::objects::path_of("v1", "pods", pod)
 }
 
 /// The simulated nodes, their scheduler and kubelets.
@@ -397,7 +386,7 @@ impl super::Reconcile for Simulation {
             .iter()
             .map(|n| (str_at(n, "/metadata/name").to_string(), 0))
             .collect();
-        for p in pods.iter().filter(|p| !is_terminal(p)) {
+        for p in pods.iter().filter(|p| !pod_is_terminal(p)) {
             if let Some(n) = load.get_mut(str_at(p, "/spec/nodeName")) {
                 *n += 1;
             }
@@ -432,7 +421,7 @@ impl Simulation {
         let scheduler = str_at(pod, "/spec/schedulerName");
         if (!scheduler.is_empty() && scheduler != "default-scheduler")
             || pod.pointer("/metadata/deletionTimestamp").is_some()
-            || is_terminal(pod)
+            || pod_is_terminal(pod)
             || pod
                 .pointer("/spec/schedulingGates")
                 .and_then(Value::as_array)
@@ -478,7 +467,7 @@ impl Simulation {
             // The containers are stopped at once: the pod ends (as a kubelet reports a
             // pod it killed, so whoever holds a finalizer sees it terminal), then its
             // deletion is finished.
-            if !is_terminal(pod) && str_at(pod, "/status/phase") == "Running" {
+            if !pod_is_terminal(pod) && str_at(pod, "/status/phase") == "Running" {
                 let patch = json!({"status": {"phase": "Failed"}});
                 if let Err(e) = self
                     .client
@@ -496,7 +485,7 @@ impl Simulation {
             };
         }
         let outcome = Outcome::of(pod);
-        if settled(pod, outcome) || is_terminal(pod) {
+        if settled(pod, outcome) || pod_is_terminal(pod) {
             return true;
         }
         let host_ip = node

@@ -82,6 +82,23 @@ pub fn selector_matches(selector: Option<&Value>, obj: &Value) -> bool {
     }
 }
 
+/// An int-or-percent (`3`, `"25%"`) of `total` (kube's
+/// `GetScaledValueFromIntOrPercent`); `None` for anything else.
+pub fn int_or_percent(v: &Value, total: i64, round_up: bool) -> Option<i64> {
+    match v {
+        Value::Number(n) => n.as_i64(),
+        Value::String(s) => {
+            let pct: i64 = s.strip_suffix('%')?.parse().ok()?;
+            Some(if round_up {
+                (pct * total + 99) / 100
+            } else {
+                pct * total / 100
+            })
+        }
+        _ => None,
+    }
+}
+
 /// The condition of `type` in `status.conditions`.
 pub fn condition<'a>(obj: &'a Value, type_: &str) -> Option<&'a Value> {
     obj.pointer("/status/conditions")

@@ -6,11 +6,11 @@
 //! (replicas, fully labeled, ready, available after `minReadySeconds`, terminating,
 //! `observedGeneration`).
 
-use super::client::{ApiError, Client};
+use super::client::Client;
 use super::informer::Informer;
 use super::objects::{
-    controller_ref, int_at, is_deleting, name, namespace, owned_by, path_of, pod_available,
-    pod_is_active, pod_is_ready, str_at, uid,
+    controller_ref, int_at, is_deleting, name, namespace, owned_by, pod_available, pod_is_active,
+    pod_is_ready, str_at,
 };
 use super::{Informers, Reconcile};
 use crate::apiserver::ApiServer;
@@ -183,35 +183,10 @@ impl ReplicaSetController {
             let mut victims = active.clone();
             victims.sort_by(|a, b| deletion_order(a, b));
             for pod in victims.into_iter().take((active.len() - want).min(BURST)) {
-                let opts = json!({"preconditions": {"uid": uid(pod)}});
-                match self.client.delete(&path_of("v1", "pods", pod), &opts).await {
-                    Ok(answer) if answer.get("kind").and_then(Value::as_str) == Some("Pod") => {
-                        if is_deleting(&answer) {
-                            self.pods.observe(&answer);
-                        } else {
-                            self.pods.forget(&answer);
-                        }
-                    }
-                    Ok(_) => self.pods.forget(pod),
-                    Err(e) if e.is_not_found() => self.pods.forget(pod),
-                    Err(_) => ok = false,
-                }
+                ok &= super::delete_object(&self.client, &self.pods, "v1", "pods", pod, None).await;
             }
         }
         ok
-    }
-
-    async fn write_status(&self, rs: &Value, status: Value) -> Result<(), ApiError> {
-        if rs.get("status") == Some(&status) {
-            return Ok(());
-        }
-        let mut updated = rs.clone();
-        updated["status"] = status;
-        let m = self.managed;
-        let path = format!("{}/status", path_of(m.group_version, m.resource, rs));
-        let written = self.client.update(&path, &updated).await?;
-        self.replicasets.observe(&written);
-        Ok(())
     }
 }
 
@@ -236,10 +211,18 @@ impl Reconcile for ReplicaSetController {
             if let Some(w) = wait {
                 soon(w);
             }
-            if let Err(e) = self.write_status(&rs, status).await {
-                if !e.is_not_found() {
-                    soon(Duration::from_millis(100));
-                }
+            let m = self.managed;
+            if !super::write_status(
+                &self.client,
+                &self.replicasets,
+                m.group_version,
+                m.resource,
+                &rs,
+                status,
+            )
+            .await
+            {
+                soon(Duration::from_millis(100));
             }
         }
         again

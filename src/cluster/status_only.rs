@@ -7,8 +7,8 @@
 use super::client::Client;
 use super::informer::Informer;
 use super::objects::{
-    int_at, is_deleting, namespace, pod_is_active, pod_is_ready, selector_matches, set_condition,
-    str_at,
+    int_at, int_or_percent, is_deleting, namespace, pod_is_active, pod_is_ready, selector_matches,
+    set_condition, str_at,
 };
 use super::{Informers, Reconcile};
 use crate::apiserver::ApiServer;
@@ -131,18 +131,6 @@ pub fn start_autoscalers(api: &Arc<ApiServer>, informers: &Informers, stop: watc
     super::spawn_controller(vec![hpas], &api.clock, stop, controller);
 }
 
-/// An int-or-percent of `total`, rounded up as kube's disruption controller does.
-fn scaled_up(v: &Value, total: i64) -> Option<i64> {
-    match v {
-        Value::Number(n) => n.as_i64(),
-        Value::String(s) => {
-            let pct: i64 = s.strip_suffix('%')?.parse().ok()?;
-            Some((pct * total + 99) / 100)
-        }
-        _ => None,
-    }
-}
-
 /// A PodDisruptionBudget's status from the pods it selects.
 pub fn budget_status(pdb: &Value, pods: &[&Value]) -> Value {
     let selected: Vec<&&Value> = pods
@@ -153,9 +141,9 @@ pub fn budget_status(pdb: &Value, pods: &[&Value]) -> Value {
     let expected = selected.len() as i64;
     let healthy = selected.iter().filter(|p| pod_is_ready(p)).count() as i64;
     let desired = if let Some(min) = pdb.pointer("/spec/minAvailable") {
-        scaled_up(min, expected).unwrap_or(0)
+        int_or_percent(min, expected, true).unwrap_or(0)
     } else if let Some(max) = pdb.pointer("/spec/maxUnavailable") {
-        (expected - scaled_up(max, expected).unwrap_or(0)).max(0)
+        (expected - int_or_percent(max, expected, true).unwrap_or(0)).max(0)
     } else {
         0
     };
