@@ -22,6 +22,7 @@ const LAYERS: &[&[&str]] = &[
     &["conversion"],
     &["webhook"],
     &["auth"],
+    &["remote"],
     &["registry"],
     &["http"],
     &["storage", "tls", "protobuf"],

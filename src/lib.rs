@@ -17,6 +17,7 @@ pub mod harness;
 pub mod http;
 pub mod metrics;
 pub mod registry;
+pub mod remote;
 pub mod rest;
 pub mod server;
 pub mod storage;

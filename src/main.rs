@@ -87,12 +87,42 @@ struct Flags {
     #[arg(long = "anonymous-auth", num_args = 0..=1, default_value_t = true, default_missing_value = "true", action = clap::ArgAction::Set)]
     anonymous_auth: bool,
     /// Authorizers, comma-separated, asked in order: AlwaysAllow, AlwaysDeny, RBAC.
+    /// (Default AlwaysAllow; refused beside --requestheader-client-ca-file unless given.)
+    #[arg(long = "authorization-mode", value_delimiter = ',')]
+    authorization_mode: Option<Vec<String>>,
+    /// The core apiserver (an aggregated server's: kubeconfig of the kube-apiserver in
+    /// front): bearer tokens go to its TokenReview, and the client CA and front-proxy
+    /// settings come from its kube-system/extension-apiserver-authentication ConfigMap.
+    #[arg(long = "authentication-kubeconfig", value_name = "PATH")]
+    authentication_kubeconfig: Option<PathBuf>,
+    /// How long the core's TokenReview answers are kept (a Go duration).
+    #[arg(long = "authentication-token-webhook-cache-ttl", default_value = "10s", value_parser = parse_duration)]
+    authentication_token_webhook_cache_ttl: std::time::Duration,
+    /// Do not read the core's extension-apiserver-authentication ConfigMap.
+    #[arg(long = "authentication-skip-lookup", num_args = 0..=1, default_value_t = false, default_missing_value = "true", action = clap::ArgAction::Set)]
+    authentication_skip_lookup: bool,
+    /// The core apiserver authorizes every request (SubjectAccessReview), instead of
+    /// --authorization-mode.
+    #[arg(long = "authorization-kubeconfig", value_name = "PATH")]
+    authorization_kubeconfig: Option<PathBuf>,
+    /// How long the core's "allowed" answers are kept (a Go duration).
+    #[arg(long = "authorization-webhook-cache-authorized-ttl", default_value = "10s", value_parser = parse_duration)]
+    authorization_webhook_cache_authorized_ttl: std::time::Duration,
+    /// How long the core's other answers are kept (a Go duration).
+    #[arg(long = "authorization-webhook-cache-unauthorized-ttl", default_value = "10s", value_parser = parse_duration)]
+    authorization_webhook_cache_unauthorized_ttl: std::time::Duration,
+    /// Paths allowed without asking the core (a trailing * matches a prefix).
     #[arg(
-        long = "authorization-mode",
+        long = "authorization-always-allow-paths",
         value_delimiter = ',',
-        default_value = "AlwaysAllow"
+        default_value = "/healthz,/readyz,/livez"
     )]
-    authorization_mode: Vec<String>,
+    authorization_always_allow_paths: Vec<String>,
+    /// The core apiserver whose namespaces (watched) and admission configuration
+    /// (ValidatingAdmissionPolicies, bindings, their params, webhook configurations)
+    /// this server follows, as an aggregated server behind it.
+    #[arg(long = "kubeconfig", value_name = "PATH")]
+    kubeconfig: Option<PathBuf>,
     /// Time limit of non-long-running requests (a Go duration, e.g. 60s, 1m30s).
     #[arg(long = "request-timeout", default_value = "1m0s", value_parser = parse_duration)]
     request_timeout: std::time::Duration,
@@ -250,8 +280,19 @@ async fn main() {
         requestheader_uid_headers: non_empty(flags.requestheader_uid_headers),
         requestheader_extra_headers_prefix: non_empty(flags.requestheader_extra_headers_prefix),
         anonymous_auth: flags.anonymous_auth,
+        authorization_mode_given: flags.authorization_mode.is_some(),
+        authentication_kubeconfig: flags.authentication_kubeconfig,
+        authentication_token_cache_ttl: flags.authentication_token_webhook_cache_ttl,
+        authentication_skip_lookup: flags.authentication_skip_lookup,
+        authorization_kubeconfig: flags.authorization_kubeconfig,
+        authorization_allowed_ttl: flags.authorization_webhook_cache_authorized_ttl,
+        authorization_denied_ttl: flags.authorization_webhook_cache_unauthorized_ttl,
+        authorization_always_allow_paths: non_empty(flags.authorization_always_allow_paths),
         authorization_modes: match crd_apiserver::auth::authz::Mode::parse(
-            &flags.authorization_mode.join(","),
+            &flags
+                .authorization_mode
+                .unwrap_or_else(|| vec!["AlwaysAllow".into()])
+                .join(","),
         ) {
             Ok(modes) => modes,
             Err(e) => {
@@ -333,6 +374,7 @@ async fn main() {
         etcd_compaction_interval: flags.etcd_compaction_interval,
         faults: flags.fault,
         webhook_services: flags.webhook_service,
+        core_kubeconfig: flags.kubeconfig,
     };
     let server = match Server::start(config).await {
         Ok(s) => s,

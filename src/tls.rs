@@ -91,7 +91,8 @@ pub struct ServingCert {
     pub chain: Vec<CertificateDer<'static>>,
     /// The leaf's private key.
     pub key: PrivateKeyDer<'static>,
-    /// PEM of the CA that signed the leaf (for the kubeconfig), when the chain has it.
+    /// PEM of what the kubeconfig trusts: the chain's last certificate (the CA of a
+    /// leaf + CA file, the certificate itself when alone).
     pub ca_pem: Option<String>,
 }
 
@@ -112,7 +113,11 @@ impl ServingCert {
         }
         let key = PrivateKeyDer::from_pem_file(key_file).map_err(read(key_file))?;
         // kube writes generated pairs as leaf + CA: the last of a longer chain is the CA.
-        let ca_pem = (chain.len() > 1).then(|| pem("CERTIFICATE", &chain[chain.len() - 1]));
+        // A lone certificate is trusted itself: self-signed it is its own root, and
+        // Go's verifier (kubectl, client-go) accepts a leaf found among the roots, so the
+        // kubeconfig verifies the server either way. Clients that only accept CA roots
+        // (rustls) need the CA appended to the file.
+        let ca_pem = Some(pem("CERTIFICATE", &chain[chain.len() - 1]));
         Ok(ServingCert { chain, key, ca_pem })
     }
 

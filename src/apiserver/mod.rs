@@ -5,11 +5,12 @@
 
 mod apiservices;
 pub mod clock;
+pub mod core_view;
 mod params;
 
 pub use apiservices::GROUP as APIREGISTRATION_GROUP;
 
-use crate::admission::policy::PolicyObject;
+use crate::admission::policy::{ParamReader, PolicyObject};
 use crate::registry::catalog::Catalog;
 use crate::rest::admission_policy::{AdmissionPolicyKind, GROUP};
 use crate::rest::builtin::component_status::ComponentStatusKind;
@@ -52,6 +53,17 @@ pub struct ApiOptions {
     pub allow_privileged: bool,
     /// The built-in resources served (kube's defaults changed by `--runtime-config`).
     pub served: crate::registry::builtin::Served,
+    /// `--authorization-kubeconfig`'s authorizer, used instead of the modes' (see
+    /// `auth::delegated`).
+    pub delegated_authorizer: Option<crate::auth::authz::Delegated>,
+    /// What this server publishes in `kube-system/extension-apiserver-authentication`
+    /// for aggregated servers behind it (its client CA and front-proxy settings).
+    pub published_trust: Option<crate::auth::delegated::TrustedClients>,
+    /// `--kubeconfig`: the core apiserver whose namespaces and admission configuration
+    /// this server follows ([`core_view`]).
+    pub core: Option<crate::remote::Client>,
+    /// `--token-auth-file`'s tokens, which TokenReview knows too.
+    pub token_file: Option<Arc<crate::auth::token::TokenFile>>,
 }
 
 /// Shared state of one API server.
@@ -99,6 +111,8 @@ pub struct ApiServer {
     autoregistration_pass: tokio::sync::Mutex<()>,
     /// The clock the opt-in cluster's timers read (advanced by tests).
     pub clock: clock::Clock,
+    /// The core's namespaces and admission configuration (`--kubeconfig`).
+    pub core_view: Option<Arc<core_view::CoreView>>,
 }
 
 /// A deletion the cleanup controller finishes.
@@ -145,11 +159,18 @@ impl ApiServer {
             [] => &[crate::auth::authz::Mode::AlwaysAllow][..],
             modes => modes,
         };
-        let authorizer = crate::auth::authz::build(
-            modes,
-            Arc::new(crate::auth::rbac::RbacAuthorizer::new(rbac.clone())),
-        );
+        let authorizer = match &options.delegated_authorizer {
+            Some(delegated) => delegated.0.clone(),
+            None => crate::auth::authz::build(
+                modes,
+                Arc::new(crate::auth::rbac::RbacAuthorizer::new(rbac.clone())),
+            ),
+        };
         let (cleanups, cleanup_queue) = tokio::sync::mpsc::unbounded_channel();
+        let core_view = options
+            .core
+            .clone()
+            .map(|client| Arc::new(core_view::CoreView::new(client)));
         let or_default = |flag: &str, default: &'static str| {
             if flag.is_empty() {
                 default.to_string()
@@ -201,6 +222,7 @@ impl ApiServer {
             autoregistration: Default::default(),
             autoregistration_pass: tokio::sync::Mutex::new(()),
             clock: clock::Clock::default(),
+            core_view,
         });
         api.admission.set_authorizer(api.authorizer.clone());
         api.admission.set_catalog(api.catalog.clone());
@@ -218,16 +240,55 @@ impl ApiServer {
             crate::registry::builtin::descriptor(GROUP, which.resource(), &api.options.prefix)
                 .key_root
         };
+        // Admission configuration and namespaces: this server's own, or the core's
+        // mirrored under the same keys.
+        let (admission_storage, params): (Arc<dyn Storage>, Arc<dyn ParamReader>) =
+            match &api.core_view {
+                Some(view) => (view.storage.clone(), view.params.clone()),
+                None => (
+                    api.store.storage.clone(),
+                    Arc::new(StoreParams {
+                        api: Arc::downgrade(&api),
+                    }),
+                ),
+            };
+        if let Some(view) = &api.core_view {
+            let mirrored = |path: &str, key_root: String| core_view::Mirrored {
+                path: path.to_string(),
+                key_root,
+            };
+            let admission = "/apis/admissionregistration.k8s.io/v1";
+            view.follow(vec![
+                mirrored(
+                    "/api/v1/namespaces",
+                    api.namespaces.descriptor().key_root.clone(),
+                ),
+                mirrored(
+                    &format!("{admission}/validatingadmissionpolicies"),
+                    policy_root(PolicyObject::Policy),
+                ),
+                mirrored(
+                    &format!("{admission}/validatingadmissionpolicybindings"),
+                    policy_root(PolicyObject::Binding),
+                ),
+                mirrored(
+                    &format!("{admission}/mutatingwebhookconfigurations"),
+                    api.mutating_webhooks.descriptor().key_root.clone(),
+                ),
+                mirrored(
+                    &format!("{admission}/validatingwebhookconfigurations"),
+                    api.validating_webhooks.descriptor().key_root.clone(),
+                ),
+            ]);
+        }
         api.admission
             .policies
             .serve(crate::admission::policy::PolicyStorage {
-                storage: api.store.storage.clone(),
+                storage: admission_storage.clone(),
                 policies_root: policy_root(PolicyObject::Policy),
                 bindings_root: policy_root(PolicyObject::Binding),
                 namespaces_root: api.namespaces.descriptor().key_root.clone(),
-                params: Arc::new(StoreParams {
-                    api: Arc::downgrade(&api),
-                }),
+                params,
             });
         // Access, rules, token and self-subject reviews: served, never stored.
         let reviews = crate::rest::access_review::Review::ALL
@@ -292,7 +353,7 @@ impl ApiServer {
             ));
         api.admission
             .serve_webhooks(crate::admission::webhook::WebhookSource::new(
-                api.store.storage.clone(),
+                admission_storage,
                 &api.mutating_webhooks.descriptor().key_root,
                 &api.validating_webhooks.descriptor().key_root,
                 &api.namespaces.descriptor().key_root,
@@ -316,6 +377,7 @@ impl ApiServer {
         self.ensure_default_service_cidr().await?;
         self.ensure_kubernetes_service().await?;
         self.ensure_system_priority_classes().await?;
+        self.publish_authentication_trust().await?;
         // kube's readiness waits for the built-in APIServices (`autoregister-completion`);
         // anything but storage being down is left to the autoregistration controller.
         match self.autoregister_api_services().await {
@@ -366,6 +428,7 @@ impl ApiServer {
             let resource = match obj.get("kind").and_then(Value::as_str) {
                 Some("ClusterRole") => "clusterroles",
                 Some("ClusterRoleBinding") => "clusterrolebindings",
+                Some("Role") => "roles",
                 _ => continue,
             };
             let Some(kind) = self.builtin(crate::auth::rbac::GROUP, "v1", resource) else {
@@ -387,6 +450,7 @@ impl ApiServer {
         self.ensure_default_service_cidr().await?;
         self.ensure_kubernetes_service().await?;
         self.ensure_system_priority_classes().await?;
+        self.publish_authentication_trust().await?;
         self.restart_api_service_autoregistration().await?;
         if self.rbac_enabled() {
             self.create_bootstrap_rbac().await?;
@@ -559,6 +623,47 @@ impl ApiServer {
     }
 
     /// Create a bootstrap object unless it exists already.
+    /// Write `kube-system/extension-apiserver-authentication` as kube-apiserver does
+    /// at start: the client CA and front-proxy settings aggregated servers read.
+    async fn publish_authentication_trust(&self) -> Result<(), Status> {
+        let Some(trust) = &self.options.published_trust else {
+            return Ok(());
+        };
+        let Some(kind) = self.builtin("", "v1", "configmaps") else {
+            return Ok(());
+        };
+        let (namespace, name) = crate::auth::delegated::TRUST_CONFIG_MAP;
+        let wanted = serde_json::json!({
+            "apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": name, "namespace": namespace},
+            "data": trust.to_data(),
+        });
+        match self.store.get(kind.as_ref(), namespace, name).await {
+            Ok(current) => {
+                if current.get("data") == wanted.get("data") {
+                    return Ok(());
+                }
+                self.store
+                    .update(
+                        kind.as_ref(),
+                        namespace,
+                        name,
+                        &WriteOptions::default(),
+                        false,
+                        |old| {
+                            let mut next = old.clone();
+                            next["data"] = wanted["data"].clone();
+                            Ok(next)
+                        },
+                    )
+                    .await
+                    .map(|_| ())
+            }
+            Err(s) if s.code == 404 => self.create_missing(kind.as_ref(), wanted).await,
+            Err(s) => Err(s),
+        }
+    }
+
     async fn create_missing(&self, kind: &dyn ResourceKind, obj: Value) -> Result<(), Status> {
         match self.store.create(kind, obj, &WriteOptions::default()).await {
             Ok(_) => Ok(()),
@@ -718,19 +823,35 @@ impl ApiServer {
         if !self.admission.plugin_enabled("NamespaceLifecycle") {
             return Ok(());
         }
-        let ns = match self
-            .store
-            .get(self.namespaces.as_ref(), "", namespace)
-            .await
-        {
-            Ok(ns) => ns,
-            Err(s) if s.code == 404 => {
-                return Err(Status::not_found(
-                    &GroupResource::new("", "namespaces"),
-                    namespace,
-                ))
+        let ns = if let Some(view) = &self.core_view {
+            match view
+                .namespace(&self.namespaces.descriptor().key_root, namespace)
+                .await
+            {
+                Ok(Some(ns)) => ns,
+                Ok(None) => {
+                    return Err(Status::not_found(
+                        &GroupResource::new("", "namespaces"),
+                        namespace,
+                    ))
+                }
+                Err(e) => return Err(Status::internal(e.to_string())),
             }
-            Err(s) => return Err(s),
+        } else {
+            match self
+                .store
+                .get(self.namespaces.as_ref(), "", namespace)
+                .await
+            {
+                Ok(ns) => ns,
+                Err(s) if s.code == 404 => {
+                    return Err(Status::not_found(
+                        &GroupResource::new("", "namespaces"),
+                        namespace,
+                    ))
+                }
+                Err(s) => return Err(s),
+            }
         };
         if object::is_terminating(&ns) {
             let mut s = Status::forbidden(
@@ -760,7 +881,9 @@ impl ApiServer {
         if d.gr == self.crds.descriptor().gr {
             self.crd_written(obj, deleted);
         }
-        if d.gr.group == crate::rest::webhook_configuration::GROUP {
+        // Following the core, admission reads the core's configuration only.
+        let own_admission = self.core_view.is_none();
+        if own_admission && d.gr.group == crate::rest::webhook_configuration::GROUP {
             self.admission
                 .webhook_configuration_written(&d.key_root, obj, deleted);
         }
@@ -769,7 +892,7 @@ impl ApiServer {
             self.rbac.written(&key, obj, deleted);
         }
         for which in [PolicyObject::Policy, PolicyObject::Binding] {
-            if d.gr.group == GROUP && d.gr.resource == which.resource() {
+            if own_admission && d.gr.group == GROUP && d.gr.resource == which.resource() {
                 self.admission.policies.written(which, obj, deleted);
             }
         }

@@ -33,6 +33,16 @@ impl apimachinery::access::AccessCheck for SyncAccess {
     }
 }
 
+/// An authorizer held in options that print themselves (`Debug` names only its type).
+#[derive(Clone)]
+pub struct Delegated(pub Arc<dyn Authorizer>);
+
+impl std::fmt::Debug for Delegated {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Delegated(SubjectAccessReview)")
+    }
+}
+
 /// The attributes of a parsed request.
 pub fn request_attributes(user: &UserInfo, info: &RequestInfo, path: &str) -> Attributes {
     Attributes {

@@ -93,6 +93,9 @@ pub enum AuthError {
     /// Signing a token failed.
     #[error("failed to generate token: signing failed")]
     Signing,
+    /// The core apiserver could not review a token (`--authentication-kubeconfig`).
+    #[error("token review against the core apiserver failed: {0}")]
+    Delegated(String),
 }
 
 impl From<AuthError> for Status {
@@ -195,6 +198,15 @@ pub enum AuthConfigError {
     /// A mode given twice.
     #[error("authorization-mode [{}] has mode specified more than once", .0.iter().map(|m| go_quote(m)).collect::<Vec<_>>().join(" "))]
     RepeatedMode(Vec<String>),
+    /// A delegation kubeconfig cannot be used, or the core cannot be read at start.
+    #[error(transparent)]
+    Remote(#[from] crate::remote::RemoteError),
+    /// A bad `--authorization-always-allow-paths` entry.
+    #[error(transparent)]
+    AlwaysAllowPath(#[from] super::delegated::PathPatternError),
+    /// Front-proxy authentication with every request allowed, not asked for.
+    #[error("--requestheader-client-ca-file is set and --authorization-mode defaults to AlwaysAllow, which would let any client (anonymous included) do anything: pass --authorization-kubeconfig to delegate authorization to the core apiserver, or --authorization-mode=RBAC, or --authorization-mode=AlwaysAllow to allow every request knowingly")]
+    InsecureDefault,
 }
 
 impl AuthConfigError {

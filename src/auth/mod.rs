@@ -4,6 +4,7 @@
 //! `authz` decides with an [`authz::Authorizer`].
 
 pub mod authz;
+pub mod delegated;
 mod error;
 pub mod impersonation;
 pub mod keys;
@@ -17,6 +18,8 @@ use http::HeaderMap;
 use rustls::pki_types::CertificateDer;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
 
 pub use error::{AuthConfigError, AuthError};
 
@@ -49,6 +52,26 @@ pub struct AuthConfig {
     pub anonymous_auth: bool,
     /// `--authorization-mode`, in order.
     pub authorization_modes: Vec<authz::Mode>,
+    /// Whether `--authorization-mode` was given (its default, `AlwaysAllow`, is refused
+    /// beside front-proxy authentication: [`AuthConfig::check_safe`]).
+    pub authorization_mode_given: bool,
+    /// `--authentication-kubeconfig`: the core apiserver reviews unknown bearer tokens
+    /// and tells which client CAs to trust ([`delegated`]).
+    pub authentication_kubeconfig: Option<PathBuf>,
+    /// `--authentication-token-webhook-cache-ttl` (10 s).
+    pub authentication_token_cache_ttl: Duration,
+    /// `--authentication-skip-lookup`: do not read the core's
+    /// `extension-apiserver-authentication` ConfigMap.
+    pub authentication_skip_lookup: bool,
+    /// `--authorization-kubeconfig`: the core apiserver authorizes every request.
+    pub authorization_kubeconfig: Option<PathBuf>,
+    /// `--authorization-webhook-cache-authorized-ttl` (10 s).
+    pub authorization_allowed_ttl: Duration,
+    /// `--authorization-webhook-cache-unauthorized-ttl` (10 s).
+    pub authorization_denied_ttl: Duration,
+    /// `--authorization-always-allow-paths` (`/healthz`, `/readyz`, `/livez`): allowed
+    /// without asking the core.
+    pub authorization_always_allow_paths: Vec<String>,
     /// `--service-account-issuer`, repeatable: the first is the `iss` of the tokens
     /// this server signs, each is accepted (empty: our default issuer).
     pub service_account_issuers: Vec<String>,
@@ -74,6 +97,16 @@ impl Default for AuthConfig {
             requestheader_extra_headers_prefix: vec!["X-Remote-Extra-".into()],
             anonymous_auth: true,
             authorization_modes: vec![authz::Mode::AlwaysAllow],
+            authorization_mode_given: false,
+            authentication_kubeconfig: None,
+            authentication_token_cache_ttl: Duration::from_secs(10),
+            authentication_skip_lookup: false,
+            authorization_kubeconfig: None,
+            authorization_allowed_ttl: Duration::from_secs(10),
+            authorization_denied_ttl: Duration::from_secs(10),
+            authorization_always_allow_paths: ["/healthz", "/readyz", "/livez"]
+                .map(String::from)
+                .to_vec(),
             service_account_issuers: Vec::new(),
             api_audiences: Vec::new(),
             service_account_signing_key_file: None,
@@ -105,28 +138,108 @@ impl AuthConfig {
         )
     }
 
-    /// Read the files the flags name and build the authenticators.
-    pub fn authenticator(&self) -> Result<Authenticator, AuthConfigError> {
-        let request_header = match &self.requestheader_client_ca_file {
-            Some(path) => Some(RequestHeader {
-                ca: x509::CaVerifier::from_pem_file(path)
-                    .map_err(|e| e.in_flag("--requestheader-client-ca-file"))?,
-                allowed_names: self.requestheader_allowed_names.clone(),
-                username_headers: self.requestheader_username_headers.clone(),
-                group_headers: self.requestheader_group_headers.clone(),
-                uid_headers: self.requestheader_uid_headers.clone(),
-                extra_headers_prefixes: self.requestheader_extra_headers_prefix.clone(),
-            }),
-            None => None,
+    /// Refuse front-proxy authentication beside the default `AlwaysAllow`: any client
+    /// (anonymous too) could then do anything. Delegated authorization, or a mode given
+    /// explicitly, is required.
+    pub fn check_safe(&self) -> Result<(), AuthConfigError> {
+        if self.requestheader_client_ca_file.is_some()
+            && !self.authorization_mode_given
+            && self.authorization_kubeconfig.is_none()
+        {
+            return Err(AuthConfigError::InsecureDefault);
+        }
+        Ok(())
+    }
+
+    /// The authorizer of `--authorization-kubeconfig` (k8s.io/apiserver's delegated
+    /// authorization: `system:masters`, the always-allowed paths, then the core's
+    /// SubjectAccessReview), or `None` without the flag.
+    pub fn delegated_authorizer(&self) -> Result<Option<authz::Delegated>, AuthConfigError> {
+        let Some(path) = &self.authorization_kubeconfig else {
+            return Ok(None);
         };
-        let client_ca = match &self.client_ca_file {
-            Some(path) => Some(
+        let client = crate::remote::Client::new(&crate::remote::Kubeconfig::load(path)?)?;
+        let each: Vec<Arc<dyn authz::Authorizer>> = vec![
+            Arc::new(delegated::AlwaysAllowGroups(vec![MASTERS_GROUP.into()])),
+            Arc::new(delegated::AlwaysAllowPaths::new(
+                &self.authorization_always_allow_paths,
+            )?),
+            Arc::new(delegated::SubjectAccessReviews::new(
+                client,
+                self.authorization_allowed_ttl,
+                self.authorization_denied_ttl,
+            )),
+        ];
+        Ok(Some(authz::Delegated(Arc::new(authz::Union(each)))))
+    }
+
+    /// Read the files the flags name and build the authenticators; with
+    /// `--authentication-kubeconfig`, the CAs the flags leave unset come from the core's
+    /// `extension-apiserver-authentication` ConfigMap (as k8s.io/apiserver reads it at
+    /// start) and unknown bearer tokens go to the core's TokenReview.
+    pub async fn authenticator(&self) -> Result<Authenticator, AuthConfigError> {
+        let (core, trust) = match &self.authentication_kubeconfig {
+            Some(path) => {
+                let client = crate::remote::Client::new(&crate::remote::Kubeconfig::load(path)?)?;
+                let wants_lookup = !self.authentication_skip_lookup
+                    && (self.client_ca_file.is_none()
+                        || self.requestheader_client_ca_file.is_none());
+                let trust = if wants_lookup {
+                    delegated::TrustedClients::fetch(&client).await?
+                } else {
+                    None
+                };
+                (Some(client), trust.unwrap_or_default())
+            }
+            None => (None, delegated::TrustedClients::default()),
+        };
+        let or_flag = |flag: &[String], looked_up: &[String]| {
+            if self.requestheader_client_ca_file.is_none() && !looked_up.is_empty() {
+                looked_up.to_vec()
+            } else {
+                flag.to_vec()
+            }
+        };
+        let request_header_ca = match (
+            &self.requestheader_client_ca_file,
+            &trust.requestheader_ca_pem,
+        ) {
+            (Some(path), _) => Some(
+                x509::CaVerifier::from_pem_file(path)
+                    .map_err(|e| e.in_flag("--requestheader-client-ca-file"))?,
+            ),
+            (None, Some(pem)) => Some(
+                x509::CaVerifier::from_pem(pem.as_bytes())
+                    .map_err(|e| e.in_flag("requestheader-client-ca-file of the core"))?,
+            ),
+            (None, None) => None,
+        };
+        let request_header = request_header_ca.map(|ca| RequestHeader {
+            ca,
+            allowed_names: or_flag(&self.requestheader_allowed_names, &trust.allowed_names),
+            username_headers: or_flag(
+                &self.requestheader_username_headers,
+                &trust.username_headers,
+            ),
+            group_headers: or_flag(&self.requestheader_group_headers, &trust.group_headers),
+            uid_headers: or_flag(&self.requestheader_uid_headers, &trust.uid_headers),
+            extra_headers_prefixes: or_flag(
+                &self.requestheader_extra_headers_prefix,
+                &trust.extra_headers_prefix,
+            ),
+        });
+        let client_ca = match (&self.client_ca_file, &trust.client_ca_pem) {
+            (Some(path), _) => Some(
                 x509::CaVerifier::from_pem_file(path).map_err(|e| e.in_flag("--client-ca-file"))?,
             ),
-            None => None,
+            (None, Some(pem)) => Some(
+                x509::CaVerifier::from_pem(pem.as_bytes())
+                    .map_err(|e| e.in_flag("client-ca-file of the core"))?,
+            ),
+            (None, None) => None,
         };
         let tokens = match &self.token_auth_file {
-            Some(path) => Some(token::TokenFile::load(path)?),
+            Some(path) => Some(Arc::new(token::TokenFile::load(path)?)),
             None => None,
         };
         Ok(Authenticator {
@@ -136,7 +249,39 @@ impl AuthConfig {
             anonymous: self.anonymous_auth,
             admin_token: None,
             service_accounts: None,
+            token_reviews: core
+                .map(|c| delegated::TokenReviews::new(c, self.authentication_token_cache_ttl)),
         })
+    }
+
+    /// The `extension-apiserver-authentication` data this server publishes as a core
+    /// (kube-apiserver writes its client CA and front-proxy settings there for the
+    /// aggregated servers behind it); `None` when neither CA flag is set.
+    pub fn published_trust(&self) -> Result<Option<delegated::TrustedClients>, AuthConfigError> {
+        let read = |path: &PathBuf, flag: &'static str| {
+            std::fs::read_to_string(path)
+                .map_err(|e| AuthConfigError::Read(e).in_file(path).in_flag(flag))
+        };
+        let client_ca_pem = match &self.client_ca_file {
+            Some(p) => Some(read(p, "--client-ca-file")?),
+            None => None,
+        };
+        let requestheader_ca_pem = match &self.requestheader_client_ca_file {
+            Some(p) => Some(read(p, "--requestheader-client-ca-file")?),
+            None => None,
+        };
+        if client_ca_pem.is_none() && requestheader_ca_pem.is_none() {
+            return Ok(None);
+        }
+        Ok(Some(delegated::TrustedClients {
+            client_ca_pem,
+            requestheader_ca_pem,
+            allowed_names: self.requestheader_allowed_names.clone(),
+            username_headers: self.requestheader_username_headers.clone(),
+            uid_headers: self.requestheader_uid_headers.clone(),
+            group_headers: self.requestheader_group_headers.clone(),
+            extra_headers_prefix: self.requestheader_extra_headers_prefix.clone(),
+        }))
     }
 }
 
@@ -174,8 +319,8 @@ pub struct Authenticator {
     pub request_header: Option<RequestHeader>,
     /// `--client-ca-file`.
     pub client_ca: Option<x509::CaVerifier>,
-    /// `--token-auth-file`.
-    pub tokens: Option<token::TokenFile>,
+    /// `--token-auth-file` (shared with TokenReview).
+    pub tokens: Option<Arc<token::TokenFile>>,
     /// `--anonymous-auth`.
     pub anonymous: bool,
     /// The bearer token of [`ADMIN_USER`] (group `system:masters`), minted at start-up
@@ -183,6 +328,8 @@ pub struct Authenticator {
     pub admin_token: Option<String>,
     /// Service account tokens (TokenRequest), set once storage is up.
     pub service_accounts: Option<service_account::TokenAuthenticator>,
+    /// `--authentication-kubeconfig`: bearer tokens nothing here knows go to the core.
+    pub token_reviews: Option<delegated::TokenReviews>,
 }
 
 impl Authenticator {
@@ -233,7 +380,12 @@ impl Authenticator {
         }
         if found.is_none() && (self.tokens.is_some() || self.admin_token.is_some()) {
             let empty = token::TokenFile::default();
-            match self.tokens.as_ref().unwrap_or(&empty).authenticate(headers) {
+            match self
+                .tokens
+                .as_deref()
+                .unwrap_or(&empty)
+                .authenticate(headers)
+            {
                 Ok(user) => found = user,
                 Err(e) => errors.push(e),
             }
@@ -242,6 +394,20 @@ impl Authenticator {
             if let (Some(sa), Some(bearer)) = (&self.service_accounts, token::bearer_token(headers))
             {
                 match sa.authenticate(bearer).await {
+                    Ok(Some(user)) => {
+                        found = Some(user);
+                        errors.clear();
+                    }
+                    Ok(None) => errors.push(AuthError::InvalidBearerToken),
+                    Err(e) => errors.push(e),
+                }
+            }
+        }
+        if found.is_none() {
+            if let (Some(reviews), Some(bearer)) =
+                (&self.token_reviews, token::bearer_token(headers))
+            {
+                match reviews.authenticate(bearer).await {
                     Ok(Some(user)) => {
                         found = Some(user);
                         errors.clear();

@@ -54,6 +54,11 @@ impl TokenFile {
         Ok(TokenFile { users })
     }
 
+    /// The user of `token`, if the file has it.
+    pub fn user(&self, token: &str) -> Option<&UserInfo> {
+        self.users.get(token)
+    }
+
     /// `Ok(None)` without a bearer token; `Err` for a token the file does not know
     /// (kube's bearer-token authenticator: "invalid bearer token").
     pub fn authenticate(&self, headers: &HeaderMap) -> Result<Option<UserInfo>, AuthError> {

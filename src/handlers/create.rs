@@ -116,7 +116,8 @@ pub async fn authentication_review(
             let Some(authenticator) = api.token_authenticator() else {
                 return Err(Status::route_not_found());
             };
-            token_review::token(&obj, &req.info.namespace, &authenticator).await?
+            let static_tokens = api.options.token_file.as_deref();
+            token_review::token(&obj, &req.info.namespace, &authenticator, static_tokens).await?
         }
     };
     let reply = crate::http::response::Reply::with_code(StatusCode::CREATED, answer);

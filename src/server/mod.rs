@@ -53,6 +53,9 @@ pub struct Config {
     pub faults: Vec<FaultRule>,
     /// Where webhook Services are reached (`--webhook-service`).
     pub webhook_services: Vec<crate::webhook::client::ServiceMapping>,
+    /// `--kubeconfig`: the core apiserver whose namespaces and admission configuration
+    /// this server follows (an aggregated server's).
+    pub core_kubeconfig: Option<PathBuf>,
     /// Serve plain HTTP on `port` (off when only `--secure-port` is asked for).
     pub serve_http: bool,
     /// Serve plain HTTP on an address other than loopback
@@ -107,6 +110,7 @@ impl Default for Config {
             etcd_compaction_interval: std::time::Duration::from_secs(300),
             faults: Vec::new(),
             webhook_services: Vec::new(),
+            core_kubeconfig: None,
             serve_http: true,
             insecure_allow_remote_http: false,
             secure: None,
@@ -280,7 +284,10 @@ impl Server {
         let addr = listeners.primary_addr();
         let advertised =
             SocketAddr::new(config.advertise_address.unwrap_or(addr.ip()), addr.port());
-        let mut authenticator = config.auth.authenticator()?;
+        config.auth.check_safe()?;
+        let mut authenticator = config.auth.authenticator().await?;
+        let delegated_authorizer = config.auth.delegated_authorizer()?;
+        let published_trust = config.auth.published_trust()?;
         if listeners.https.is_some() {
             // kubectl over HTTPS needs a credential: the kubeconfig carries this one.
             authenticator.admin_token = Some(uuid::Uuid::new_v4().simple().to_string());
@@ -308,6 +315,17 @@ impl Server {
             admission_plugins: config.admission_plugins.clone(),
             allow_privileged: config.allow_privileged,
             served: crate::registry::builtin::Served::new(&config.runtime_config),
+            delegated_authorizer,
+            published_trust,
+            token_file: authenticator.tokens.clone(),
+            core: match &config.core_kubeconfig {
+                Some(path) => Some(
+                    crate::remote::Kubeconfig::load(path)
+                        .and_then(|k| crate::remote::Client::new(&k))
+                        .map_err(crate::auth::AuthConfigError::from)?,
+                ),
+                None => None,
+            },
         };
         // Every storage call is timed; object counts read the backend itself.
         let metrics = Arc::new(Metrics::new());

@@ -62,12 +62,14 @@ pub fn self_subject(requester: &UserInfo, now: chrono::DateTime<chrono::Utc>) ->
     })
 }
 
-/// Answer a TokenReview of `obj` with the service account authenticator `tokens`;
-/// `namespace` is the request's (kube refuses one).
+/// Answer a TokenReview of `obj` with the bearer-token authenticators of the server:
+/// `--token-auth-file`'s tokens, then service account tokens (`tokens`); `namespace` is
+/// the request's (kube refuses one).
 pub async fn token(
     obj: &Value,
     namespace: &str,
     tokens: &TokenAuthenticator,
+    static_tokens: Option<&crate::auth::token::TokenFile>,
 ) -> Result<Value, Status> {
     if !namespace.is_empty() {
         return Err(Status::bad_request(format!(
@@ -83,7 +85,13 @@ pub async fn token(
     }
     let audiences = tokens.tokens.audiences_or_default(&spec);
     let mut status = json!({"authenticated": false});
-    match tokens.authenticate_for(token, &audiences).await {
+    // Static tokens know no audience: kube answers them with the audiences asked for.
+    let from_file = static_tokens.and_then(|f| f.user(token)).cloned();
+    let answer = match from_file {
+        Some(user) => Ok(Some((user, audiences.clone()))),
+        None => tokens.authenticate_for(token, &audiences).await,
+    };
+    match answer {
         Ok(Some((user, matched))) => {
             let mut user = user;
             // The review sees the user as the request chain does.
