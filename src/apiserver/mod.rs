@@ -52,6 +52,8 @@ pub struct ApiOptions {
     pub allow_privileged: bool,
     /// The built-in resources served (kube's defaults changed by `--runtime-config`).
     pub served: crate::registry::builtin::Served,
+    /// The aggregator's settings (`--proxy-client-cert-file`, `--enable-aggregator-routing`).
+    pub aggregator: crate::aggregator::AggregatorOptions,
 }
 
 /// Shared state of one API server.
@@ -99,6 +101,8 @@ pub struct ApiServer {
     autoregistration_pass: tokio::sync::Mutex<()>,
     /// The clock the opt-in cluster's timers read (advanced by tests).
     pub clock: clock::Clock,
+    /// The APIServices served by backends, and how to reach them.
+    pub aggregator: crate::aggregator::Aggregator,
 }
 
 /// A deletion the cleanup controller finishes.
@@ -174,6 +178,7 @@ impl ApiServer {
             store.clone(),
             &options.prefix,
         );
+        let aggregator = crate::aggregator::Aggregator::new(options.aggregator.clone());
         let api = Arc::new(ApiServer {
             admission: store.admission.clone(),
             store,
@@ -201,6 +206,7 @@ impl ApiServer {
             autoregistration: Default::default(),
             autoregistration_pass: tokio::sync::Mutex::new(()),
             clock: clock::Clock::default(),
+            aggregator,
         });
         api.admission.set_authorizer(api.authorizer.clone());
         api.admission.set_catalog(api.catalog.clone());
