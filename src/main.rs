@@ -201,8 +201,8 @@ struct Flags {
     /// grammar in docs/testing-your-controller.md).
     #[arg(long = "fault", value_name = "SPEC", value_parser = crd_apiserver::fault::FaultRule::parse)]
     fault: Vec<crd_apiserver::fault::FaultRule>,
-    /// Reach the webhook Service NAMESPACE/NAME (port PORT, default 443) at HOST:PORT
-    /// (repeatable); TLS still verifies NAME.NAMESPACE.svc.
+    /// Reach the webhook or APIService backend Service NAMESPACE/NAME (port PORT,
+    /// default 443) at HOST:PORT (repeatable); TLS still verifies NAME.NAMESPACE.svc.
     #[arg(
         long = "webhook-service",
         value_name = "NAMESPACE/NAME[:PORT]=HOST:PORT",

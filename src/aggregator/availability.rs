@@ -7,7 +7,7 @@
 //! replaces the aggregator's snapshot, which the proxy and discovery read.
 
 use super::endpoints::{self, Checked, Lookup};
-use super::{Aggregator, Backend};
+use super::{Aggregator, AggregatorError, Backend};
 use crate::rest::{object, ResourceKind, WriteOptions};
 use crate::status::Status;
 use apimachinery::apiservice;
@@ -115,7 +115,7 @@ impl Aggregator {
     async fn probe(&self, backend: &Backend) -> Result<(), String> {
         let path = format!("/apis/{}/{}", backend.group, backend.version);
         let attempts = (0..PROBE_ATTEMPTS).map(|_| async {
-            let address = pick(&backend.targets)?;
+            let address = pick(&backend.targets).map_err(|e| e.to_string())?;
             let url = format!("https://{address}{path}");
             match self.get(backend, &address, &path, "*/*").await {
                 Ok((code, _)) if (200..300).contains(&code) => Ok(()),
@@ -143,7 +143,7 @@ impl Aggregator {
         let Ok(address) = pick(&backend.targets) else {
             return;
         };
-        let doc = |r: Result<(u16, Bytes), String>| match r {
+        let doc = |r: Result<(u16, Bytes), AggregatorError>| match r {
             Ok((200, body)) => serde_json::from_slice::<Value>(&body).ok(),
             _ => None,
         };
@@ -182,9 +182,12 @@ impl Aggregator {
         address: &str,
         path: &str,
         accept: &str,
-    ) -> Result<(u16, Bytes), String> {
+    ) -> Result<(u16, Bytes), AggregatorError> {
         let url = format!("https://{address}{path}");
-        let failed = |cause: String| format!("Get {url:?}: {cause}");
+        let failed = |cause: String| AggregatorError::Get {
+            url: url.clone(),
+            cause,
+        };
         let client = self.client(backend).map_err(|e| failed(e.to_string()))?;
         let request = http::Request::get(&url)
             .header("Accept", accept)
@@ -217,11 +220,11 @@ impl Aggregator {
 
 /// One of the resolved addresses, at random (kube starts at a random endpoint), or the
 /// resolver's error.
-pub fn pick(targets: &Result<Vec<String>, String>) -> Result<String, String> {
+pub fn pick(targets: &Result<Vec<String>, String>) -> Result<String, AggregatorError> {
     match targets {
         Ok(t) if !t.is_empty() => Ok(t[rand::random_range(0..t.len())].clone()),
-        Ok(_) => Err("service unavailable".into()),
-        Err(e) => Err(e.clone()),
+        Ok(_) => Err(AggregatorError::Unresolved("service unavailable".into())),
+        Err(e) => Err(AggregatorError::Unresolved(e.clone())),
     }
 }
 

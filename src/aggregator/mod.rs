@@ -66,6 +66,17 @@ pub enum AggregatorError {
     /// rustls refuses its provider's protocol versions.
     #[error(transparent)]
     Protocol(rustls::Error),
+    /// The backend's Service resolves to no address (kube's resolver message).
+    #[error("{0}")]
+    Unresolved(String),
+    /// A GET of the backend failed (Go's `url.Error`).
+    #[error("Get {url:?}: {cause}")]
+    Get {
+        /// The URL.
+        url: String,
+        /// Go's text of the cause.
+        cause: String,
+    },
 }
 
 /// The front-proxy identity: PEM certificate chain and key.
