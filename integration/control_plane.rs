@@ -453,6 +453,19 @@ fn user_apiservices_are_validated_and_left_alone() {
         "APIService.apiregistration.k8s.io \"v1.metrics.k8s.io\" is invalid: [metadata.name: Invalid value: \"v1.metrics.k8s.io\": must be `spec.version+\".\"+spec.group`: \"v1beta1.metrics.k8s.io\", spec.versionPriority: Invalid value: 0: must be positive and less than 1000, spec.insecureSkipTLSVerify: Invalid value: true: may not be true if caBundle is present]"
     );
 
+    // kube's remote availability controller finds no Service behind it.
+    let path = format!("{APISERVICES}/v1beta1.metrics.k8s.io");
+    let condition = poll(SETTLE, || {
+        let s = http.get(&path).json()?;
+        let c = s.pointer("/status/conditions/0")?.clone();
+        (c["status"] == "False").then_some(c)
+    })
+    .expect("the remote APIService's Available condition");
+    assert_eq!(condition["reason"], "ServiceNotFound");
+    assert_eq!(
+        condition["message"],
+        "service/metrics-server in \"kube-system\" is not present"
+    );
     let (out, _) = kubectl(&server, &["get", "apiservice", "v1beta1.metrics.k8s.io"]);
     let row: Vec<&str> = out
         .lines()
@@ -465,7 +478,7 @@ fn user_apiservices_are_validated_and_left_alone() {
         [
             "v1beta1.metrics.k8s.io",
             "kube-system/metrics-server",
-            "Unknown"
+            "False"
         ],
         "{out}"
     );

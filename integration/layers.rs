@@ -17,6 +17,7 @@ const LAYERS: &[&[&str]] = &[
     &["handlers"],
     &["controllers"],
     &["apiserver"],
+    &["aggregator"],
     &["rest"],
     &["admission"],
     &["conversion"],

@@ -5,6 +5,7 @@
 //! See `ARCHITECTURE.md` for the map of modules.
 
 pub mod admission;
+pub mod aggregator;
 pub mod apiserver;
 pub mod auth;
 pub mod cluster;

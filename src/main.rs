@@ -231,14 +231,24 @@ struct Flags {
     /// grammar in docs/testing-your-controller.md).
     #[arg(long = "fault", value_name = "SPEC", value_parser = crd_apiserver::fault::FaultRule::parse)]
     fault: Vec<crd_apiserver::fault::FaultRule>,
-    /// Reach the webhook Service NAMESPACE/NAME (port PORT, default 443) at HOST:PORT
-    /// (repeatable); TLS still verifies NAME.NAMESPACE.svc.
+    /// Reach the webhook or APIService backend Service NAMESPACE/NAME (port PORT,
+    /// default 443) at HOST:PORT (repeatable); TLS still verifies NAME.NAMESPACE.svc.
     #[arg(
         long = "webhook-service",
         value_name = "NAMESPACE/NAME[:PORT]=HOST:PORT",
         value_parser = crd_apiserver::webhook::client::ServiceMapping::parse
     )]
     webhook_service: Vec<crd_apiserver::webhook::client::ServiceMapping>,
+    /// Client certificate the aggregator presents to APIService backends (PEM).
+    #[arg(long = "proxy-client-cert-file", value_name = "PATH")]
+    proxy_client_cert_file: Option<PathBuf>,
+    /// Key of --proxy-client-cert-file (PEM).
+    #[arg(long = "proxy-client-key-file", value_name = "PATH")]
+    proxy_client_key_file: Option<PathBuf>,
+    /// Reach APIService backends at an endpoint of their Service's EndpointSlices
+    /// (loopback addresses included) instead of its cluster IP.
+    #[arg(long = "enable-aggregator-routing", num_args = 0..=1, default_value_t = false, default_missing_value = "true", action = clap::ArgAction::Set)]
+    enable_aggregator_routing: bool,
 }
 
 #[tokio::main(flavor = "current_thread")]
@@ -375,6 +385,9 @@ async fn main() {
         faults: flags.fault,
         webhook_services: flags.webhook_service,
         core_kubeconfig: flags.kubeconfig,
+        proxy_client_cert_file: flags.proxy_client_cert_file,
+        proxy_client_key_file: flags.proxy_client_key_file,
+        enable_aggregator_routing: flags.enable_aggregator_routing,
     };
     let server = match Server::start(config).await {
         Ok(s) => s,

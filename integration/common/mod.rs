@@ -914,6 +914,23 @@ impl TestCa {
             .expect("client certificate");
         (cert.pem(), key.serialize_pem())
     }
+
+    /// A serving certificate (PEM cert, PEM key) for the DNS names `dns` and 127.0.0.1.
+    pub fn server(&self, dns: &[&str]) -> (String, String) {
+        use rcgen::{CertificateParams, DnType, ExtendedKeyUsagePurpose, KeyPair, SanType};
+        let key = KeyPair::generate().expect("server key");
+        let names: Vec<String> = dns.iter().map(|d| d.to_string()).collect();
+        let mut params = CertificateParams::new(names).expect("server params");
+        params.distinguished_name.push(DnType::CommonName, dns[0]);
+        params
+            .subject_alt_names
+            .push(SanType::IpAddress(std::net::Ipv4Addr::LOCALHOST.into()));
+        params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
+        let cert = params
+            .signed_by(&key, &self.issuer)
+            .expect("server certificate");
+        (cert.pem(), key.serialize_pem())
+    }
 }
 
 /// The serving CA the server put into its kubeconfig (HTTPS servers).

@@ -64,6 +64,8 @@ pub struct ApiOptions {
     pub core: Option<crate::remote::Client>,
     /// `--token-auth-file`'s tokens, which TokenReview knows too.
     pub token_file: Option<Arc<crate::auth::token::TokenFile>>,
+    /// The aggregator's settings (`--proxy-client-cert-file`, `--enable-aggregator-routing`).
+    pub aggregator: crate::aggregator::AggregatorOptions,
 }
 
 /// Shared state of one API server.
@@ -113,6 +115,8 @@ pub struct ApiServer {
     pub clock: clock::Clock,
     /// The core's namespaces and admission configuration (`--kubeconfig`).
     pub core_view: Option<Arc<core_view::CoreView>>,
+    /// The APIServices served by backends, and how to reach them.
+    pub aggregator: crate::aggregator::Aggregator,
 }
 
 /// A deletion the cleanup controller finishes.
@@ -195,6 +199,7 @@ impl ApiServer {
             store.clone(),
             &options.prefix,
         );
+        let aggregator = crate::aggregator::Aggregator::new(options.aggregator.clone());
         let api = Arc::new(ApiServer {
             admission: store.admission.clone(),
             store,
@@ -223,6 +228,7 @@ impl ApiServer {
             autoregistration_pass: tokio::sync::Mutex::new(()),
             clock: clock::Clock::default(),
             core_view,
+            aggregator,
         });
         api.admission.set_authorizer(api.authorizer.clone());
         api.admission.set_catalog(api.catalog.clone());

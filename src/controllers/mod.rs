@@ -9,12 +9,15 @@
 //! - [`rbac_aggregation`]: aggregated ClusterRoles follow the roles they select.
 //! - [`event_ttl`]: Events expire a TTL after their last write (`--event-ttl`).
 //! - [`autoregistration`]: the local APIServices follow the CRDs' served versions.
+//! - [`remote_availability`]: remote APIServices' `Available` condition and what the
+//!   aggregator knows of their backends follow the backends, Services and EndpointSlices.
 
 pub mod autoregistration;
 pub mod cleanup;
 pub mod crd_follower;
 pub mod event_ttl;
 pub mod rbac_aggregation;
+pub mod remote_availability;
 
 use crate::apiserver::ApiServer;
 use std::sync::Arc;
@@ -26,6 +29,7 @@ use tokio::sync::watch;
 pub fn start(api: &Arc<ApiServer>, event_ttl: Duration, stop: watch::Receiver<bool>) {
     tokio::spawn(crd_follower::run(Arc::downgrade(api)));
     tokio::spawn(autoregistration::run(Arc::downgrade(api)));
+    tokio::spawn(remote_availability::run(Arc::downgrade(api)));
     if let Some(queue) = api.take_cleanup_queue() {
         tokio::spawn(cleanup::work(Arc::downgrade(api), queue));
     }

@@ -1,5 +1,7 @@
 //! Non-resource endpoints: version, health checks, discovery (legacy and aggregated).
 
+use crate::aggregator::discovery::{merge_aggregated, merge_group, merge_group_list};
+use crate::aggregator::Backend;
 use crate::apiserver::ApiServer;
 use crate::http::negotiate::{DiscoveryVersion, Output};
 use crate::http::response::{self, Body, Reply};
@@ -93,6 +95,7 @@ pub async fn non_resource(
     let parts: Vec<&str> = req.info.parts.iter().map(String::as_str).collect();
     let crds = api.catalog.infos();
     let served = &api.options.served;
+    let backends = backends(api);
     // go-restful's 404 below `/api` and the built-in groups, the NotFound handler's
     // plain text elsewhere (CRD groups have no web service of their own).
     let not_found = || match parts.as_slice() {
@@ -108,6 +111,10 @@ pub async fn non_resource(
         ["healthz", _] | ["livez", _] | ["readyz", _] => {
             return Ok(health(api, req, parts[0]).await)
         }
+        ["openapi", "v3", "apis", group, version] => match api.aggregator.claims(group, version) {
+            Some(backend) => return Ok(super::openapi::from_backend(api, req, &backend).await),
+            None => return super::openapi::serve(api, req, &parts[1..]),
+        },
         ["openapi", ..] => return super::openapi::serve(api, req, &parts[1..]),
         ["debug", "crd-apiserver", "clock"] => clock(api, req)?,
         ["api"] => match req.output {
@@ -119,15 +126,19 @@ pub async fn non_resource(
         ["api", "v1"] => discovery::core_v1_resources(served),
         ["apis"] => match req.output {
             Output::AggregatedDiscovery(v) => {
-                return Ok(aggregated(discovery::aggregated_apis(served, &crds), v))
+                let doc = discovery::aggregated_apis(served, &crds);
+                return Ok(aggregated(merge_aggregated(doc, &backends), v));
             }
-            _ => discovery::api_group_list(served, &crds),
+            _ => merge_group_list(discovery::api_group_list(served, &crds), &backends),
         },
-        ["apis", group] => discovery::api_group(served, group, &crds).ok_or_else(not_found)?,
+        ["apis", group] => {
+            merge_group(discovery::api_group(served, group, &crds), group, &backends)
+                .ok_or_else(not_found)?
+        }
         ["apis", group, version] => {
             discovery::api_resource_list(served, group, version, &crds).ok_or_else(not_found)?
         }
-        [] => json!({"paths": root_paths(served, &crds)}),
+        [] => json!({"paths": root_paths(served, &crds, &backends)}),
         _ => return Err(not_found()),
     };
     let output = match req.output {
@@ -185,9 +196,17 @@ fn aggregated(mut doc: Value, v: DiscoveryVersion) -> Response<Body> {
     resp
 }
 
+/// The remote APIServices of the aggregator's last pass, by name.
+fn backends(api: &ApiServer) -> Vec<Arc<Backend>> {
+    let mut all: Vec<Arc<Backend>> = api.aggregator.backends().values().cloned().collect();
+    all.sort_by(|a, b| a.name.cmp(&b.name));
+    all
+}
+
 fn root_paths(
     served: &crate::registry::builtin::Served,
     crds: &[crate::registry::crd::CrdInfo],
+    backends: &[Arc<Backend>],
 ) -> Vec<String> {
     let mut paths = vec![
         "/api".to_string(),
@@ -211,6 +230,10 @@ fn root_paths(
                 paths.push(format!("/apis/{}/{}", c.group, v.name));
             }
         }
+    }
+    for b in backends {
+        paths.push(format!("/apis/{}", b.group));
+        paths.push(format!("/apis/{}/{}", b.group, b.version));
     }
     paths.sort();
     paths.dedup();

@@ -184,7 +184,18 @@ pub fn serve(
             document(req, &hash, content_type, body, Caching::NoCache)
         }
         ["v3"] => {
-            let json = json_bytes(&openapi::openapi_v3_index(&api.options.served, &crds))?;
+            let mut index = openapi::openapi_v3_index(&api.options.served, &crds);
+            // The backends' group-versions, at the URLs their backends give.
+            for backend in api.aggregator.backends().values() {
+                let Some(url) = &backend.openapi_url else {
+                    continue;
+                };
+                if let Some(paths) = index.get_mut("paths").and_then(Value::as_object_mut) {
+                    let key = format!("apis/{}/{}", backend.group, backend.version);
+                    paths.insert(key, serde_json::json!({"serverRelativeURL": url}));
+                }
+            }
+            let json = json_bytes(&index)?;
             let hash = openapi::hash(&json);
             document(req, &hash, "application/json", json, Caching::NoCache)
         }
@@ -205,6 +216,66 @@ pub fn serve(
         }
         _ => Err(Status::page_not_found()),
     }
+}
+
+/// `/openapi/v3/apis/<group>/<version>` of a remote group-version: the backend's
+/// answer, fetched as the aggregator itself (`Accept`, `If-None-Match` and the query
+/// passed on).
+pub async fn from_backend(
+    api: &ApiServer,
+    req: &ApiRequest,
+    backend: &crate::aggregator::Backend,
+) -> Response<Body> {
+    use crate::aggregator::availability::AGGREGATOR_USER;
+    let mut uri = req.path.clone();
+    let query: Vec<String> = req
+        .query
+        .iter()
+        .map(|(k, v)| format!("{}={}", encode(k), encode(v)))
+        .collect();
+    if !query.is_empty() {
+        uri = format!("{uri}?{}", query.join("&"));
+    }
+    let mut builder = http::Request::get(uri);
+    for name in [header::ACCEPT, header::IF_NONE_MATCH] {
+        if let Some(v) = req.headers.get(&name) {
+            builder = builder.header(name, v);
+        }
+    }
+    let parts = match builder.body(()) {
+        Ok(r) => r.into_parts().0,
+        Err(e) => {
+            return crate::http::response::status(
+                &Status::bad_request(e.to_string()),
+                crate::http::negotiate::Output::Json,
+            )
+        }
+    };
+    let user = crate::auth::UserInfo {
+        username: AGGREGATOR_USER.0.into(),
+        groups: vec![AGGREGATOR_USER.1.into()],
+        ..Default::default()
+    };
+    let forward = crate::aggregator::proxy::Forward {
+        parts: &parts,
+        body: Bytes::new(),
+        user: &user,
+        discovery: false,
+    };
+    api.aggregator.forward(backend, forward).await
+}
+
+/// A query part percent-encoded (unreserved characters kept).
+fn encode(s: &str) -> String {
+    s.bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) {
+                (b as char).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -176,6 +176,20 @@ pub async fn serve_gated(
             Ok(place) => place,
             Err(resp) => return *resp,
         };
+        if let Some((backend, discovery)) = claimed(&api, &info) {
+            let body = match read_body(body, parts.headers.get(http::header::CONTENT_LENGTH)).await
+            {
+                Ok(b) => b,
+                Err(s) => return response::status(&s, Output::Json),
+            };
+            let forward = crate::aggregator::proxy::Forward {
+                parts: &parts,
+                body,
+                user: &user,
+                discovery,
+            };
+            return api.aggregator.forward(&backend, forward).await;
+        }
         let request = Parsed {
             parts,
             info,
@@ -186,6 +200,21 @@ pub async fn serve_gated(
         handle(api, &faults, request, body).await
     };
     run_with_deadline(work, timeout, &method, &uri).await
+}
+
+/// The backend of a request below `/apis/<group>/<version>` whose APIService is
+/// remote, and whether it is that group-version's discovery.
+fn claimed(
+    api: &ApiServer,
+    info: &request_info::RequestInfo,
+) -> Option<(Arc<crate::aggregator::Backend>, bool)> {
+    match info.parts.as_slice() {
+        [apis, group, version, rest @ ..] if apis == "apis" => api
+            .aggregator
+            .claims(group, version)
+            .map(|b| (b, rest.is_empty())),
+        _ => None,
+    }
 }
 
 /// Authenticate and authorize a request: its user, or kube's 401/403 response.

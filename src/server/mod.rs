@@ -92,6 +92,13 @@ pub struct Config {
     pub max_requests_inflight: usize,
     /// `--max-mutating-requests-inflight` (kube's default 200; 0: no limit).
     pub max_mutating_requests_inflight: usize,
+    /// `--proxy-client-cert-file`: the client certificate presented to APIService backends.
+    pub proxy_client_cert_file: Option<PathBuf>,
+    /// `--proxy-client-key-file`: its key.
+    pub proxy_client_key_file: Option<PathBuf>,
+    /// `--enable-aggregator-routing`: reach APIService backends at an endpoint of their
+    /// Service's EndpointSlices rather than its cluster IP.
+    pub enable_aggregator_routing: bool,
 }
 
 impl Default for Config {
@@ -127,6 +134,9 @@ impl Default for Config {
             advertise_address: None,
             max_requests_inflight: 400,
             max_mutating_requests_inflight: 200,
+            proxy_client_cert_file: None,
+            proxy_client_key_file: None,
+            enable_aggregator_routing: false,
         }
     }
 }
@@ -162,6 +172,9 @@ pub enum StartError {
     /// The serving certificate flags are unusable.
     #[error(transparent)]
     Tls(#[from] crate::tls::TlsError),
+    /// The aggregator's flags are unusable.
+    #[error(transparent)]
+    Aggregator(#[from] crate::aggregator::AggregatorError),
     /// The runtime servers run on could not be built.
     #[error("runtime: {0}")]
     Runtime(String),
@@ -326,6 +339,11 @@ impl Server {
                 ),
                 None => None,
             },
+            aggregator: crate::aggregator::AggregatorOptions::load(
+                config.proxy_client_cert_file.as_deref(),
+                config.proxy_client_key_file.as_deref(),
+                config.enable_aggregator_routing,
+            )?,
         };
         // Every storage call is timed; object counts read the backend itself.
         let metrics = Arc::new(Metrics::new());

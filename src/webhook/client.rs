@@ -266,8 +266,8 @@ async fn resolve_address(address: &str) -> Result<Vec<SocketAddr>, WebhookError>
     Ok(addrs)
 }
 
-/// A transport error in Go's words where they are well known.
-fn transport_error(e: hyper_util::client::legacy::Error) -> WebhookError {
+/// A transport error in Go's words where they are well known (also the aggregator's).
+pub fn transport_error(e: hyper_util::client::legacy::Error) -> WebhookError {
     let mut source: Option<&(dyn std::error::Error + 'static)> = std::error::Error::source(&e);
     while let Some(s) = source {
         if let Some(verify) = verify_error(s) {

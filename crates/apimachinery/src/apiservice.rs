@@ -176,13 +176,31 @@ pub fn prepare_for_create(obj: &mut Value, now: &str) {
 }
 
 /// kube's local availability controller for one APIService: the status of a local
-/// APIService with its `Available` condition set as kube's `SetAPIServiceCondition`
-/// sets it (a new status moves `lastTransitionTime`, reason and message are rewritten),
+/// APIService with its `Available` condition set (see [`set_available_condition`]),
 /// or `None` when nothing changes or the APIService is not local.
 pub fn local_available_status(obj: &Value, now: &str) -> Option<Value> {
     if !is_local(obj) {
         return None;
     }
+    set_available_condition(obj, local_available_condition(now))
+}
+
+/// The `Available` condition of a remote APIService (kube's remote availability
+/// controller): `status` (`True`, `False`, `Unknown`), kube's reason and message.
+pub fn available_condition(status: &str, reason: &str, message: &str, now: &str) -> Value {
+    json!({
+        "type": "Available",
+        "status": status,
+        "lastTransitionTime": now,
+        "reason": reason,
+        "message": message,
+    })
+}
+
+/// The status of `obj` with `wanted` set as kube's `SetAPIServiceCondition` sets a
+/// condition (a new status moves `lastTransitionTime`; reason and message are
+/// rewritten), or `None` when nothing changes.
+pub fn set_available_condition(obj: &Value, wanted: Value) -> Option<Value> {
     let status = match obj.get("status") {
         Some(s) if s.is_object() => s.clone(),
         _ => json!({}),
@@ -192,7 +210,6 @@ pub fn local_available_status(obj: &Value, now: &str) -> Option<Value> {
         .and_then(Value::as_array)
         .cloned()
         .unwrap_or_default();
-    let wanted = local_available_condition(now);
     match conditions
         .iter_mut()
         .find(|c| c.get("type") == wanted.get("type"))

@@ -9,12 +9,10 @@ use crate::rest::answered::AnsweredKind;
 use crate::rest::store::Store;
 use crate::rest::{Descriptor, ResourceKind, Strategy};
 use crate::storage::StorageError;
+use crate::webhook::certificate::SkipVerify;
 use apimachinery::component_status::{self as cs, Outcome, Probe};
 use bytes::Bytes;
 use http_body_util::{BodyExt, Empty};
-use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
-use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
-use rustls::{DigitallySignedStruct, SignatureScheme};
 use serde_json::Value;
 use std::sync::{Arc, LazyLock};
 use std::time::Duration;
@@ -179,55 +177,6 @@ fn go_tls_error(e: &rustls::Error) -> String {
             "http: server gave HTTP response to HTTPS client".to_string()
         }
         other => format!("remote error: tls: {other}"),
-    }
-}
-
-/// Go's `InsecureSkipVerify`: any certificate, handshake signatures still checked.
-#[derive(Debug)]
-struct SkipVerify(Arc<rustls::crypto::CryptoProvider>);
-
-impl ServerCertVerifier for SkipVerify {
-    fn verify_server_cert(
-        &self,
-        _end_entity: &CertificateDer<'_>,
-        _intermediates: &[CertificateDer<'_>],
-        _server_name: &ServerName<'_>,
-        _ocsp: &[u8],
-        _now: UnixTime,
-    ) -> Result<ServerCertVerified, rustls::Error> {
-        Ok(ServerCertVerified::assertion())
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls12_signature(
-            message,
-            cert,
-            dss,
-            &self.0.signature_verification_algorithms,
-        )
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls13_signature(
-            message,
-            cert,
-            dss,
-            &self.0.signature_verification_algorithms,
-        )
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.0.signature_verification_algorithms.supported_schemes()
     }
 }
 
