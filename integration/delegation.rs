@@ -6,8 +6,10 @@
 //! (namespaces and admission policies followed from the core). The aggregated server
 //! reaches the core as a ServiceAccount bound to kube's `system:auth-delegator` and
 //! `extension-apiserver-authentication-reader` roles, as its installation manifests do.
-//! Also: the safe default beside front-proxy authentication, and a kubeconfig that
-//! verifies a `--tls-cert-file` server.
+//! Both directions: clients talking to the delegating server directly, and through
+//! the core acting as its aggregator (APIService, front-proxy certificate). Also: the
+//! safe default beside front-proxy authentication, and a kubeconfig that verifies a
+//! `--tls-cert-file` server.
 
 mod common;
 
@@ -88,8 +90,16 @@ impl Pair {
         Http::new_tls(self.aggregated.url(), "delegation-test", &self.agg_ca, cert)
     }
 
-    fn start() -> Pair {
-        let dir = temp_dir("delegation");
+    /// The core and a server delegating to it; with `aggregating`, the core also
+    /// aggregates that server (front-proxy certificate, aggregator routing, the server
+    /// serving `widget-api.default.svc`, registered by a Service, an EndpointSlice and
+    /// the APIService `v1.example.com`, Available).
+    fn start(aggregating: bool) -> Pair {
+        let dir = temp_dir(if aggregating {
+            "delegation-aggregated"
+        } else {
+            "delegation"
+        });
         let client_ca = TestCa::new("client-ca");
         let proxy_ca = TestCa::new("front-proxy-ca");
         let write = |name: &str, text: &str| {
@@ -100,8 +110,28 @@ impl Pair {
         let tokens = write("tokens.csv", TOKENS);
         let client_ca_file = write("client-ca.crt", &client_ca.pem);
         let proxy_ca_file = write("front-proxy-ca.crt", &proxy_ca.pem);
+        let (proxy_cert, proxy_key) = proxy_ca.client("front-proxy-client", &[]);
+        let proxy_cert_file = write("front-proxy-client.crt", &proxy_cert);
+        let proxy_key_file = write("front-proxy-client.key", &proxy_key);
+        let serving_ca = TestCa::new("backend-ca");
+        let (serving_cert, serving_key) = serving_ca.server(&["widget-api.default.svc"]);
+        let serving_cert_file = write("backend.crt", &serving_cert);
+        let serving_key_file = write("backend.key", &serving_key);
+        let aggregator_flags = [
+            "--proxy-client-cert-file",
+            proxy_cert_file.as_str(),
+            "--proxy-client-key-file",
+            proxy_key_file.as_str(),
+            "--enable-aggregator-routing",
+        ];
+        let serving_flags = [
+            "--tls-cert-file",
+            serving_cert_file.as_str(),
+            "--tls-private-key-file",
+            serving_key_file.as_str(),
+        ];
         // The core: RBAC, users, and the client trust it publishes for aggregated servers.
-        let core = TestServer::start_secure(&[
+        let mut core_flags = vec![
             "--token-auth-file",
             &tokens,
             "--authorization-mode",
@@ -120,7 +150,11 @@ impl Pair {
             "X-Remote-Uid",
             "--requestheader-extra-headers-prefix",
             "X-Remote-Extra-",
-        ]);
+        ];
+        if aggregating {
+            core_flags.extend(aggregator_flags);
+        }
+        let core = TestServer::start_secure(&core_flags);
         let core_ca = common::kubeconfig_ca(&core).expect("core CA");
         let core_http = Http::new_tls(core.url(), "delegation-test", &core_ca, None);
         let admin = |method: &str, path: &str, body: &Value| {
@@ -212,7 +246,8 @@ impl Pair {
         );
         std::fs::create_dir_all(dir.join("load")).expect("load dir");
         write("load/widgets.yaml", &common::testdata("crds/widgets.yaml"));
-        let aggregated = TestServer::start_secure(&[
+        let load = dir.join("load").to_str().expect("path").to_string();
+        let mut flags = vec![
             "--authentication-kubeconfig",
             &core_kubeconfig,
             "--authorization-kubeconfig",
@@ -220,9 +255,67 @@ impl Pair {
             "--kubeconfig",
             &core_kubeconfig,
             "--load",
-            dir.join("load").to_str().expect("path"),
-        ]);
-        let agg_ca = common::kubeconfig_ca(&aggregated).expect("aggregated CA");
+            &load,
+        ];
+        if aggregating {
+            flags.extend(serving_flags);
+        }
+        let aggregated = TestServer::start_secure(&flags);
+        let agg_ca = if aggregating {
+            serving_ca.pem.clone()
+        } else {
+            common::kubeconfig_ca(&aggregated).expect("aggregated CA")
+        };
+        if aggregating {
+            let port: u16 = aggregated
+                .url()
+                .rsplit(':')
+                .next()
+                .and_then(|p| p.parse().ok())
+                .expect("port");
+            admin(
+                "POST",
+                "/api/v1/namespaces/default/services",
+                &json!({"metadata": {"name": "widget-api"},
+                        "spec": {"ports": [{"name": "https", "port": 443, "targetPort": port}]}}),
+            );
+            admin(
+                "POST",
+                "/apis/discovery.k8s.io/v1/namespaces/default/endpointslices",
+                &json!({"metadata": {"name": "widget-api-1", "labels": {"kubernetes.io/service-name": "widget-api"}},
+                        "addressType": "IPv4",
+                        "endpoints": [{"addresses": ["127.0.0.1"], "conditions": {"ready": true}}],
+                        "ports": [{"name": "https", "port": port, "protocol": "TCP"}]}),
+            );
+            admin(
+                "POST",
+                "/apis/apiregistration.k8s.io/v1/apiservices",
+                &json!({"metadata": {"name": "v1.example.com"},
+                        "spec": {"group": "example.com", "version": "v1",
+                                 "service": {"namespace": "default", "name": "widget-api", "port": 443},
+                                 "caBundle": base64::engine::general_purpose::STANDARD.encode(&serving_ca.pem),
+                                 "groupPriorityMinimum": 1000, "versionPriority": 15}}),
+            );
+            let available = poll(Duration::from_secs(30), || {
+                let r = send(
+                    &core_http,
+                    Some("admin-token"),
+                    "GET",
+                    "/apis/apiregistration.k8s.io/v1/apiservices/v1.example.com",
+                    None,
+                );
+                let conditions = r.json()?["status"]["conditions"].clone();
+                conditions
+                    .as_array()?
+                    .iter()
+                    .any(|c| c["type"] == "Available" && c["status"] == "True")
+                    .then_some(())
+            });
+            assert!(
+                available.is_some(),
+                "the delegating backend never became Available"
+            );
+        }
         Pair {
             core,
             core_http,
@@ -257,7 +350,7 @@ fn forbidden_message(r: &HttpResponse) -> String {
 #[test]
 fn delegated_to_another_instance_authentication_authorization_namespaces_and_admission_follow_the_core(
 ) {
-    let pair = Pair::start();
+    let pair = Pair::start(false);
     let agg = pair.agg(None);
 
     // The core published its client trust as kube-apiserver does.
@@ -619,6 +712,100 @@ fn delegated_to_another_instance_authentication_authorization_namespaces_and_adm
     );
     assert_eq!(r.status, 201, "{}", r.text());
     drop(pair.core);
+}
+
+#[test]
+fn through_the_core_as_aggregator_a_delegating_backend_serves_the_cores_users_namespaces_and_policies(
+) {
+    let pair = Pair::start(true);
+    let core = |token: &str, method: &str, path: &str, body: Option<&Value>| {
+        send(&pair.core_http, Some(token), method, path, body)
+    };
+    // alice, allowed by the core's RBAC (asked twice: by the core, then by the backend
+    // through SubjectAccessReview), creates and reads through the core.
+    let r = core(
+        "alice-token",
+        "POST",
+        WIDGETS_DEFAULT,
+        Some(&widget("w1", "red")),
+    );
+    assert_eq!(r.status, 201, "{}", r.text());
+    let r = core("alice-token", "GET", &format!("{WIDGETS_DEFAULT}/w1"), None);
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(r.json().expect("widget")["spec"]["color"], "red");
+    let r = core("bob-token", "GET", WIDGETS_DEFAULT, None);
+    assert_eq!(
+        forbidden_message(&r),
+        "widgets.example.com is forbidden: User \"bob\" cannot list resource \"widgets\" in API group \"example.com\" in the namespace \"default\""
+    );
+    // Namespaces are the core's, checked by the backend.
+    let r = core(
+        "alice-token",
+        "POST",
+        &widgets("team-c"),
+        Some(&widget("w", "red")),
+    );
+    assert_eq!(r.status, 404, "{}", r.text());
+    assert_eq!(
+        r.json().expect("status")["message"],
+        "namespaces \"team-c\" not found"
+    );
+    let r = pair.admin(
+        "POST",
+        "/api/v1/namespaces",
+        Some(&json!({"metadata": {"name": "team-c"}})),
+    );
+    assert_eq!(r.status, 201, "{}", r.text());
+    let r = core(
+        "alice-token",
+        "POST",
+        &widgets("team-c"),
+        Some(&widget("w", "red")),
+    );
+    assert_eq!(r.status, 201, "{}", r.text());
+    // A policy created in the core runs on the backend, and sees the core's user as the
+    // front proxy forwarded it (name, uid, groups).
+    let admission = "/apis/admissionregistration.k8s.io/v1";
+    let r = pair.admin(
+        "POST",
+        &format!("{admission}/validatingadmissionpolicies"),
+        Some(&json!({"metadata": {"name": "echo-user"}, "spec": {
+            "matchConstraints": {"resourceRules": [{"apiGroups": ["example.com"], "apiVersions": ["*"],
+                "operations": ["CREATE"], "resources": ["widgets"]}]},
+            "validations": [{"expression": "object.metadata.name != 'echo'",
+                "messageExpression": "'user=' + request.userInfo.username + ' uid=' + request.userInfo.uid + ' groups=' + request.userInfo.groups.join(',')"}]}})),
+    );
+    assert_eq!(r.status, 201, "{}", r.text());
+    let r = pair.admin(
+        "POST",
+        &format!("{admission}/validatingadmissionpolicybindings"),
+        Some(&json!({"metadata": {"name": "echo-user"}, "spec": {
+            "policyName": "echo-user", "validationActions": ["Deny"]}})),
+    );
+    assert_eq!(r.status, 201, "{}", r.text());
+    let denied = poll(Duration::from_secs(10), || {
+        let r = core(
+            "alice-token",
+            "POST",
+            WIDGETS_DEFAULT,
+            Some(&widget("echo", "red")),
+        );
+        (r.status == 422).then(|| r.json().expect("status"))
+    })
+    .expect("the core's policy runs on the backend");
+    assert_eq!(
+        denied["message"],
+        "widgets.example.com \"echo\" is forbidden: ValidatingAdmissionPolicy 'echo-user' with binding 'echo-user' denied request: user=alice uid=uid-alice groups=devs,system:authenticated"
+    );
+    // kubectl against the core reaches the backend's widgets.
+    let out = pair
+        .core
+        .kubectl(&["get", "widgets", "-n", "team-c", "-o", "name"]);
+    assert!(out.status.success(), "{}", common::describe_output(&out));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        "widget.example.com/w"
+    );
 }
 
 #[test]
