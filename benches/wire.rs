@@ -436,6 +436,14 @@ fn resource_version(body: &Bytes) -> String {
         .unwrap_or_default()
 }
 
+/// Whether phase `name` runs (`WIRE_PHASES`, comma-separated; default all).
+fn wanted(name: &str) -> bool {
+    match std::env::var("WIRE_PHASES") {
+        Ok(list) if !list.is_empty() => list.split(',').any(|p| p == name),
+        _ => true,
+    }
+}
+
 async fn memory_phases(connections: usize, seconds: Duration) {
     let server = start_server(None).await;
     let client = Client::new(server.addr(), &token_of(&server));
@@ -458,34 +466,41 @@ async fn memory_phases(connections: usize, seconds: Duration) {
     })
     .await;
     report("floor (same stack, static)", &floor, None, "");
-    let path = base.clone();
-    let get = phase(&client, connections, seconds, 200, move |c, i, _| {
-        Req::get(format!("{path}/g{}", (c * 31 + i as usize) % 1000))
-    })
-    .await;
-    report(
-        "GET custom resource",
-        &get,
-        Some(floor.rate),
-        "target >= 75% of floor",
-    );
-    let path = base.clone();
-    let create = phase(&client, connections, seconds, 201, move |c, i, _| {
-        Req::json(
-            http::Method::POST,
-            path.clone(),
-            "application/json",
-            &gadget(&format!("new-{c}-{i}"), i),
-        )
-    })
-    .await;
-    report(
-        "create (full pipeline)",
-        &create,
-        Some(floor.rate),
-        "target >= 25,000/s",
-    );
+    if wanted("get") {
+        let path = base.clone();
+        let get = phase(&client, connections, seconds, 200, move |c, i, _| {
+            Req::get(format!("{path}/g{}", (c * 31 + i as usize) % 1000))
+        })
+        .await;
+        report(
+            "GET custom resource",
+            &get,
+            Some(floor.rate),
+            "target >= 75% of floor",
+        );
+    }
+    if wanted("create") {
+        let path = base.clone();
+        let create = phase(&client, connections, seconds, 201, move |c, i, _| {
+            Req::json(
+                http::Method::POST,
+                path.clone(),
+                "application/json",
+                &gadget(&format!("new-{c}-{i}"), i),
+            )
+        })
+        .await;
+        report(
+            "create (full pipeline)",
+            &create,
+            Some(floor.rate),
+            "target >= 25,000/s",
+        );
+    }
     // Each connection updates its own object with the resourceVersion it last saw.
+    if !wanted("update") {
+        return list_phase(&client, connections, seconds, floor.rate, server).await;
+    }
     let path = base.clone();
     let update = phase(&client, connections, seconds, 200, move |c, i, last| {
         let mut obj = gadget(&format!("g{c}"), i + 1);
@@ -524,12 +539,25 @@ async fn memory_phases(connections: usize, seconds: Duration) {
         Some(floor.rate),
         "target >= 20,000/s",
     );
-    let list_path = format!("/apis/{GROUP}/v1/namespaces/list/{PLURAL}");
-    let list = phase(&client, connections, seconds, 200, move |_, _, _| {
-        Req::get(list_path.clone())
-    })
-    .await;
-    report("list of 500", &list, Some(floor.rate), "target >= 1,500/s");
+    list_phase(&client, connections, seconds, floor.rate, server).await;
+}
+
+/// The list phase, then the server's shutdown.
+async fn list_phase(
+    client: &Client,
+    connections: usize,
+    seconds: Duration,
+    floor: f64,
+    server: Server,
+) {
+    if wanted("list") {
+        let list_path = format!("/apis/{GROUP}/v1/namespaces/list/{PLURAL}");
+        let list = phase(client, connections, seconds, 200, move |_, _, _| {
+            Req::get(list_path.clone())
+        })
+        .await;
+        report("list of 500", &list, Some(floor), "target >= 1,500/s");
+    }
     server.shutdown().await;
 }
 

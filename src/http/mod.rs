@@ -27,11 +27,12 @@ pub const MAX_HEADER_BYTES: usize = (1 << 20) + 4096;
 /// [`MAX_HEADER_BYTES`] and `serve_gated` measures each head exactly.
 pub const MAX_READ_BUFFER_BYTES: usize = 4 * MAX_HEADER_BYTES;
 
-/// Most header lines in one HTTP/1 request. Go counts none, only bytes; hyper sets
-/// aside room for this many on every request head it parses (a cost every request
-/// pays), so the bound is far above what clients send (front proxies included) but
-/// not the 262,144 four-byte lines 1 MiB could hold. Beyond it: 431, as for bytes.
-pub const MAX_HEADERS: usize = 8192;
+/// Most header lines in one HTTP/1 request. Go counts none, only bytes; hyper allocates
+/// and fills room for this many on every request head it parses, a cost every request
+/// pays (at 8,192 it was a sixth of a GET's time: `benches/wire.rs`), so the bound is
+/// well above what clients send (a front proxy sends one `X-Remote-Group` per group)
+/// but not the 262,144 four-byte lines 1 MiB could hold. Beyond it: 431, as for bytes.
+pub const MAX_HEADERS: usize = 1024;
 
 /// How long a client may take to send a request's headers (kube's
 /// `ReadHeaderTimeout`, 32 s); then the connection is closed.
