@@ -439,6 +439,19 @@ fn explain_shows_schema_and_descriptions() {
         );
     }
 
+    // The kind's metadata is a `$ref` with a description beside it, which /openapi/v3
+    // wraps in `allOf` as kube does: kubectl shows kube's field text, then ObjectMeta's.
+    let metadata = ok(&server, &["explain", "widget.metadata"]);
+    for expected in [
+        "FIELD: metadata <ObjectMeta>\n\n\nDESCRIPTION:\n    Standard object's metadata. More info:\n",
+        "    ObjectMeta is metadata that all persisted resources must have",
+    ] {
+        assert!(
+            metadata.contains(expected),
+            "kubectl explain widget.metadata lacks {expected:?}:\n{metadata}"
+        );
+    }
+
     let err = fails(&server, &["explain", "widget.spec.nope"]);
     assert!(
         err.contains("field \"nope\" does not exist"),
