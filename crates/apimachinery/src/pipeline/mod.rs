@@ -155,7 +155,12 @@ impl Strategy for VersionSchema {
 
     fn validate(&self, obj: &Value, warnings: &mut Vec<String>, t: &mut Trace) -> field::ErrorList {
         let errs = validate_stage(obj, None, self, t);
-        cel_stage(obj, None, self, errs, warnings, t)
+        let errs = cel_stage(obj, None, self, errs, warnings, t);
+        warnings.extend(objectmeta::finalizer_warnings(
+            &object::finalizers(obj),
+            None,
+        ));
+        errs
     }
 
     fn validate_update(
@@ -167,12 +172,22 @@ impl Strategy for VersionSchema {
         t: &mut Trace,
     ) -> Result<field::ErrorList, Status> {
         immutability_stage(new, old, self, t)?;
-        let errs = if opts.subresource == "status" {
+        let status_write = opts.subresource == "status";
+        let errs = if status_write {
             validate_status_stage(new, old, self, t)
         } else {
             validate_stage(new, Some(old), self, t)
         };
-        Ok(cel_stage(new, Some(old), self, errs, warnings, t))
+        let errs = cel_stage(new, Some(old), self, errs, warnings, t);
+        // kube's `WarningsOnUpdate` (none for status writes): finalizers added now.
+        if !status_write {
+            let before = object::finalizers(old);
+            warnings.extend(objectmeta::finalizer_warnings(
+                &object::finalizers(new),
+                Some(&before),
+            ));
+        }
+        Ok(errs)
     }
 
     fn invalid(&self, obj: &Value, errs: &[field::Error]) -> Status {
