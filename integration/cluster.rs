@@ -1003,6 +1003,81 @@ fn garbage_collection_cascades_between_custom_resources_and_built_ins() {
     assert_eq!(kept["metadata"]["ownerReferences"][0]["name"], "b");
 }
 
+/// kube's e2e "should support cascading deletion of custom resources": a cluster-scoped
+/// custom resource owned by another of its kind goes with it in background deletion,
+/// with kube's default controllers (`--controllers=*`), on both backends.
+#[test]
+fn background_deletion_cascades_between_custom_resources() {
+    let server = TestServer::start_with(&["--controllers=*"]);
+    let http = server.http();
+    let crd = json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "noxus.mygroup.example.com"},
+        "spec": {"group": "mygroup.example.com", "scope": "Cluster",
+          "names": {"plural": "noxus", "singular": "nonenglishnoxu", "kind": "WishIHadChosenNoxu",
+                    "listKind": "NoxuItemList"},
+          "versions": [{"name": "v1beta1", "served": true, "storage": true,
+            "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]}
+    });
+    let resp = http.send_json(
+        "POST",
+        "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+        &crd,
+    );
+    assert_eq!(resp.status, 201, "{}", resp.text());
+    let noxus = "/apis/mygroup.example.com/v1beta1/noxus";
+    assert!(poll(WAIT, || (http.get(noxus).status == 200).then_some(())).is_some());
+    let create = |obj: Value| -> Value {
+        let resp = http.send_json("POST", noxus, &obj);
+        assert_eq!(resp.status, 201, "{}", resp.text());
+        resp.json().expect("json")
+    };
+    let noxu = |name: &str, owners: Value| {
+        json!({"apiVersion": "mygroup.example.com/v1beta1", "kind": "WishIHadChosenNoxu",
+               "metadata": {"name": name, "ownerReferences": owners}})
+    };
+    let owner = create(noxu("owner", json!([])));
+    create(noxu(
+        "dependent",
+        json!([{"apiVersion": "mygroup.example.com/v1beta1", "kind": "WishIHadChosenNoxu",
+                "name": "owner", "uid": owner["metadata"]["uid"]}]),
+    ));
+    let delete = |name: &str, policy: &str| {
+        let body = json!({"propagationPolicy": policy})
+            .to_string()
+            .into_bytes();
+        let headers = [("Content-Type".to_string(), "application/json".to_string())];
+        let resp = http
+            .request(
+                "DELETE",
+                &format!("{noxus}/{name}"),
+                &[],
+                &headers,
+                Some(body),
+            )
+            .expect("delete");
+        assert!(
+            resp.status == 200 || resp.status == 202,
+            "{name}: {}",
+            resp.text()
+        );
+    };
+    delete("owner", "Background");
+    // The e2e's canary: a foreground deletion the collector must finish.
+    create(noxu("canary", json!([])));
+    delete("canary", "Foreground");
+    let gone = |name: &str| {
+        let path = format!("{noxus}/{name}");
+        poll(WAIT, || (http.get(&path).status == 404).then_some(())).is_some()
+    };
+    assert!(
+        gone("canary"),
+        "the canary's foreground deletion never finished"
+    );
+    assert!(gone("owner"));
+    assert!(gone("dependent"), "the dependent outlived its owner");
+}
+
 #[test]
 fn new_namespaces_get_a_default_service_account_and_the_root_ca() {
     let server = TestServer::start_with(&["--controllers=serviceaccount,root-ca-cert-publisher"]);

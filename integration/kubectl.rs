@@ -439,6 +439,19 @@ fn explain_shows_schema_and_descriptions() {
         );
     }
 
+    // The kind's metadata is a `$ref` with a description beside it, which /openapi/v3
+    // wraps in `allOf` as kube does: kubectl shows kube's field text, then ObjectMeta's.
+    let metadata = ok(&server, &["explain", "widget.metadata"]);
+    for expected in [
+        "FIELD: metadata <ObjectMeta>\n\n\nDESCRIPTION:\n    Standard object's metadata. More info:\n",
+        "    ObjectMeta is metadata that all persisted resources must have",
+    ] {
+        assert!(
+            metadata.contains(expected),
+            "kubectl explain widget.metadata lacks {expected:?}:\n{metadata}"
+        );
+    }
+
     let err = fails(&server, &["explain", "widget.spec.nope"]);
     assert!(
         err.contains("field \"nope\" does not exist"),
@@ -534,6 +547,92 @@ fn client_side_validation_of_a_list_uses_openapi_v2() {
         explain.contains("FIELD: color <string>"),
         "kubectl explain widget.spec.color:\n{explain}"
     );
+}
+
+/// kube's e2e "should create/apply an invalid/valid CR with arbitrary-extra properties
+/// for CRD with partially-specified validation schema": kubectl reads /openapi/v2 as
+/// protobuf (client-go's Accept) and leaves the CR's unknown fields to the server's
+/// strict field validation, which allows them only where the schema preserves them.
+#[test]
+fn create_and_apply_of_a_cr_with_extra_properties_under_a_partial_schema() {
+    let server = TestServer::start();
+    let bars = json!({"description": "List of Bars and their specs.", "type": "array", "items": {
+        "type": "object", "required": ["name"], "properties": {
+            "name": {"description": "Name of Bar.", "type": "string"},
+            "age": {"description": "Age of Bar.", "type": "string"},
+            "bazs": {"description": "List of Bazs.", "type": "array", "items": {"type": "string"}}}}});
+    let status_bars = json!({"description": "List of Bars and their statuses.", "type": "array",
+        "items": {"type": "object", "properties": {
+            "name": {"description": "Name of Bar.", "type": "string"},
+            "available": {"description": "Whether the Bar is installed.", "type": "boolean"},
+            "quxType": {"description": "Indicates to external qux type.", "type": "string",
+                        "pattern": "in-tree|out-of-tree"}}}});
+    // kube's `schemaFoo`, with arbitrary extra properties allowed at the root.
+    let schema = json!({"description": "Foo CRD for Testing", "type": "object",
+        "x-kubernetes-preserve-unknown-fields": true,
+        "properties": {
+            "spec": {"type": "object", "description": "Specification of Foo",
+                     "properties": {"bars": bars}},
+            "status": {"type": "object", "description": "Status of Foo",
+                       "properties": {"bars": status_bars}}}});
+    let crd = json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "foos.crd-publish-openapi-test.example.com"},
+        "spec": {"group": "crd-publish-openapi-test.example.com", "scope": "Namespaced",
+            "names": {"plural": "foos", "singular": "foo", "kind": "Foo", "listKind": "FooList"},
+            "versions": [{"name": "v1", "served": true, "storage": true,
+                          "schema": {"openAPIV3Schema": schema}}]}})
+    .to_string();
+    let file = server.write_file("foos.json", &crd);
+    ok(&server, &["create", "-f", &file.to_string_lossy()]);
+    wait_established(&server, "foos.crd-publish-openapi-test.example.com");
+    // What kubectl's validation reads: the v2 document as protobuf.
+    let proto = server
+        .http()
+        .request(
+            "GET",
+            "/openapi/v2",
+            &[],
+            &[(
+                "Accept".to_string(),
+                "application/com.github.proto-openapi.spec.v2@v1.0+protobuf".to_string(),
+            )],
+            None,
+        )
+        .expect("GET /openapi/v2");
+    assert_eq!(proto.status, 200, "{}", proto.text());
+
+    let meta = r#""kind":"Foo","apiVersion":"crd-publish-openapi-test.example.com/v1","metadata":{"name":"test-cr"}"#;
+    // Unknown fields inside `spec` are refused: only the root preserves them.
+    let invalid = server.write_file(
+        "invalid.json",
+        &format!(r#"{{{meta},"spec":{{"bars":[{{"name":"test-bar"}}],"extraProperty":"arbitrary-value"}}}}"#),
+    );
+    for verb in ["create", "apply"] {
+        let err = fails(
+            &server,
+            &[verb, "--validate=true", "-f", &invalid.to_string_lossy()],
+        );
+        assert!(
+            err.contains(r#"unknown field "spec.extraProperty""#),
+            "kubectl {verb}: {err}"
+        );
+    }
+    // At the root they are kept.
+    let valid = server.write_file(
+        "valid.json",
+        &format!(r#"{{{meta},"spec":{{"bars":[{{"name":"test-bar"}}]}},"extraProperty":"arbitrary-value"}}"#),
+    );
+    for verb in ["create", "apply"] {
+        ok(
+            &server,
+            &[verb, "--validate=true", "-f", &valid.to_string_lossy()],
+        );
+        assert_eq!(
+            jsonpath(&server, &["foo", "test-cr"], "{.extraProperty}"),
+            "arbitrary-value"
+        );
+        ok(&server, &["delete", "foos", "test-cr"]);
+    }
 }
 
 #[test]

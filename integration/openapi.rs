@@ -953,6 +953,52 @@ fn v2_protobuf_decodes_to_the_json_document() {
 }
 
 #[test]
+fn v3_wraps_references_with_siblings_in_all_of_and_v2_does_not() {
+    let server = server_with_crds();
+    let v3 = get(
+        &server,
+        "/openapi/v3/apis/parts.example.com/v1",
+        "application/json",
+    );
+    assert_eq!(v3.status, 200, "{}", v3.text());
+    let v3 = v3.json().expect("the v3 document");
+    let schemas = &v3["components"]["schemas"];
+    let meta_description = "Standard object's metadata. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata";
+    let object_meta = json!({
+        "description": meta_description,
+        "allOf": [{"$ref": "#/components/schemas/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"}],
+    });
+    let gizmo = &schemas["com.example.parts.v1.Gizmo"];
+    assert_eq!(gizmo["properties"]["metadata"], object_meta);
+    // An embedded resource's metadata too, and the list's.
+    assert_eq!(
+        gizmo["properties"]["spec"]["properties"]["template"]["properties"]["metadata"],
+        object_meta
+    );
+    assert_eq!(
+        schemas["com.example.parts.v1.GizmoList"]["properties"]["metadata"],
+        json!({
+            "description": "Standard list metadata. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+            "allOf": [{"$ref": "#/components/schemas/io.k8s.apimachinery.pkg.apis.meta.v1.ListMeta"}],
+        })
+    );
+    // A reference alone stays as it is.
+    assert_eq!(
+        schemas["com.example.parts.v1.GizmoList"]["properties"]["items"]["items"],
+        json!({"$ref": "#/components/schemas/com.example.parts.v1.Gizmo"})
+    );
+    // Swagger 2.0 keeps the siblings beside the reference.
+    let v2 = get(&server, "/openapi/v2", "application/json")
+        .json()
+        .expect("the v2 document");
+    assert_eq!(
+        v2["definitions"]["com.example.parts.v1.Gizmo"]["properties"]["metadata"],
+        json!({"description": meta_description,
+               "$ref": "#/definitions/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"})
+    );
+}
+
+#[test]
 fn v2_negotiates_and_caches_as_kube_openapi() {
     let server = TestServer::start();
     let http = server.http();

@@ -1387,3 +1387,57 @@ fn log_pipeline_writes_the_trace_to_stderr() {
         p.server.stderr_tail(20)
     );
 }
+
+/// kube's `WarningsOnCreate`/`WarningsOnUpdate` of custom resources
+/// (`generateWarningsFromObj` in apiextensions' strategy): finalizers a write adds that
+/// are not domain-qualified with a path get a warning each, sorted; the standard ones
+/// and those already there get none (kube's status strategy warns of nothing).
+#[test]
+fn added_finalizers_that_are_not_domain_qualified_warn() {
+    let p = Pipeline::start();
+    let unqualified = |f: &str| {
+        warning(&format!(
+            "metadata.finalizers: \"{f}\": prefer a domain-qualified finalizer name to avoid accidental conflicts with other finalizer writers"
+        ))
+    };
+    let without_path = |f: &str| {
+        warning(&format!(
+            "metadata.finalizers: \"{f}\": prefer a domain-qualified finalizer name including a path (/) to avoid accidental conflicts with other finalizer writers"
+        ))
+    };
+    let mut obj = widget("fin", json!({}));
+    obj["metadata"]["finalizers"] = json!([
+        "unqualified-finalizer",
+        "example.com",
+        "example.com/ok",
+        "orphan"
+    ]);
+    let created = p.http.send_json("POST", WIDGETS, &obj);
+    assert_eq!(created.status, 201, "{}", created.text());
+    assert_eq!(
+        warnings(&created),
+        [
+            without_path("example.com"),
+            unqualified("unqualified-finalizer")
+        ]
+    );
+    // Only what a write adds warns.
+    let item = format!("{WIDGETS}/fin");
+    let patch = json!({"metadata": {"finalizers":
+        ["unqualified-finalizer", "example.com", "example.com/ok", "orphan", "another"]}});
+    let patched = p.http.merge_patch(&item, &patch);
+    assert_eq!(patched.status, 200, "{}", patched.text());
+    assert_eq!(warnings(&patched), [unqualified("another")]);
+    let relabelled = p
+        .http
+        .merge_patch(&item, &json!({"metadata": {"labels": {"a": "b"}}}));
+    assert_eq!(relabelled.status, 200, "{}", relabelled.text());
+    assert_eq!(warnings(&relabelled), Vec::<String>::new());
+    // A refused write warns of nothing.
+    let refused = p.http.merge_patch(
+        &item,
+        &json!({"metadata": {"finalizers": ["again"]}, "spec": {"name": "X"}}),
+    );
+    assert_eq!(refused.status, 422, "{}", refused.text());
+    assert_eq!(warnings(&refused), Vec::<String>::new());
+}

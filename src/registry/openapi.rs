@@ -1083,8 +1083,43 @@ fn publish_custom(
     if p.paths.is_empty() {
         return None;
     }
+    if flavor == Flavor::V3 {
+        p.schemas.values_mut().for_each(wrap_refs);
+    }
     add_referenced_builtins(&p.paths, &mut p.schemas, flavor);
     Some(p)
+}
+
+/// kube-openapi's `WrapRefs` for v3 schemas: OpenAPI 3.0 ignores what sits beside a
+/// `$ref`, so a reference with any sibling keyword (`description`, `default`, an
+/// extension, ...) keeps the siblings and moves the reference into `allOf: [{$ref}]`.
+/// Walks schema positions only (never `default`, `enum` or `example` values).
+fn wrap_refs(schema: &mut Value) {
+    let Some(m) = schema.as_object_mut() else {
+        return;
+    };
+    if m.len() > 1 {
+        if let Some(reference) = m.remove("$ref") {
+            m.insert("allOf".into(), json!([{"$ref": reference}]));
+        }
+    }
+    for key in ["properties", "patternProperties", "definitions"] {
+        if let Some(children) = m.get_mut(key).and_then(Value::as_object_mut) {
+            children.values_mut().for_each(wrap_refs);
+        }
+    }
+    for key in ["allOf", "anyOf", "oneOf", "items"] {
+        match m.get_mut(key) {
+            Some(Value::Array(children)) => children.iter_mut().for_each(wrap_refs),
+            Some(child @ Value::Object(_)) => wrap_refs(child),
+            _ => {}
+        }
+    }
+    for key in ["additionalProperties", "not"] {
+        if let Some(child) = m.get_mut(key) {
+            wrap_refs(child);
+        }
+    }
 }
 
 /// The served group-versions of the CRDs, sorted.
@@ -1343,10 +1378,12 @@ mod tests {
             json!([{"group": "crud.example.com", "version": "v1", "kind": "Widget"}])
         );
         assert_eq!(widget["description"], "A widget.");
-        assert_eq!(
-            widget["properties"]["metadata"]["$ref"],
-            "#/components/schemas/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
-        );
+        // A `$ref` with siblings is wrapped in `allOf`, as kube-openapi's `WrapRefs`.
+        let object_meta = json!({
+            "description": OBJECT_META_DESCRIPTION,
+            "allOf": [{"$ref": "#/components/schemas/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"}],
+        });
+        assert_eq!(widget["properties"]["metadata"], object_meta);
         assert!(widget["properties"]["apiVersion"]["description"]
             .as_str()
             .unwrap()
@@ -1399,6 +1436,7 @@ mod tests {
             .unwrap()
             .starts_with("kind is a string value"));
         assert_eq!(template["properties"]["spec"]["type"], "object");
+        assert_eq!(template["properties"]["metadata"], object_meta);
         let list = &schemas["com.example.crud.v1.WidgetList"];
         assert_eq!(
             list["x-kubernetes-group-version-kind"][0]["kind"],
@@ -1409,6 +1447,24 @@ mod tests {
             "#/components/schemas/com.example.crud.v1.Widget"
         );
         assert_eq!(list["required"], json!(["items"]));
+        assert_eq!(
+            list["properties"]["metadata"],
+            json!({
+                "description": LIST_META_DESCRIPTION,
+                "allOf": [{"$ref": "#/components/schemas/io.k8s.apimachinery.pkg.apis.meta.v1.ListMeta"}],
+            })
+        );
+        // No `$ref` keeps a sibling anywhere in the document.
+        fn no_siblings(v: &Value) -> bool {
+            match v {
+                Value::Object(m) => {
+                    (m.len() == 1 || !m.contains_key("$ref")) && m.values().all(no_siblings)
+                }
+                Value::Array(a) => a.iter().all(no_siblings),
+                _ => true,
+            }
+        }
+        assert!(no_siblings(&doc));
     }
 
     #[test]

@@ -228,26 +228,32 @@ fn nested_int(obj: &Value, path: &str) -> Result<i64, String> {
     }
 }
 
-/// kube's `ValidateScaleSpec` + `ValidateScaleStatus`.
-pub fn validate_scale(obj: &Value, scale: &ScaleSpec) -> field::ErrorList {
-    let mut errs = Vec::new();
-    let mut check = |path: &str| match nested_int(obj, path) {
-        Err(e) => errs.push(field::Error::invalid(&Path::new(path), json!(0), e)),
-        Ok(n) if n < 0 => errs.push(field::Error::invalid(
+/// kube's `ValidateScaleSpec`: the spec replicas path holds a non-negative int32.
+pub fn validate_scale_spec(obj: &Value, scale: &ScaleSpec) -> field::ErrorList {
+    replicas_errors(obj, &scale.spec_replicas_path)
+}
+
+/// kube's `ValidateScaleStatus` (replicas; the only one a `/status` write runs).
+pub fn validate_scale_status(obj: &Value, scale: &ScaleSpec) -> field::ErrorList {
+    replicas_errors(obj, &scale.status_replicas_path)
+}
+
+/// The replicas at `path` as kube checks them: an int64, not negative, within int32.
+fn replicas_errors(obj: &Value, path: &str) -> field::ErrorList {
+    match nested_int(obj, path) {
+        Err(e) => vec![field::Error::invalid(&Path::new(path), json!(0), e)],
+        Ok(n) if n < 0 => vec![field::Error::invalid(
             &Path::new(path),
             json!(n),
             "should be a non-negative integer",
-        )),
-        Ok(n) if n > i32::MAX as i64 => errs.push(field::Error::invalid(
+        )],
+        Ok(n) if n > i32::MAX as i64 => vec![field::Error::invalid(
             &Path::new(path),
             json!(n),
             format!("should be less than or equal to {}", i32::MAX),
-        )),
-        Ok(_) => {}
-    };
-    check(&scale.spec_replicas_path);
-    check(&scale.status_replicas_path);
-    errs
+        )],
+        Ok(_) => Vec::new(),
+    }
 }
 
 #[cfg(test)]

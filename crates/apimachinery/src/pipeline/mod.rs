@@ -155,20 +155,39 @@ impl Strategy for VersionSchema {
 
     fn validate(&self, obj: &Value, warnings: &mut Vec<String>, t: &mut Trace) -> field::ErrorList {
         let errs = validate_stage(obj, None, self, t);
-        cel_stage(obj, None, self, errs, warnings, t)
+        let errs = cel_stage(obj, None, self, errs, warnings, t);
+        warnings.extend(objectmeta::finalizer_warnings(
+            &object::finalizers(obj),
+            None,
+        ));
+        errs
     }
 
     fn validate_update(
         &self,
         new: &Value,
         old: &Value,
-        _opts: &WriteOptions,
+        opts: &WriteOptions,
         warnings: &mut Vec<String>,
         t: &mut Trace,
     ) -> Result<field::ErrorList, Status> {
         immutability_stage(new, old, self, t)?;
-        let errs = validate_stage(new, Some(old), self, t);
-        Ok(cel_stage(new, Some(old), self, errs, warnings, t))
+        let status_write = opts.subresource == "status";
+        let errs = if status_write {
+            validate_status_stage(new, old, self, t)
+        } else {
+            validate_stage(new, Some(old), self, t)
+        };
+        let errs = cel_stage(new, Some(old), self, errs, warnings, t);
+        // kube's `WarningsOnUpdate` (none for status writes): finalizers added now.
+        if !status_write {
+            let before = object::finalizers(old);
+            warnings.extend(objectmeta::finalizer_warnings(
+                &object::finalizers(new),
+                Some(&before),
+            ));
+        }
+        Ok(errs)
     }
 
     fn invalid(&self, obj: &Value, errs: &[field::Error]) -> Status {
@@ -326,7 +345,51 @@ fn validate_stage(
         None => s.validator.validate(obj, &field::Path::root()),
     });
     if let Some(scale) = &s.scale {
-        errs.extend(decode::validate_scale(obj, scale));
+        errs.extend(decode::validate_scale_spec(obj, scale));
+        errs.extend(decode::validate_scale_status(obj, scale));
+    }
+    t.note("validate", &format!("{} error(s)", errs.len()));
+    errs
+}
+
+/// Validation of a `/status` write (kube's status strategy): the metadata as on any
+/// update, then only `status`, by the status schema and ratcheted against the stored
+/// status (what else the object holds is the stored object's, not this write's), the
+/// list types of the whole object as on any update, and the scale's status replicas.
+fn validate_status_stage(
+    obj: &Value,
+    old: &Value,
+    s: &VersionSchema,
+    t: &mut Trace,
+) -> field::ErrorList {
+    let type_errs = decode::type_meta_errors(obj, &s.api_version(), &s.kind, false);
+    let meta_path = field::Path::new("metadata");
+    let meta = obj.get("metadata").cloned().unwrap_or(Value::Null);
+    let old_meta = old.get("metadata").cloned().unwrap_or(Value::Null);
+    // As on any update (`validate_stage`): kube's registry and the strategy both
+    // validate the metadata.
+    let update_errs = objectmeta::validate_object_meta_update(&meta, &old_meta, &meta_path);
+    let mut errs = objectmeta::validate_object_meta(&meta, s.namespaced, &meta_path);
+    errs.extend(update_errs.iter().cloned());
+    if !type_errs.is_empty() {
+        errs.extend(type_errs);
+        return errs;
+    }
+    errs.extend(update_errs);
+    if let (Some(validator), Some(status)) = (&s.status_validator, obj.get("status")) {
+        let old_status = old.get("status").unwrap_or(&Value::Null);
+        errs.extend(validator.validate_schema_update(
+            status,
+            old_status,
+            &field::Path::new("status"),
+        ));
+    }
+    errs.extend(
+        s.validator
+            .validate_list_types_update(obj, old, &field::Path::root()),
+    );
+    if let Some(scale) = &s.scale {
+        errs.extend(decode::validate_scale_status(obj, scale));
     }
     t.note("validate", &format!("{} error(s)", errs.len()));
     errs
@@ -360,4 +423,107 @@ fn cel_stage(
 /// Whether strict field validation applies.
 pub fn is_strict(opts: &WriteOptions) -> bool {
     opts.field_validation == FieldValidation::Strict
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::crd::compiled::CompiledCrd;
+    use serde_json::json;
+
+    /// A CRD with the status subresource whose schema requires `spec` at the root and
+    /// allows only `notfoo` in `status.field` and `field`.
+    fn tightened() -> CompiledCrd {
+        let field = json!({"type": "string", "enum": ["notfoo"]});
+        let schema = json!({"type": "object", "required": ["spec"], "properties": {
+            "field": field,
+            "spec": {"type": "object"},
+            "status": {"type": "object", "properties": {"field": field, "count": {"type": "integer"}}}
+        }});
+        let crd = json!({
+            "apiVersion": "apiextensions.k8s.io/v1",
+            "kind": "CustomResourceDefinition",
+            "metadata": {"name": "ratchets.stable.example.com"},
+            "spec": {
+                "group": "stable.example.com",
+                "scope": "Namespaced",
+                "names": {"plural": "ratchets", "singular": "ratchet", "kind": "Ratchet", "listKind": "RatchetList"},
+                "versions": [{"name": "v1", "served": true, "storage": true,
+                              "subresources": {"status": {}},
+                              "schema": {"openAPIV3Schema": schema}}]
+            }
+        });
+        CompiledCrd::compile(crd, 1).expect("CRD compiles")
+    }
+
+    /// What was stored before the schema was tightened: invalid under it everywhere.
+    fn stored() -> Value {
+        json!({"apiVersion": "stable.example.com/v1", "kind": "Ratchet",
+               "metadata": {"name": "old", "namespace": "default", "resourceVersion": "1",
+                            "uid": "u", "generation": 1,
+                            "creationTimestamp": "2024-01-01T00:00:00Z"},
+               "field": "foo",
+               "status": {"field": "foo", "count": 0}})
+    }
+
+    fn causes(r: Result<Admitted, Status>) -> Vec<String> {
+        match r {
+            Ok(a) => panic!("expected a 422, got {}", a.object),
+            Err(st) => {
+                assert_eq!(st.code, 422, "{}", st.message);
+                st.details
+                    .map(|d| {
+                        d.causes
+                            .iter()
+                            .map(|c| format!("{}: {}", c.field, c.message))
+                            .collect()
+                    })
+                    .unwrap_or_default()
+            }
+        }
+    }
+
+    #[test]
+    fn updates_ratchet_unchanged_values_but_not_the_changed_root() {
+        let c = tightened();
+        let s = &c.versions[0].schema;
+        let old = stored();
+        // A label changes the root: its `required` stands; `field` is unchanged.
+        let mut labelled = old.clone();
+        labelled["metadata"]["labels"] = json!({"a": "1"});
+        assert_eq!(
+            causes(update(labelled, &old, s, &WriteOptions::default())),
+            ["spec: Required value"]
+        );
+        let mut fixed = old.clone();
+        fixed["spec"] = json!({});
+        assert!(update(fixed.clone(), &old, s, &WriteOptions::default()).is_ok());
+        fixed["field"] = json!("bar");
+        assert_eq!(
+            causes(update(fixed, &old, s, &WriteOptions::default())),
+            ["field: Unsupported value: \"bar\": supported values: \"notfoo\""]
+        );
+    }
+
+    #[test]
+    fn status_writes_validate_only_the_status_ratcheted() {
+        let c = tightened();
+        let s = &c.versions[0].schema;
+        let old = stored();
+        let opts = WriteOptions {
+            subresource: "status".into(),
+            ..WriteOptions::default()
+        };
+        // The root lacks `spec` and `field` is invalid: not this write's business.
+        let mut counted = old.clone();
+        counted["status"]["count"] = json!(1);
+        let written = update(counted, &old, s, &opts).expect("status write passes");
+        assert_eq!(written.object["status"]["count"], 1);
+        let mut changed = old.clone();
+        changed["status"]["field"] = json!("bar");
+        assert_eq!(
+            causes(update(changed, &old, s, &opts)),
+            ["status.field: Unsupported value: \"bar\": supported values: \"notfoo\""]
+        );
+    }
 }

@@ -95,10 +95,18 @@ impl Validator {
             new,
             path,
         ));
-        if listtype::validate_list_types(&self.schema, old, path).is_empty() {
-            errs.extend(listtype::validate_list_types(&self.schema, new, path));
-        }
+        errs.extend(self.validate_list_types_update(new, old, path));
         errs
+    }
+
+    /// The list-type invariants (`x-kubernetes-list-type: map`/`set`) of an update:
+    /// `new`'s errors, reported only when `old` had none (kube ratchets them as a whole).
+    pub fn validate_list_types_update(&self, new: &Value, old: &Value, path: &Path) -> ErrorList {
+        if listtype::validate_list_types(&self.schema, old, path).is_empty() {
+            listtype::validate_list_types(&self.schema, new, path)
+        } else {
+            ErrorList::new()
+        }
     }
 
     /// Only the OpenAPI schema pass (kube's `ValidateCustomResource`), including map keys.
