@@ -122,6 +122,17 @@ pub fn reply(r: Reply, output: Output) -> Response<Body> {
         .unwrap_or_else(|_| Response::new(full("")))
 }
 
+/// A JSON reply of bytes encoded already (as [`encode_value`] encodes for
+/// `Output::Json`), with the headers [`reply`] sends.
+pub fn json_bytes(code: StatusCode, bytes: Bytes) -> Response<Body> {
+    Response::builder()
+        .status(code)
+        .header(header::CONTENT_TYPE, "application/json")
+        .header("Cache-Control", "no-cache, private")
+        .body(full(bytes))
+        .unwrap_or_else(|_| Response::new(full("")))
+}
+
 fn dedup(warnings: &[String]) -> Vec<&String> {
     let mut seen = std::collections::HashSet::new();
     warnings

@@ -89,6 +89,11 @@ impl ResourceKind for CustomResourceKind {
         self.on_read_all(std::slice::from_mut(obj))
     }
 
+    fn served_form(&self) -> Option<(i64, usize)> {
+        // The CRD's revision changes with any change of its schemas or versions.
+        (!self.webhook).then_some((self.crd.revision, self.version))
+    }
+
     fn on_read_all<'a>(&'a self, objs: &'a mut [Value]) -> Conversion<'a> {
         if self.webhook {
             return Conversion::Pending(Box::pin(conversion::to_served_by_webhook(

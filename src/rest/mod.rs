@@ -13,6 +13,7 @@ pub mod custom_resource;
 pub mod namespace;
 pub use apimachinery::object;
 pub mod rbac;
+pub mod served_cache;
 pub mod store;
 pub mod strategic;
 pub mod typed;
@@ -163,6 +164,14 @@ pub trait ResourceKind: Send + Sync {
     fn on_read<'a>(&'a self, obj: &'a mut Value) -> Conversion<'a> {
         let _ = obj;
         Conversion::done(Ok(()))
+    }
+
+    /// What the served form of this kind's objects depends on besides their storage
+    /// revision, when [`ResourceKind::on_read`] is a pure function of the two (no
+    /// webhook): the store then keeps the served bytes (`served_cache`). `None`: always
+    /// decorate anew.
+    fn served_form(&self) -> Option<(i64, usize)> {
+        None
     }
 
     /// [`ResourceKind::on_read`] for the objects of one list page (custom resources

@@ -38,6 +38,14 @@ pub fn encode_for_storage(obj: &Value) -> Vec<u8> {
     serde_json::to_vec(&copy).unwrap_or_default()
 }
 
+/// A value as a JSON reply holds it (`http::response::encode_value`): serde_json's
+/// bytes and a newline.
+fn json_bytes(obj: &Value) -> bytes::Bytes {
+    let mut bytes = serde_json::to_vec(obj).unwrap_or_default();
+    bytes.push(b'\n');
+    bytes::Bytes::from(bytes)
+}
+
 /// List request options.
 #[derive(Clone, Debug, Default)]
 pub struct ListOptions {
@@ -53,6 +61,9 @@ pub struct ListOptions {
     pub resource_version: Option<String>,
     /// `resourceVersionMatch`.
     pub resource_version_match: Option<String>,
+    /// Hand the items out as served JSON ([`ListPage::encoded`]) when the kind keeps
+    /// served bytes and nothing filters the page.
+    pub encoded: bool,
 }
 
 /// One page of a list.
@@ -66,6 +77,9 @@ pub struct ListPage {
     pub continue_token: Option<String>,
     /// `remainingItemCount` (only without selectors, as kube).
     pub remaining: Option<i64>,
+    /// The items as served JSON (each `serde_json` bytes and a newline) instead of
+    /// `items`, when [`ListOptions::encoded`] asked for it and the kind allows.
+    pub encoded: Option<Vec<bytes::Bytes>>,
 }
 
 /// What a delete did.
@@ -279,6 +293,8 @@ pub struct Store {
     pub storage: Arc<dyn Storage>,
     /// Admission hooks run on every create and update.
     pub admission: Admission,
+    /// The served JSON of objects read lately (kinds with a [`ResourceKind::served_form`]).
+    pub served: Arc<super::served_cache::ServedCache>,
 }
 
 impl Store {
@@ -287,6 +303,7 @@ impl Store {
         Store {
             storage,
             admission: Admission::default(),
+            served: Default::default(),
         }
     }
 
@@ -336,6 +353,51 @@ impl Store {
         let d = kind.descriptor();
         let (_, obj) = self.read(kind, &d.key(namespace, name), name).await?;
         Ok(obj)
+    }
+
+    /// One object as JSON (`serde_json` bytes and a newline, what a JSON reply of
+    /// [`Store::get`]'s object holds), from the served-bytes cache when the object and
+    /// its kind's form have not changed since it was last made.
+    pub async fn get_json(
+        &self,
+        kind: &dyn ResourceKind,
+        namespace: &str,
+        name: &str,
+    ) -> Result<bytes::Bytes, Status> {
+        let d = kind.descriptor();
+        let key = d.key(namespace, name);
+        let Some(form) = kind.served_form() else {
+            let (_, obj) = self.read(kind, &key, name).await?;
+            return Ok(json_bytes(&obj));
+        };
+        let kv = self
+            .storage
+            .get(&key)
+            .await
+            .map_err(|e| storage_status(e, &d.gr, name))?
+            .ok_or_else(|| Status::not_found(&d.gr, name))?;
+        self.served_json(kind, form, &kv).await
+    }
+
+    /// The served JSON of a stored entry of a kind with `form`, cached.
+    async fn served_json(
+        &self,
+        kind: &dyn ResourceKind,
+        form: (i64, usize),
+        kv: &KeyValue,
+    ) -> Result<bytes::Bytes, Status> {
+        let id = super::served_cache::FormId {
+            form,
+            revision: kv.mod_revision,
+        };
+        if let Some(bytes) = self.served.get(&kv.key, id) {
+            return Ok(bytes);
+        }
+        let mut obj = decode_stored(kv)?;
+        kind.on_read(&mut obj).await?;
+        let bytes = json_bytes(&obj);
+        self.served.put(&kv.key, id, bytes.clone());
+        Ok(bytes)
     }
 
     /// The stored entry at `key` and its object decorated for reading; 404 when absent.
@@ -416,6 +478,9 @@ impl Store {
         };
         let filtering = opts.labels.as_ref().is_some_and(|l| !l.is_empty())
             || opts.fields.as_ref().is_some_and(|f| !f.is_empty());
+        // Served bytes need no decoding when nothing filters: the fast path of JSON lists.
+        let served_form = kind.served_form().filter(|_| opts.encoded && !filtering);
+        let mut encoded = served_form.map(|_| Vec::new());
         let mut items = Vec::new();
         let mut continue_token = None;
         let mut remaining = None;
@@ -450,6 +515,23 @@ impl Store {
                 })?;
             revision = res.revision;
             let last_key = res.items.last().map(|kv| kv.key.clone());
+            if let (Some(form), Some(out)) = (served_form, encoded.as_mut()) {
+                for kv in &res.items {
+                    out.push(self.served_json(kind, form, kv).await?);
+                }
+                if res.remaining == 0 || opts.limit <= 0 {
+                    break;
+                }
+                let Some(last) = last_key else { break };
+                if out.len() as i64 >= opts.limit {
+                    continue_token =
+                        codec::encode_continue(&format!("{last}\0"), &root, revision).ok();
+                    remaining = Some(res.remaining);
+                    break;
+                }
+                start_after = Some(last);
+                continue;
+            }
             // The page is converted at once (one conversion webhook call), then filtered.
             let start = items.len();
             for kv in &res.items {
@@ -482,6 +564,7 @@ impl Store {
             resource_version: revision,
             continue_token,
             remaining,
+            encoded,
         })
     }
 

@@ -167,6 +167,10 @@ pub async fn serve_gated(
     let method = parts.method.clone();
     let uri = parts.uri.to_string();
     let faults = faults.clone();
+    // A read cut at its deadline leaves nothing behind: it runs in this task. A write
+    // runs on as kube's handler goroutine does (never stopped between its storage
+    // write and what follows it).
+    let detach = !matches!(info.verb.as_str(), "get" | "list") || !info.is_resource_request;
     let work = async move {
         let user = match admit(&gate, &conn, &parts.headers, &info, &path).await {
             Ok(u) => u,
@@ -199,7 +203,34 @@ pub async fn serve_gated(
         };
         handle(api, &faults, request, body).await
     };
-    run_with_deadline(work, timeout, &method, &uri).await
+    if detach {
+        run_with_deadline(work, timeout, &method, &uri).await
+    } else {
+        run_inline_with_deadline(work, timeout, &method, &uri).await
+    }
+}
+
+/// [`run_with_deadline`] for reads: in the caller's task (no task spawned, no wake-up
+/// across threads), dropped at the deadline.
+async fn run_inline_with_deadline<F>(
+    work: F,
+    timeout: Option<Duration>,
+    method: &Method,
+    uri: &str,
+) -> Response<Body>
+where
+    F: std::future::Future<Output = Response<Body>>,
+{
+    match timeout {
+        Some(t) => match tokio::time::timeout(t, work).await {
+            Ok(resp) => resp,
+            Err(_) => {
+                tracing::info!(%method, %uri, timeout = ?t, "request timed out");
+                response::status(&timed_out(), Output::Json)
+            }
+        },
+        None => work.await,
+    }
 }
 
 /// The backend of a request below `/apis/<group>/<version>` whose APIService is
