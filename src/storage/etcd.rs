@@ -9,7 +9,9 @@
 //!
 //! Calls go to one member at a time; the moment a call to it fails or times out (or a
 //! watch on it goes silent) later calls go to the next member, with a warning naming
-//! both, so a hung member costs one request timeout and a dead one nothing. Errors say
+//! both, so a hung member costs one request timeout and a dead follower nothing (a
+//! write a follower forwarded to a leader that just died gets no answer from etcd: it
+//! costs one request timeout too). Errors say
 //! what is known of the outcome: `Unavailable` (503 with `Retry-After`) only when etcd
 //! certainly did not act on the request, `OutcomeUnknown` (500) or `Timeout` (504) when
 //! a write may have been applied; see `EtcdStorage::call`. A watch
