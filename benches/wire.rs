@@ -20,7 +20,6 @@
 //! The targets of issue 19 are printed beside the measured values.
 
 #[path = "../integration/common/mod.rs"]
-#[allow(dead_code)]
 mod common;
 
 use bytes::Bytes;

@@ -7,7 +7,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{free_port, Etcd};
+use common::{free_port, Etcd, EtcdCluster};
 
 use crd_apiserver::storage::etcd::{EtcdConfig, EtcdStorage, EtcdTls};
 use crd_apiserver::storage::{contract, Storage, StorageError, WatchItem};
@@ -353,4 +353,72 @@ async fn compactor_keeps_one_interval_of_history() {
         store.list("/k/", &latest).await.unwrap().items,
         vec![second]
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hung_member_is_left_after_one_timeout() {
+    let cluster = EtcdCluster::start(3);
+    // Member 0, which the store talks to first, follows: freezing it needs no election,
+    // so what is measured is the store's own move.
+    cluster.make_leader(1);
+    let store = EtcdStorage::connect(EtcdConfig {
+        request_timeout: REQUEST_TIMEOUT,
+        progress_interval: Duration::from_millis(100),
+        ..EtcdConfig::new(cluster.members.iter().map(Etcd::url).collect())
+    })
+    .await
+    .expect("connect");
+    wait_ready(&store).await;
+    let kept = store.create("/k/kept", b"v".to_vec()).await.unwrap();
+
+    cluster.members[0].signal("STOP");
+    // The call in flight on the hung member times out, naming that member.
+    let result = store.get(&kept.key).await;
+    match &result {
+        Err(StorageError::Timeout(message)) => {
+            assert!(message.contains(&cluster.members[0].url()), "{message}")
+        }
+        other => panic!("get from a hung member gave {other:?}"),
+    }
+    // Health answers at once (here from the member moved to).
+    let started = Instant::now();
+    store.ready().await.expect("ready on another member");
+    assert!(started.elapsed() < Duration::from_millis(500));
+    // The very next calls go to another member and succeed without waiting.
+    let started = Instant::now();
+    assert_eq!(store.get(&kept.key).await.unwrap(), Some(kept.clone()));
+    store.create("/k/after", b"v".to_vec()).await.unwrap();
+    assert!(
+        started.elapsed() < Duration::from_secs(1),
+        "took {:?} after leaving the hung member",
+        started.elapsed()
+    );
+    store.ready().await.expect("ready on the other members");
+    cluster.members[0].signal("CONT");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_broken_in_flight_is_outcome_unknown_and_an_unsent_one_unavailable() {
+    let (mut etcd, store) = started().await;
+    etcd.signal("STOP");
+    let write = {
+        let store = store.clone();
+        tokio::spawn(async move { store.create("/k/broken", b"v".to_vec()).await })
+    };
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    etcd.stop();
+    let result = write.await.expect("join");
+    assert!(
+        matches!(result, Err(StorageError::OutcomeUnknown(_))),
+        "a write broken in flight gave {result:?}"
+    );
+    // Nothing listens: the write is certainly not applied.
+    let result = store.create("/k/unsent", b"v".to_vec()).await;
+    assert!(
+        matches!(result, Err(StorageError::Unavailable(_))),
+        "a write with etcd down gave {result:?}"
+    );
+    etcd.restart();
+    wait_ready(&store).await;
+    assert_eq!(store.get("/k/unsent").await.unwrap(), None);
 }

@@ -5,7 +5,16 @@
 //! Writes are single transactions comparing `mod_revision` (creates compare
 //! `create_revision` with 0), so no update is lost. Every call has a deadline: when etcd
 //! is down calls fail fast with `Unavailable` (or `Timeout` when it does not answer),
-//! and the lazily connected channels reconnect on their own once etcd is back. A watch
+//! and the lazily connected channels reconnect on their own once etcd is back.
+//!
+//! Calls go to one member at a time; the moment a call to it fails or times out (or a
+//! watch on it goes silent) later calls go to the next member, with a warning naming
+//! both, so a hung member costs one request timeout and a dead follower nothing (a
+//! write a follower forwarded to a leader that just died gets no answer from etcd: it
+//! costs one request timeout too). Errors say
+//! what is known of the outcome: `Unavailable` (503 with `Retry-After`) only when etcd
+//! certainly did not act on the request, `OutcomeUnknown` (500) or `Timeout` (504) when
+//! a write may have been applied; see `EtcdStorage::call`. A watch
 //! is one gRPC stream; when the connection drops it yields one error and ends, and the
 //! caller re-watches from its last revision. Idle watches ask etcd for progress
 //! (`WatchProgressRequest`) every `progress_interval`.
@@ -15,7 +24,7 @@
 use std::collections::VecDeque;
 use std::future::Future;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -59,6 +68,14 @@ use pb::mvccpb::event::EventType;
 pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
 /// How often an idle watch asks etcd for progress by default.
 pub const DEFAULT_PROGRESS_INTERVAL: Duration = Duration::from_secs(1);
+
+/// How often an HTTP/2 ping checks a connection to etcd: just above etcd's default
+/// `--grpc-keepalive-min-time` (5 s), the most often etcd lets a client ping.
+const KEEPALIVE_INTERVAL: Duration = Duration::from_secs(6);
+/// How long a ping may go unanswered before the connection is dropped.
+const KEEPALIVE_TIMEOUT: Duration = Duration::from_secs(2);
+/// How long `ready` waits for etcd before answering from the last known state.
+pub const READY_ANSWER: Duration = Duration::from_millis(50);
 
 /// How to reach etcd.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -107,10 +124,15 @@ struct Shared {
     endpoints: Vec<String>,
     /// One lazily connected channel per endpoint.
     channels: Vec<Channel>,
-    /// The endpoint calls go to; moves on when one is unavailable.
+    /// The endpoint calls go to; moves on to the next when one fails or times out.
     current: AtomicUsize,
     request_timeout: Duration,
     progress_interval: Duration,
+    /// The outcome of the latest call or watch opened: what `ready` answers while a
+    /// probe of etcd is slow.
+    health: std::sync::Mutex<Result<(), StorageError>>,
+    /// Whether a readiness probe is in flight (at most one at a time).
+    probing: AtomicBool,
 }
 
 impl std::fmt::Debug for EtcdStorage {
@@ -148,9 +170,11 @@ impl EtcdStorage {
                 .connect_timeout(request_timeout)
                 .tcp_nodelay(true)
                 // Pings find a dead connection under an idle watch; a closed socket is
-                // noticed at once anyway.
-                .http2_keep_alive_interval(Duration::from_secs(10))
-                .keep_alive_timeout(request_timeout)
+                // noticed at once anyway, and a hung member is left after one call times
+                // out (`leave`). etcd's server closes connections that ping more often
+                // than its `--grpc-keepalive-min-time` (5 s by default).
+                .http2_keep_alive_interval(KEEPALIVE_INTERVAL)
+                .keep_alive_timeout(KEEPALIVE_TIMEOUT.min(request_timeout))
                 .keep_alive_while_idle(true);
             if url.starts_with("https://") {
                 let tls = tls
@@ -170,6 +194,10 @@ impl EtcdStorage {
                 current: AtomicUsize::new(0),
                 request_timeout,
                 progress_interval: config.progress_interval.max(Duration::from_millis(10)),
+                health: std::sync::Mutex::new(Err(StorageError::Unavailable(
+                    "etcd not reached yet".to_owned(),
+                ))),
+                probing: AtomicBool::new(false),
             }),
         };
         tokio::spawn(warn_about_old_etcd(storage.clone()));
@@ -187,7 +215,8 @@ impl EtcdStorage {
             physical: false,
         };
         let result = self
-            .call("compact", false, |channel| async move {
+            // Compacting twice is harmless: another member may be asked.
+            .call("compact", true, |channel| async move {
                 kv_client(channel).compact(with_leader(request)).await
             })
             .await;
@@ -235,12 +264,20 @@ impl EtcdStorage {
         Ok(status.version)
     }
 
-    /// Runs one unary call under the request deadline. Calls marked `retry` (reads) try
-    /// the other endpoints while one is unavailable. Writes move on only when the call
-    /// never left this process (no connection could be made, as etcd's own client
-    /// judges a mutation safe to retry); one that may have reached etcd is not re-sent,
-    /// since etcd may have applied it.
-    async fn call<T, F, Fut>(&self, what: &str, retry: bool, call: F) -> Result<T, StorageError>
+    /// Runs one unary call under the request deadline on the member in use, and on the
+    /// next ones while it may move on. Whichever way a call fails, later calls go to
+    /// another member at once (`leave`): a hung member costs one request timeout, not
+    /// the HTTP/2 keepalive's.
+    ///
+    /// The error says what is known of the outcome (see `storage_status`):
+    /// - `Unavailable` only when no attempt was processed: no connection could be made
+    ///   (as etcd's own client judges a mutation safe to retry), or etcd refused it
+    ///   before acting (`no leader`, `too many requests`). Reads (`read`), which change
+    ///   nothing, also move on after any other failure of a member and end `Unavailable`.
+    /// - `OutcomeUnknown` for a write that reached etcd and then failed (the connection
+    ///   broke with it in flight, etcd's `request timed out`); it is not re-sent here.
+    /// - `Timeout` when the deadline passed, naming the member that was asked.
+    async fn call<T, F, Fut>(&self, what: &str, read: bool, call: F) -> Result<T, StorageError>
     where
         F: Fn(Channel) -> Fut,
         Fut: Future<Output = Result<tonic::Response<T>, tonic::Status>>,
@@ -249,32 +286,36 @@ impl EtcdStorage {
         let mut last = None;
         for _ in 0..self.shared.channels.len() {
             let (index, channel) = self.channel();
-            let (error, never_sent) = match tokio::time::timeout_at(deadline, call(channel)).await {
-                Ok(Ok(response)) => return Ok(response.into_inner()),
-                Ok(Err(status)) => (self.failure(index, &status), never_sent(&status)),
-                Err(_) => return Err(self.timeout(index, what)),
+            let status = match tokio::time::timeout_at(deadline, call(channel)).await {
+                Ok(Ok(response)) => {
+                    self.record(Ok(()));
+                    return Ok(response.into_inner());
+                }
+                Ok(Err(status)) => status,
+                Err(_) => {
+                    let error = self.timeout(index, what);
+                    self.leave(index, &error);
+                    return Err(error);
+                }
             };
-            if !matches!(error, StorageError::Unavailable(_)) || !(retry || never_sent) {
+            let message = match status_error(&status) {
+                StorageError::Unavailable(message) => {
+                    format!("etcd {}: {message}", self.shared.endpoints[index])
+                }
+                other => return Err(other),
+            };
+            let error = if read || not_processed(&status) {
+                StorageError::Unavailable(message)
+            } else {
+                StorageError::OutcomeUnknown(message)
+            };
+            self.leave(index, &error);
+            if let StorageError::OutcomeUnknown(_) = error {
                 return Err(error);
             }
             last = Some(error);
         }
         Err(last.unwrap_or_else(|| StorageError::Unavailable("no etcd endpoint".to_owned())))
-    }
-
-    /// The storage error of a failed call to endpoint `index`; an unavailable endpoint
-    /// sends later calls to the next one.
-    fn failure(&self, index: usize, status: &tonic::Status) -> StorageError {
-        match status_error(status) {
-            StorageError::Unavailable(message) => {
-                self.move_on_from(index);
-                StorageError::Unavailable(format!(
-                    "etcd {}: {message}",
-                    self.shared.endpoints[index]
-                ))
-            }
-            other => other,
-        }
     }
 
     fn timeout(&self, index: usize, what: &str) -> StorageError {
@@ -284,18 +325,49 @@ impl EtcdStorage {
         ))
     }
 
-    /// Sends later calls to the next endpoint, unless another call already moved on.
-    fn move_on_from(&self, index: usize) {
-        let next = (index + 1) % self.shared.channels.len();
-        let _ =
-            self.shared
-                .current
-                .compare_exchange(index, next, Ordering::Relaxed, Ordering::Relaxed);
+    /// Records the failure of member `index` and sends later calls to the next member,
+    /// unless another call already moved on; logs the move.
+    fn leave(&self, index: usize, error: &StorageError) {
+        self.record(Err(error.clone()));
+        let count = self.shared.channels.len();
+        if count < 2 {
+            return;
+        }
+        let next = (index + 1) % count;
+        let moved = self
+            .shared
+            .current
+            .compare_exchange(index, next, Ordering::Relaxed, Ordering::Relaxed)
+            .is_ok();
+        if moved {
+            tracing::warn!(
+                from = %self.shared.endpoints[index],
+                to = %self.shared.endpoints[next],
+                %error,
+                "etcd: moving to another member"
+            );
+        }
     }
 
     fn channel(&self) -> (usize, Channel) {
         let index = self.shared.current.load(Ordering::Relaxed) % self.shared.channels.len();
         (index, self.shared.channels[index].clone())
+    }
+
+    /// Keeps the outcome of the latest call as the last known health (`ready`).
+    fn record(&self, outcome: Result<(), StorageError>) {
+        if let Ok(mut health) = self.shared.health.lock() {
+            *health = outcome;
+        }
+    }
+
+    fn last_known_health(&self) -> Result<(), StorageError> {
+        match self.shared.health.lock() {
+            Ok(health) => health.clone(),
+            Err(_) => Err(StorageError::Internal(
+                "etcd health state poisoned".to_owned(),
+            )),
+        }
     }
 
     async fn range(
@@ -310,6 +382,7 @@ impl EtcdStorage {
     }
 
     async fn txn(&self, request: TxnRequest) -> Result<TxnResponse, StorageError> {
+        // `read: false`: a write that reached etcd is not sent again here.
         self.call("txn", false, |channel| {
             let request = request.clone();
             async move { kv_client(channel).txn(with_leader(request)).await }
@@ -318,18 +391,26 @@ impl EtcdStorage {
     }
 
     /// A conditional write whose outcome etcd may not have told (the connection to the
-    /// member died with it in flight: applied or not): sent once more, to the next
-    /// member. Its compare then fails if the first one was applied, which the caller
-    /// recognises by finding its own bytes stored.
-    /// `true` with the response when it is the second attempt's.
+    /// member broke with it in flight, or etcd timed it out: applied or not): sent once
+    /// more, to the next member. Its compare then fails if the first one was applied,
+    /// which the caller recognises by finding its own bytes stored.
+    /// `true` with the response when it is the second attempt's. When the second
+    /// attempt is not processed either, the outcome stays unknown: never `Unavailable`,
+    /// since the first may have been applied.
     async fn txn_once_more_if_unknown(
         &self,
         request: TxnRequest,
     ) -> Result<(TxnResponse, bool), StorageError> {
         match self.txn(request.clone()).await {
-            Err(StorageError::Unavailable(first)) => {
+            Err(StorageError::OutcomeUnknown(first)) => {
                 tracing::debug!(error = %first, "etcd write outcome unknown; sending it again");
-                Ok((self.txn(request).await?, true))
+                match self.txn(request).await {
+                    Ok(response) => Ok((response, true)),
+                    Err(StorageError::Unavailable(second)) => Err(StorageError::OutcomeUnknown(
+                        format!("{first}; sent again: {second}"),
+                    )),
+                    Err(err) => Err(err),
+                }
             }
             other => Ok((other?, false)),
         }
@@ -412,13 +493,26 @@ impl EtcdStorage {
             let error = match tokio::time::timeout_at(deadline, open_watch(channel, create.clone()))
                 .await
             {
-                Ok(Ok(opened)) => return Ok(opened),
-                Ok(Err(status)) => self.failure(index, &status),
-                Err(_) => return Err(self.timeout(index, "a watch")),
+                Ok(Ok((mut opened, revision))) => {
+                    self.record(Ok(()));
+                    opened.member = index;
+                    return Ok((opened, revision));
+                }
+                Ok(Err(status)) => match status_error(&status) {
+                    StorageError::Unavailable(message) => StorageError::Unavailable(format!(
+                        "etcd {}: {message}",
+                        self.shared.endpoints[index]
+                    )),
+                    other => return Err(other),
+                },
+                Err(_) => {
+                    let error = self.timeout(index, "a watch");
+                    self.leave(index, &error);
+                    return Err(error);
+                }
             };
-            if !matches!(error, StorageError::Unavailable(_)) {
-                return Err(error);
-            }
+            // Opening a watch changes nothing: another member may be asked.
+            self.leave(index, &error);
             last = Some(error);
         }
         Err(last.unwrap_or_else(|| StorageError::Unavailable("no etcd endpoint".to_owned())))
@@ -448,6 +542,7 @@ async fn open_watch(
                     OpenWatch {
                         responses,
                         requests,
+                        member: 0,
                     },
                     revision,
                 ));
@@ -472,6 +567,8 @@ fn watch_client(channel: Channel) -> WatchClient<Channel> {
 struct OpenWatch {
     responses: tonic::Streaming<WatchResponse>,
     requests: mpsc::Sender<WatchRequest>,
+    /// The index of the member it is open on.
+    member: usize,
 }
 
 #[async_trait]
@@ -649,6 +746,7 @@ impl Storage for EtcdStorage {
         );
         ticker.set_missed_tick_behavior(MissedTickBehavior::Delay);
         let watcher = Watcher {
+            storage: self.clone(),
             open,
             seen: if after == 0 { current } else { after },
             pending: VecDeque::new(),
@@ -675,14 +773,32 @@ impl Storage for EtcdStorage {
         header_revision(response.header.as_ref())
     }
 
+    /// Probes etcd with a linearizable read (it needs a leader and a quorum, like
+    /// kube's etcd check), but answers within [`READY_ANSWER`] whatever etcd does: a
+    /// probe that takes longer goes on in the background, and the answer is the last
+    /// known state (the outcome of the latest call), so health endpoints never hang on
+    /// a hung member.
     async fn ready(&self) -> Result<(), StorageError> {
-        // A linearizable read needs a leader and a quorum, like kube's etcd check.
-        self.current_revision().await.map(|_| ())
+        if self.shared.probing.swap(true, Ordering::AcqRel) {
+            return self.last_known_health();
+        }
+        let storage = self.clone();
+        let probe = tokio::spawn(async move {
+            let outcome = storage.current_revision().await.map(|_| ());
+            storage.shared.probing.store(false, Ordering::Release);
+            outcome
+        });
+        match tokio::time::timeout(READY_ANSWER, probe).await {
+            Ok(Ok(outcome)) => outcome,
+            _ => self.last_known_health(),
+        }
     }
 }
 
 /// The state of one watch stream.
 struct Watcher {
+    /// Told when the member fails the watch, so later calls go elsewhere.
+    storage: EtcdStorage,
     open: OpenWatch,
     /// Every change up to this revision under the prefix was sent.
     seen: Revision,
@@ -720,6 +836,9 @@ impl Watcher {
                     };
                     if let Err(err) = outcome {
                         self.ended = true;
+                        if let StorageError::Unavailable(_) = err {
+                            self.storage.leave(self.open.member, &err);
+                        }
                         return Some(Err(err));
                     }
                 }
@@ -728,10 +847,15 @@ impl Watcher {
                     match self.unanswered_since {
                         Some(since) if now - since > self.timeout => {
                             self.ended = true;
-                            return Some(Err(StorageError::Timeout(format!(
-                                "etcd sent nothing on a watch for {:?}",
+                            let member = self.open.member;
+                            let err = StorageError::Timeout(format!(
+                                "etcd {} sent nothing on a watch for {:?}",
+                                self.storage.shared.endpoints[member],
                                 now - since
-                            ))));
+                            ));
+                            // A silent member is likely hung: leave it now.
+                            self.storage.leave(member, &err);
+                            return Some(Err(err));
                         }
                         Some(_) => {}
                         None => self.unanswered_since = Some(now),
@@ -871,6 +995,10 @@ fn status_error(status: &tonic::Status) -> StorageError {
             StorageError::TooLarge(super::REQUEST_TOO_LARGE.into())
         }
         Code::Unavailable | Code::Cancelled => StorageError::Unavailable(describe(status)),
+        // Refused before being processed, like `no leader`.
+        Code::ResourceExhausted if message == "etcdserver: too many requests" => {
+            StorageError::Unavailable(describe(status))
+        }
         // Errors raised in this process (connection lost mid-call) carry their cause;
         // errors etcd sent do not.
         _ if std::error::Error::source(status).is_some() => {
@@ -878,6 +1006,25 @@ fn status_error(status: &tonic::Status) -> StorageError {
         }
         _ => StorageError::Internal(format!("etcd: {message}")),
     }
+}
+
+/// Whether etcd certainly did not act on a failed call: it never reached etcd
+/// (`never_sent`), or etcd refused it before processing it: a member without a leader
+/// fails calls carrying `hasleader` in its interceptor, and an overloaded one refuses
+/// new proposals. Anything else etcd or the connection reports may follow a write
+/// that was applied (`etcdserver: request timed out`, a stream reset mid-call).
+fn not_processed(status: &tonic::Status) -> bool {
+    let from_etcd = std::error::Error::source(status).is_none();
+    never_sent(status)
+        || from_etcd
+            && matches!(
+                (status.code(), status.message()),
+                (tonic::Code::Unavailable, "etcdserver: no leader")
+                    | (
+                        tonic::Code::ResourceExhausted,
+                        "etcdserver: too many requests"
+                    )
+            )
 }
 
 /// Whether a failed call never reached etcd: the channel could not connect (refused,
@@ -1105,9 +1252,20 @@ mod tests {
             .expect_err("nothing listens");
         assert_eq!(status.code(), tonic::Code::Unavailable);
         assert!(never_sent(&status), "{}", describe(&status));
-        // An error etcd itself sent is not one.
+        assert!(not_processed(&status));
+        // An error etcd itself sent is not one; only the refusals before processing
+        // count as not processed.
         assert!(!never_sent(&tonic::Status::unavailable(
             "etcdserver: leader changed"
+        )));
+        assert!(not_processed(&tonic::Status::unavailable(
+            "etcdserver: no leader"
+        )));
+        assert!(not_processed(&tonic::Status::resource_exhausted(
+            "etcdserver: too many requests"
+        )));
+        assert!(!not_processed(&tonic::Status::unavailable(
+            "etcdserver: request timed out"
         )));
     }
 }

@@ -11,7 +11,7 @@ pub mod contract;
 pub mod etcd;
 pub mod memory;
 
-use crate::status::{GroupResource, Status};
+use crate::status::{Details, GroupResource, Status};
 use async_trait::async_trait;
 use futures::stream::BoxStream;
 
@@ -127,12 +127,18 @@ pub enum StorageError {
     /// by default; the embedded store keeps the same limit): 413.
     #[error("{0}")]
     TooLarge(String),
-    /// The backend cannot be reached (503).
+    /// The backend did not process the request: it could not be reached, or it refused
+    /// the request before acting on it (503 with `Retry-After`: safe to send again).
     #[error("storage unavailable: {0}")]
     Unavailable(String),
-    /// The backend did not answer in time (504).
+    /// The backend did not answer in time; a write may or may not have been applied (504).
     #[error("storage timeout: {0}")]
     Timeout(String),
+    /// A write reached the backend and then failed without saying whether it was applied
+    /// (the connection broke with it in flight, etcd's `request timed out`): 500, never
+    /// a 503, so clients do not repeat a write that may have happened.
+    #[error("storage outcome unknown: {0}")]
+    OutcomeUnknown(String),
     /// Anything else (500).
     #[error("storage error: {0}")]
     Internal(String),
@@ -183,7 +189,17 @@ pub trait Storage: Send + Sync + 'static {
     async fn ready(&self) -> Result<(), StorageError>;
 }
 
+/// `Retry-After` seconds of a 503 for a request storage did not process: about one
+/// etcd election.
+pub const UNAVAILABLE_RETRY_AFTER_SECONDS: i64 = 1;
+
 /// Turn a storage failure into the `Status` kube returns for it.
+///
+/// Failures follow one rule: only a request storage certainly did not process answers
+/// 503 `ServiceUnavailable` with `Retry-After` (clients, client-go among them, send it
+/// again); one whose outcome is unknown answers 504 `Timeout` (no answer in time) or
+/// 500 `InternalError` (the connection broke with it in flight, etcd's own
+/// `etcdserver: request timed out`), without `Retry-After`.
 pub fn storage_status(err: StorageError, gr: &GroupResource, name: &str) -> Status {
     match err {
         StorageError::AlreadyExists(_) => Status::already_exists(gr, name),
@@ -199,8 +215,16 @@ pub fn storage_status(err: StorageError, gr: &GroupResource, name: &str) -> Stat
             Status::too_large_resource_version(requested, current, 0)
         }
         StorageError::TooLarge(m) => Status::request_entity_too_large(m),
-        StorageError::Unavailable(m) => Status::service_unavailable(m),
+        StorageError::Unavailable(m) => {
+            let mut status = Status::service_unavailable(m);
+            status.details = Some(Box::new(Details {
+                retry_after_seconds: Some(UNAVAILABLE_RETRY_AFTER_SECONDS),
+                ..Details::default()
+            }));
+            status
+        }
         StorageError::Timeout(m) => Status::timeout(m),
+        StorageError::OutcomeUnknown(m) => Status::internal(m),
         StorageError::Internal(m) => Status::internal(m),
     }
 }

@@ -73,9 +73,9 @@ async fn run(store: &Store, probe: Probe) -> Outcome {
 /// returned are quoted.
 fn storage_failure(e: &StorageError) -> String {
     match e {
-        StorageError::Unavailable(_) | StorageError::Timeout(_) => {
-            "context deadline exceeded".to_string()
-        }
+        StorageError::Unavailable(_)
+        | StorageError::Timeout(_)
+        | StorageError::OutcomeUnknown(_) => "context deadline exceeded".to_string(),
         other => other.to_string(),
     }
 }
