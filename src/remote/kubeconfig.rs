@@ -171,7 +171,7 @@ impl Kubeconfig {
         let builder = if self.insecure {
             builder
                 .dangerous()
-                .with_custom_certificate_verifier(Arc::new(SkipVerify(provider)))
+                .with_custom_certificate_verifier(Arc::new(crate::tls::SkipVerify(provider)))
         } else {
             let mut roots = rustls::RootCertStore::empty();
             if let Some(pem) = &self.ca_pem {
@@ -192,55 +192,6 @@ impl Kubeconfig {
             }
             None => Ok(builder.with_no_client_auth()),
         }
-    }
-}
-
-/// `insecure-skip-tls-verify`: any certificate; handshake signatures still checked.
-#[derive(Debug)]
-struct SkipVerify(Arc<rustls::crypto::CryptoProvider>);
-
-impl rustls::client::danger::ServerCertVerifier for SkipVerify {
-    fn verify_server_cert(
-        &self,
-        _: &CertificateDer<'_>,
-        _: &[CertificateDer<'_>],
-        _: &rustls::pki_types::ServerName<'_>,
-        _: &[u8],
-        _: rustls::pki_types::UnixTime,
-    ) -> Result<rustls::client::danger::ServerCertVerified, rustls::Error> {
-        Ok(rustls::client::danger::ServerCertVerified::assertion())
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &rustls::DigitallySignedStruct,
-    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls12_signature(
-            message,
-            cert,
-            dss,
-            &self.0.signature_verification_algorithms,
-        )
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &rustls::DigitallySignedStruct,
-    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls13_signature(
-            message,
-            cert,
-            dss,
-            &self.0.signature_verification_algorithms,
-        )
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
-        self.0.signature_verification_algorithms.supported_schemes()
     }
 }
 
