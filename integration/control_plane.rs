@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::{describe_output, poll, Etcd, TestServer};
+use common::{describe_output, json_accept, poll, Etcd, TestServer};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -663,5 +663,60 @@ fn component_status_of_a_stopped_etcd_is_kubes_failed_probe() {
             && row.contains("Unhealthy")
             && row.ends_with("error getting data from etcd: context deadline exceeded"),
         "{out}"
+    );
+}
+
+#[test]
+fn namespace_lifecycle_refuses_content_in_missing_and_terminating_namespaces() {
+    let server = TestServer::start();
+    let http = server.http();
+    let cm =
+        |name: &str| json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}});
+    let r = http.send_json("POST", "/api/v1/namespaces/nowhere/configmaps", &cm("a"));
+    assert_eq!(r.status, 404, "{}", r.text());
+    assert_eq!(
+        r.json().expect("status")["message"],
+        "namespaces \"nowhere\" not found"
+    );
+    // A finalizer of its own keeps the namespace terminating once deleted.
+    let ns = json!({"apiVersion": "v1", "kind": "Namespace",
+        "metadata": {"name": "leaving", "finalizers": ["example.com/hold"]}});
+    assert_eq!(
+        http.send_json("POST", "/api/v1/namespaces", &ns).status,
+        201
+    );
+    let r = http.send_json(
+        "POST",
+        "/api/v1/namespaces/leaving/configmaps",
+        &cm("before"),
+    );
+    assert_eq!(r.status, 201, "{}", r.text());
+    let r = http
+        .request(
+            "DELETE",
+            "/api/v1/namespaces/leaving",
+            &[],
+            &json_accept(),
+            None,
+        )
+        .expect("DELETE");
+    assert_eq!(r.status, 200, "{}", r.text());
+    let refused = poll(Duration::from_secs(10), || {
+        let r = http.send_json(
+            "POST",
+            "/api/v1/namespaces/leaving/configmaps",
+            &cm("after"),
+        );
+        (r.status == 403).then(|| r.json().expect("status"))
+    })
+    .expect("a terminating namespace refuses new content");
+    assert_eq!(
+        refused["message"],
+        "configmaps \"after\" is forbidden: unable to create new content in namespace leaving because it is being terminated"
+    );
+    assert_eq!(
+        refused["details"]["causes"],
+        json!([{"reason": "NamespaceTerminating", "message": "namespace leaving is being terminated",
+                "field": "metadata.namespace"}])
     );
 }

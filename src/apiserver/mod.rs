@@ -829,37 +829,28 @@ impl ApiServer {
         if !self.admission.plugin_enabled("NamespaceLifecycle") {
             return Ok(());
         }
-        let ns = if let Some(view) = &self.core_view {
+        let not_found = || Status::not_found(&GroupResource::new("", "namespaces"), namespace);
+        let terminating = if let Some(view) = &self.core_view {
             match view
                 .namespace(&self.namespaces.descriptor().key_root, namespace)
                 .await
             {
-                Ok(Some(ns)) => ns,
-                Ok(None) => {
-                    return Err(Status::not_found(
-                        &GroupResource::new("", "namespaces"),
-                        namespace,
-                    ))
-                }
+                Ok(Some(ns)) => object::is_terminating(&ns),
+                Ok(None) => return Err(not_found()),
                 Err(e) => return Err(Status::internal(e.to_string())),
             }
         } else {
             match self
                 .store
-                .get(self.namespaces.as_ref(), "", namespace)
+                .terminating(self.namespaces.as_ref(), "", namespace)
                 .await
             {
-                Ok(ns) => ns,
-                Err(s) if s.code == 404 => {
-                    return Err(Status::not_found(
-                        &GroupResource::new("", "namespaces"),
-                        namespace,
-                    ))
-                }
+                Ok(t) => t,
+                Err(s) if s.code == 404 => return Err(not_found()),
                 Err(s) => return Err(s),
             }
         };
-        if object::is_terminating(&ns) {
+        if terminating {
             let mut s = Status::forbidden(
                 gr,
                 name,

@@ -400,6 +400,38 @@ impl Store {
         Ok(bytes)
     }
 
+    /// Whether the stored object `namespace/name` of `kind` is being deleted (has a
+    /// `deletionTimestamp`); 404 when absent. Reads only the stored metadata's one
+    /// field, not the whole object (namespace lifecycle asks this on every create).
+    pub async fn terminating(
+        &self,
+        kind: &dyn ResourceKind,
+        namespace: &str,
+        name: &str,
+    ) -> Result<bool, Status> {
+        #[derive(serde::Deserialize)]
+        struct Meta {
+            #[serde(rename = "deletionTimestamp")]
+            deletion_timestamp: Option<serde::de::IgnoredAny>,
+        }
+        #[derive(serde::Deserialize)]
+        struct Head {
+            metadata: Option<Meta>,
+        }
+        let d = kind.descriptor();
+        let kv = self
+            .storage
+            .get(&d.key(namespace, name))
+            .await
+            .map_err(|e| storage_status(e, &d.gr, name))?
+            .ok_or_else(|| Status::not_found(&d.gr, name))?;
+        let head: Head = crate::codec::decode_stored_json(&kv.value)
+            .map_err(|e| Status::internal(format!("decoding stored object {}: {e}", kv.key)))?;
+        Ok(head
+            .metadata
+            .is_some_and(|m| m.deletion_timestamp.is_some()))
+    }
+
     /// The stored entry at `key` and its object decorated for reading; 404 when absent.
     async fn read(
         &self,
