@@ -112,11 +112,6 @@ impl PublicKey {
         &self.kid
     }
 
-    /// Whether this is an RSA key.
-    pub fn is_rsa(&self) -> bool {
-        matches!(self.kind, PublicKind::Rsa { .. })
-    }
-
     /// Whether `sig` is this key's JWS signature of `message` with `alg` (go-jose
     /// fails every mismatch alike: an algorithm not of this key's type included).
     pub fn verifies(&self, alg: &str, message: &[u8], sig: &[u8]) -> bool {

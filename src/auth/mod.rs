@@ -333,12 +333,6 @@ pub struct Authenticator {
 }
 
 impl Authenticator {
-    /// Whether any authenticator reads client certificates (the TLS server then asks
-    /// clients for one).
-    pub fn wants_client_certificates(&self) -> bool {
-        self.request_header.is_some() || self.client_ca.is_some()
-    }
-
     /// The CAs whose names the TLS server hints to clients asking for a certificate.
     pub fn client_ca_subjects(&self) -> Vec<rustls::DistinguishedName> {
         let mut out = Vec::new();

@@ -82,11 +82,6 @@ impl Informer {
         self.objects.read().ok().and_then(|m| m.get(key).cloned())
     }
 
-    /// Whether the first list has been cached.
-    pub fn has_synced(&self) -> bool {
-        *self.synced.borrow()
-    }
-
     /// Wait until the first list has been cached.
     pub async fn wait_synced(&self) {
         let mut rx = self.synced.subscribe();

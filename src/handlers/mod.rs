@@ -23,7 +23,7 @@ use crate::http::ApiRequest;
 use crate::rest::store::Written;
 use crate::rest::{FieldValidation, ResourceKind, WriteOptions};
 use crate::status::{GroupResource, Status};
-use http::{Method, Response, StatusCode};
+use http::{Response, StatusCode};
 use serde_json::{json, Value};
 use std::sync::Arc;
 
@@ -386,11 +386,6 @@ pub fn partial_metadata_form_mismatch(kind: &dyn ResourceKind, asked_list: bool)
         format!("you requested PartialObjectMetadata, but the requested object is a list (*{package}.{name}List)")
     };
     Status::not_acceptable(message)
-}
-
-/// True for the methods that carry a body.
-pub fn has_body(m: &Method) -> bool {
-    matches!(*m, Method::POST | Method::PUT | Method::PATCH)
 }
 
 /// kube's extra check when an update or an apply creates the object: the user must

@@ -469,11 +469,6 @@ impl Store {
             .map_err(|e| storage_status(e, &GroupResource::default(), ""))
     }
 
-    /// Whether a stored object exists (no decoration).
-    pub async fn get_raw(&self, key: &str) -> Result<Option<KeyValue>, StorageError> {
-        self.storage.get(key).await
-    }
-
     /// List objects with selectors and pagination.
     pub async fn list(
         &self,
