@@ -628,6 +628,49 @@ fn delegated_to_another_instance_authentication_authorization_namespaces_and_adm
         lifted.is_some(),
         "the binding's deletion on the core never took effect"
     );
+    // CEL's `authorizer` in the core's policy asks the core (SubjectAccessReview) from
+    // the aggregated server: alice may not impersonate, the admin may.
+    let r = pair.admin(
+        "POST",
+        &format!("{admission}/validatingadmissionpolicies"),
+        Some(&json!({"metadata": {"name": "guarded"}, "spec": {
+            "matchConstraints": {"resourceRules": [{"apiGroups": ["example.com"], "apiVersions": ["*"],
+                "operations": ["CREATE"], "resources": ["widgets"]}]},
+            "validations": [{"expression": "object.metadata.name != 'guarded' || authorizer.group('').resource('users').check('impersonate').allowed()",
+                             "message": "only impersonators may create guarded widgets"}]}})),
+    );
+    assert_eq!(r.status, 201, "{}", r.text());
+    let r = pair.admin(
+        "POST",
+        &format!("{admission}/validatingadmissionpolicybindings"),
+        Some(&json!({"metadata": {"name": "guarded"}, "spec": {
+            "policyName": "guarded", "validationActions": ["Deny"]}})),
+    );
+    assert_eq!(r.status, 201, "{}", r.text());
+    let denied = poll(Duration::from_secs(10), || {
+        let r = send(
+            &agg,
+            Some("alice-token"),
+            "POST",
+            WIDGETS_DEFAULT,
+            Some(&widget("guarded", "red")),
+        );
+        (r.status == 422).then(|| r.json().expect("status"))
+    })
+    .expect("the core's policy with an authorizer check applies");
+    assert_eq!(
+        denied["message"],
+        "widgets.example.com \"guarded\" is forbidden: ValidatingAdmissionPolicy 'guarded' with binding 'guarded' denied request: only impersonators may create guarded widgets"
+    );
+    let r = send(
+        &agg,
+        Some("admin-token"),
+        "POST",
+        WIDGETS_DEFAULT,
+        Some(&widget("guarded", "red")),
+    );
+    assert_eq!(r.status, 201, "{}", r.text());
+
     // A validating webhook configured on the core is called for writes on the
     // aggregated server, with the user the aggregated server authenticated.
     let hook = HttpsWebhookServer::start(Arc::new(|_, review: &Value| {

@@ -15,8 +15,8 @@ use std::sync::Arc;
 pub use apimachinery::access::{Attributes, Decision};
 
 /// The server's authorizer answering CEL's `authorizer` library, which asks while an
-/// expression evaluates: kube's authorizers (and this server's) answer without waiting,
-/// so the answer is taken at the first poll.
+/// expression evaluates: kube's local authorizers answer without waiting, so the answer
+/// is taken at the first poll; a delegated one (SubjectAccessReview) is waited for.
 pub struct SyncAccess(pub Arc<dyn Authorizer>);
 
 impl apimachinery::access::AccessCheck for SyncAccess {
@@ -28,7 +28,14 @@ impl apimachinery::access::AccessCheck for SyncAccess {
         let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
         match fut.as_mut().poll(&mut cx) {
             std::task::Poll::Ready(answer) => Ok(answer),
-            std::task::Poll::Pending => Err(apimachinery::access::AccessError::NotReady),
+            // An authorizer that asks over the network (`--authorization-kubeconfig`):
+            // wait for it where the runtime lets a worker block (the server's does).
+            std::task::Poll::Pending => match tokio::runtime::Handle::try_current() {
+                Ok(h) if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
+                    Ok(tokio::task::block_in_place(|| h.block_on(fut)))
+                }
+                _ => Err(apimachinery::access::AccessError::NotReady),
+            },
         }
     }
 }
