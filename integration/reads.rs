@@ -146,3 +146,64 @@ fn cached_reads_equal_fresh_ones_and_follow_writes_and_schema_changes() {
     assert_eq!(r.status, 200, "{}", r.text());
     assert_eq!(get(&format!("{GADGETS}/g3")).status, 404);
 }
+
+#[test]
+fn unsupported_field_labels_are_400_before_anything_is_listed() {
+    let server = TestServer::start_with(&[
+        "--load",
+        &common::testdata_dir().join("crds").display().to_string(),
+    ]);
+    let http = server.http();
+    // Nothing to look at: kube still refuses the label when it decodes the request.
+    let cases = [
+        (
+            "/apis/example.com/v1/namespaces/default/widgets?fieldSelector=spec.bogus%3D1",
+            "field label not supported: spec.bogus",
+        ),
+        (
+            "/api/v1/namespaces/default/configmaps?fieldSelector=bogus%3D1",
+            "\"bogus\" is not a known field selector: only \"metadata.name\", \"metadata.namespace\"",
+        ),
+        (
+            "/api/v1/namespaces/default/configmaps?watch=true&timeoutSeconds=1&fieldSelector=bogus%3D1",
+            "\"bogus\" is not a known field selector: only \"metadata.name\", \"metadata.namespace\"",
+        ),
+    ];
+    for (path, message) in cases {
+        let r = http.get(path);
+        assert_eq!(r.status, 400, "{path}: {}", r.text());
+        assert_eq!(r.json().expect("status")["message"], message, "{path}");
+    }
+    // A cluster-scoped custom resource has no `metadata.namespace` label (kube's CR
+    // label conversion).
+    let dials = json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "dials.reads.example.com"},
+        "spec": {"group": "reads.example.com", "scope": "Cluster",
+            "names": {"plural": "dials", "singular": "dial", "kind": "Dial"},
+            "versions": [{"name": "v1", "served": true, "storage": true,
+                "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]}});
+    assert_eq!(http.send_json("POST", CRDS, &dials).status, 201);
+    let served = common::poll(std::time::Duration::from_secs(10), || {
+        (http.get("/apis/reads.example.com/v1/dials").status == 200).then_some(())
+    });
+    assert!(served.is_some());
+    let r = http.get("/apis/reads.example.com/v1/dials?fieldSelector=metadata.namespace%3Dx");
+    assert_eq!(r.status, 400, "{}", r.text());
+    assert_eq!(
+        r.json().expect("status")["message"],
+        "field label not supported: metadata.namespace"
+    );
+    assert_eq!(
+        http.get("/apis/reads.example.com/v1/dials?fieldSelector=metadata.name%3Dx")
+            .status,
+        200
+    );
+    // Supported labels list as ever.
+    for path in [
+        "/apis/example.com/v1/namespaces/default/widgets?fieldSelector=spec.color%3Dred",
+        "/api/v1/namespaces/default/configmaps?fieldSelector=metadata.name%3Dx",
+        "/api/v1/pods?fieldSelector=spec.nodeName%3Dn1",
+    ] {
+        assert_eq!(http.get(path).status, 200, "{path}");
+    }
+}

@@ -200,6 +200,7 @@ pub async fn list(
     kind: &dyn ResourceKind,
 ) -> Result<Response<Body>, Status> {
     let mut opts = list_options(req)?;
+    check_field_labels(kind, &opts)?;
     opts.encoded = req.output == Output::Json;
     not_older_than(api, req).await?;
     let page = api.store.list(kind, &req.info.namespace, &opts).await?;
@@ -207,6 +208,18 @@ pub async fn list(
         return Ok(encoded_list_reply(kind, encoded, list_meta(&page)));
     }
     list_reply(req, kind, &page.items, list_meta(&page))
+}
+
+/// kube converts a `fieldSelector`'s labels for the kind when it decodes the request,
+/// so an unsupported label is a 400 whether or not any object would be looked at.
+pub fn check_field_labels(kind: &dyn ResourceKind, opts: &ListOptions) -> Result<(), Status> {
+    match &opts.fields {
+        Some(fields) => kind
+            .strategy()
+            .check_field_labels(fields, kind.descriptor().namespaced)
+            .map_err(|e| Status::bad_request(e.to_string())),
+        None => Ok(()),
+    }
 }
 
 /// A JSON list of items encoded already: the bytes [`list_reply`] would send for them

@@ -147,6 +147,7 @@ pub async fn watch(
         ));
     }
     let mut opts = list_options(req)?;
+    super::read::check_field_labels(kind, &opts)?;
     if !req.info.name.is_empty() {
         // Legacy `/watch/.../{name}`: a watch of one object.
         let sel = format!("metadata.name={}", req.info.name);

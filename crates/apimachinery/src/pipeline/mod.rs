@@ -215,6 +215,16 @@ impl Strategy for VersionSchema {
     ) -> Result<Option<String>, crate::selector::SelectorError> {
         crate::selector::fields::cr_field_value(obj, field, &self.selectable_fields)
     }
+
+    fn check_field_labels(
+        &self,
+        selector: &crate::selector::FieldSelector,
+        namespaced: bool,
+    ) -> Result<(), crate::selector::SelectorError> {
+        // kube's custom resource label conversion: no `metadata.namespace` on a
+        // cluster-scoped kind.
+        selector.check_custom_resource_labels(namespaced, &self.selectable_fields)
+    }
 }
 
 /// What the managedFields of a write describe (server-side apply needs the same).

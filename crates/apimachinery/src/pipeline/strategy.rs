@@ -147,6 +147,23 @@ pub trait Strategy: Send + Sync {
     ) -> Result<Option<String>, crate::selector::SelectorError> {
         crate::selector::fields::cr_field_value(obj, field, &[])
     }
+
+    /// Whether every label of `selector` is one the kind supports, as kube converts them
+    /// when it decodes a list or watch request (before any object is looked at);
+    /// `namespaced` is the kind's scope. A label's support depends on its name only, so
+    /// by default [`Strategy::field_value`] is asked on an empty object.
+    fn check_field_labels(
+        &self,
+        selector: &crate::selector::FieldSelector,
+        namespaced: bool,
+    ) -> Result<(), crate::selector::SelectorError> {
+        let _ = namespaced;
+        let empty = Value::Object(Default::default());
+        for r in selector.requirements() {
+            self.field_value(&empty, &r.field)?;
+        }
+        Ok(())
+    }
 }
 
 /// The schema of objects without one: anything goes, as unknown fields.
