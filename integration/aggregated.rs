@@ -87,7 +87,7 @@ fn behind_kube_aggregator_discovery_openapi_and_proxied_requests_work_for_the_fo
         common::testdata("crds/widgets.yaml"),
     )
     .unwrap();
-    // The flags of the README's "Behind a real cluster".
+    // The front-proxy flags of the README's "Aggregated API server" (own RBAC).
     let server = TestServer::start_secure(&[
         "--requestheader-client-ca-file",
         ca_file.to_str().unwrap(),
