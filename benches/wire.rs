@@ -388,6 +388,25 @@ async fn seed(client: &Client, namespace: &str, objects: usize) {
     }
 }
 
+/// GETs of the 1,000 seeded objects under `base`, spread over the connections.
+fn gets(base: &str) -> impl Fn(usize, u64, &Bytes) -> Req + Send + Sync + 'static {
+    let base = base.to_string();
+    move |c, i, _| Req::get(format!("{base}/g{}", (c * 31 + i as usize) % 1000))
+}
+
+/// Creates of new objects under `base`, a name per connection and request.
+fn creates(base: &str) -> impl Fn(usize, u64, &Bytes) -> Req + Send + Sync + 'static {
+    let base = base.to_string();
+    move |c, i, _| {
+        Req::json(
+            http::Method::POST,
+            base.clone(),
+            "application/json",
+            &gadget(&format!("new-{c}-{i}"), i),
+        )
+    }
+}
+
 fn resource_version(body: &Bytes) -> String {
     serde_json::from_slice::<Value>(body)
         .ok()
@@ -430,11 +449,7 @@ async fn memory_phases(connections: usize, seconds: Duration) {
     .await;
     report("floor (same stack, static)", &floor, None, "");
     if wanted("get") {
-        let path = base.clone();
-        let get = phase(&client, connections, seconds, 200, move |c, i, _| {
-            Req::get(format!("{path}/g{}", (c * 31 + i as usize) % 1000))
-        })
-        .await;
+        let get = phase(&client, connections, seconds, 200, gets(&base)).await;
         report(
             "GET custom resource",
             &get,
@@ -443,16 +458,7 @@ async fn memory_phases(connections: usize, seconds: Duration) {
         );
     }
     if wanted("create") {
-        let path = base.clone();
-        let create = phase(&client, connections, seconds, 201, move |c, i, _| {
-            Req::json(
-                http::Method::POST,
-                path.clone(),
-                "application/json",
-                &gadget(&format!("new-{c}-{i}"), i),
-            )
-        })
-        .await;
+        let create = phase(&client, connections, seconds, 201, creates(&base)).await;
         report(
             "create (full pipeline)",
             &create,
@@ -572,27 +578,14 @@ async fn etcd_phases(connections: usize, seconds: Duration) {
     let client = Client::new(server.addr(), &token_of(&server));
     seed(&client, "bench", 1000).await;
     let base = format!("/apis/{GROUP}/v1/namespaces/bench/{PLURAL}");
-    let path = base.clone();
-    let create = phase(&client, connections, seconds, 201, move |c, i, _| {
-        Req::json(
-            http::Method::POST,
-            path.clone(),
-            "application/json",
-            &gadget(&format!("new-{c}-{i}"), i),
-        )
-    })
-    .await;
+    let create = phase(&client, connections, seconds, 201, creates(&base)).await;
     report(
         "create on etcd",
         &create,
         Some(ceiling),
         "(of etcd's put rate) target >= 3x kube's",
     );
-    let path = base.clone();
-    let get = phase(&client, connections, seconds, 200, move |c, i, _| {
-        Req::get(format!("{path}/g{}", (c * 31 + i as usize) % 1000))
-    })
-    .await;
+    let get = phase(&client, connections, seconds, 200, gets(&base)).await;
     report("GET on etcd", &get, None, "");
     server.shutdown().await;
 }

@@ -161,13 +161,7 @@ fn the_core_aggregates_a_backend_for_its_users() {
         "--enable-aggregator-routing",
     ]);
     let core_ca = kubeconfig_ca(&core).expect("core serving CA");
-    let kubeconfig = std::fs::read_to_string(core.kubeconfig()).unwrap();
-    let admin_token = kubeconfig
-        .lines()
-        .find_map(|l| l.trim().strip_prefix("token: "))
-        .expect("admin token in the kubeconfig")
-        .trim_matches('"')
-        .to_string();
+    let admin_token = common::admin_token(&core);
     let admin = as_user(&core, &core_ca, &admin_token);
     let alice = as_user(&core, &core_ca, "alice-token");
     let bob = as_user(&core, &core_ca, "bob-token");

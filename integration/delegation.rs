@@ -328,17 +328,6 @@ impl Pair {
     }
 }
 
-/// The admin token of a server's own kubeconfig.
-fn admin_token(server: &TestServer) -> String {
-    let text = std::fs::read_to_string(server.kubeconfig()).expect("kubeconfig");
-    let config: Value = serde_norway::from_str(&text).expect("kubeconfig YAML");
-    config
-        .pointer("/users/0/user/token")
-        .and_then(Value::as_str)
-        .expect("token")
-        .to_string()
-}
-
 /// The message of a 403.
 fn forbidden_message(r: &HttpResponse) -> String {
     assert_eq!(r.status, 403, "{}", r.text());
@@ -724,7 +713,7 @@ fn delegated_to_another_instance_authentication_authorization_namespaces_and_adm
     // A policy created on the aggregated server itself (by its own admin) is stored
     // but does not apply while the core is followed: admission configuration is the
     // core's, as with k8s.io/apiserver.
-    let own_admin = admin_token(&pair.aggregated);
+    let own_admin = common::admin_token(&pair.aggregated);
     let r = send(
         &agg,
         Some(&own_admin),

@@ -213,7 +213,7 @@ fn always_deny_names_the_user_in_kubes_403() {
     );
     // The kubeconfig's admin token authenticates as system:admin in system:masters,
     // which kube allows before asking any configured authorizer, AlwaysDeny included.
-    let admin = admin_token(&server);
+    let admin = common::admin_token(&server);
     let r = get_with(
         &http,
         "/api/v1/namespaces",
@@ -222,16 +222,6 @@ fn always_deny_names_the_user_in_kubes_403() {
     assert_eq!(r.status, 200, "{}", r.text());
     assert_eq!(r.json().expect("list")["kind"], "NamespaceList");
     let _ = std::fs::remove_dir_all(&dir);
-}
-
-fn admin_token(server: &TestServer) -> String {
-    let text = std::fs::read_to_string(server.kubeconfig()).expect("kubeconfig");
-    let config: Value = serde_norway::from_str(&text).expect("kubeconfig YAML");
-    config
-        .pointer("/users/0/user/token")
-        .and_then(Value::as_str)
-        .expect("token in the kubeconfig")
-        .to_string()
 }
 
 #[test]
@@ -316,7 +306,7 @@ fn anonymous_auth_off_answers_401_even_for_healthz_and_metrics() {
         assert_eq!(r.status, 401, "{path}: {}", r.text());
         assert_eq!(r.json(), Some(unauthorized_body()));
     }
-    let admin = admin_token(&server);
+    let admin = common::admin_token(&server);
     let r = get_with(
         &http,
         "/api/v1/namespaces",

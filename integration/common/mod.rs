@@ -933,6 +933,17 @@ impl TestCa {
     }
 }
 
+/// The admin bearer token the server put into its kubeconfig (HTTPS servers).
+pub fn admin_token(server: &TestServer) -> String {
+    let text = fs::read_to_string(server.kubeconfig()).expect("kubeconfig");
+    let config: serde_json::Value = serde_norway::from_str(&text).expect("kubeconfig YAML");
+    config
+        .pointer("/users/0/user/token")
+        .and_then(serde_json::Value::as_str)
+        .expect("token in the kubeconfig")
+        .to_string()
+}
+
 /// The serving CA the server put into its kubeconfig (HTTPS servers).
 pub fn kubeconfig_ca(server: &TestServer) -> Option<String> {
     let text = fs::read_to_string(server.kubeconfig()).expect("kubeconfig");
