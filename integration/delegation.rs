@@ -636,12 +636,15 @@ fn delegated_to_another_instance_authentication_authorization_namespaces_and_adm
             "policyName": "guarded", "validationActions": ["Deny"]}})),
     );
     assert_eq!(r.status, 201, "{}", r.text());
+    // Probed as dry runs: a create let through before the policy is followed must not
+    // leave `guarded` behind for the admin's create below.
+    let dry_run = format!("{WIDGETS_DEFAULT}?dryRun=All");
     let denied = poll(Duration::from_secs(10), || {
         let r = send(
             &agg,
             Some("alice-token"),
             "POST",
-            WIDGETS_DEFAULT,
+            &dry_run,
             Some(&widget("guarded", "red")),
         );
         (r.status == 422).then(|| r.json().expect("status"))
