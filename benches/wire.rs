@@ -31,6 +31,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+/// The binary's allocator (`src/main.rs`), so the server is measured as it ships
+/// (remove these two lines to measure glibc's malloc).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 const GROUP: &str = "wire.bench.example.com";
 const PLURAL: &str = "gadgets";
 
@@ -97,6 +102,24 @@ struct Measured {
     p50: Duration,
     p99: Duration,
     errors: u64,
+    /// CPU time of this whole process (server, floor and client) per request: steadier
+    /// than the rate on a shared machine, and the floor's is the client's share.
+    cpu_per_request: Duration,
+}
+
+/// CPU time this process has used (user + system), from `/proc/self/stat`.
+fn process_cpu() -> Duration {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    // Fields after the command name (which may hold spaces): utime and stime are the
+    // 12th and 13th, in clock ticks of 1/100 s on Linux.
+    let rest = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or("");
+    let ticks: u64 = rest
+        .split_whitespace()
+        .skip(11)
+        .take(2)
+        .filter_map(|t| t.parse::<u64>().ok())
+        .sum();
+    Duration::from_millis(ticks * 10)
 }
 
 /// The client: TLS to `addr` (any certificate: the floor and the server are ours),
@@ -189,6 +212,7 @@ where
     let errors = Arc::new(AtomicU64::new(0));
     let deadline = Instant::now() + seconds;
     let started = Instant::now();
+    let cpu_before = process_cpu();
     let mut tasks = Vec::new();
     for c in 0..connections {
         let client = client.clone();
@@ -228,6 +252,7 @@ where
         all.extend(t.await.expect("connection task"));
     }
     let elapsed = started.elapsed();
+    let cpu = process_cpu().saturating_sub(cpu_before);
     all.sort();
     let pct = |p: f64| {
         all.get(((all.len() as f64 * p) as usize).min(all.len().saturating_sub(1)))
@@ -239,6 +264,7 @@ where
         p50: pct(0.50),
         p99: pct(0.99),
         errors: errors.load(Ordering::Relaxed),
+        cpu_per_request: cpu / (all.len().max(1) as u32),
     }
 }
 
@@ -313,10 +339,11 @@ fn report(name: &str, m: &Measured, floor: Option<f64>, target: &str) {
         .map(|f| format!("{:5.1}% of floor", 100.0 * m.rate / f))
         .unwrap_or_default();
     println!(
-        "{name:<28} {:>9.0}/s  p50 {:>7.2} ms  p99 {:>7.2} ms  {ratio:<16} {target}{}",
+        "{name:<28} {:>9.0}/s  p50 {:>7.2} ms  p99 {:>7.2} ms  cpu {:>5.0} us/req  {ratio:<16} {target}{}",
         m.rate,
         m.p50.as_secs_f64() * 1e3,
         m.p99.as_secs_f64() * 1e3,
+        m.cpu_per_request.as_secs_f64() * 1e6,
         if m.errors > 0 {
             format!("  ({} errors)", m.errors)
         } else {

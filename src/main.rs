@@ -6,6 +6,11 @@ use std::io::{IsTerminal, Write};
 use std::net::IpAddr;
 use std::path::PathBuf;
 
+/// mimalloc: requests allocate many small values, and it frees them faster than
+/// glibc's malloc (`benches/wire.rs`, which uses it too, measures the difference).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// How log lines are written to stderr.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 enum LogFormat {

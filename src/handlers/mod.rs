@@ -271,7 +271,14 @@ pub fn decode_object(
         }
     }
     let kind_name = &kind.descriptor().kind;
-    let obj = codec::decode_body(&req.body, ct.unwrap_or("application/json")).map_err(|e| {
+    let json_body = body_type(ct) == BodyType::Json;
+    // A JSON body is read once: the duplicate fields come with the value.
+    let decoded = if json_body {
+        codec::decode_json_with_duplicates(&req.body)
+    } else {
+        codec::decode_body(&req.body, ct.unwrap_or("application/json")).map(|v| (v, Vec::new()))
+    };
+    let (obj, duplicates) = decoded.map_err(|e| {
         Status::bad_request(codec::unrecognized_object_message(kind_name, &e, &req.body))
     })?;
     if !obj.is_object() {
@@ -281,7 +288,6 @@ pub fn decode_object(
             &req.body,
         )));
     }
-    let json_body = body_type(ct) == BodyType::Json;
     // `/scale` bodies are autoscaling/v1 Scales, checked by the scale handler.
     if !is_builtin(kind) && req.info.subresource != "scale" {
         let d = kind.descriptor();
@@ -296,7 +302,7 @@ pub fn decode_object(
         crate::pipeline::decode::metadata_type_check(&obj, (&d.kind, &d.version), false)?;
     }
     if json_body && opts.field_validation != FieldValidation::Ignore {
-        opts.duplicate_fields = codec::find_duplicate_fields(&req.body);
+        opts.duplicate_fields = duplicates;
     }
     Ok(obj)
 }

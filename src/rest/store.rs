@@ -30,12 +30,46 @@ pub fn decode_stored(kv: &KeyValue) -> Result<Value, Status> {
 
 /// Bytes to store: the object without `resourceVersion` (it lives in the revision).
 pub fn encode_for_storage(obj: &Value) -> Vec<u8> {
-    let mut copy = obj.clone();
-    if let Some(m) = copy.get_mut("metadata").and_then(Value::as_object_mut) {
-        m.remove("resourceVersion");
-        m.remove("selfLink");
+    serde_json::to_vec(&StorageForm(obj)).unwrap_or_default()
+}
+
+/// An object serialized as stored, without copying it: `metadata` loses
+/// `resourceVersion` and `selfLink`, everything else is written as serde_json writes it.
+struct StorageForm<'a>(&'a Value);
+
+/// `metadata` without the fields storage does not keep.
+struct StoredMeta<'a>(&'a serde_json::Map<String, Value>);
+
+impl serde::Serialize for StorageForm<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let Value::Object(m) = self.0 else {
+            return self.0.serialize(s);
+        };
+        let mut out = s.serialize_map(Some(m.len()))?;
+        for (k, v) in m {
+            match v {
+                Value::Object(meta) if k == "metadata" => {
+                    out.serialize_entry(k, &StoredMeta(meta))?
+                }
+                _ => out.serialize_entry(k, v)?,
+            }
+        }
+        out.end()
     }
-    serde_json::to_vec(&copy).unwrap_or_default()
+}
+
+impl serde::Serialize for StoredMeta<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut out = s.serialize_map(None)?;
+        for (k, v) in self.0 {
+            if k != "resourceVersion" && k != "selfLink" {
+                out.serialize_entry(k, v)?;
+            }
+        }
+        out.end()
+    }
 }
 
 /// A value as a JSON reply holds it (`http::response::encode_value`): serde_json's
@@ -1020,5 +1054,22 @@ mod tests {
             decode_stored(&kv).unwrap()["metadata"]["resourceVersion"],
             "9"
         );
+    }
+
+    #[test]
+    fn stored_bytes_leave_out_the_resource_version_and_self_link_only() {
+        let obj = serde_json::json!({
+            "apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "a", "resourceVersion": "7", "selfLink": "/x", "uid": "u"},
+            "data": {"metadata": {"resourceVersion": "kept"}}});
+        let stored: Value = serde_json::from_slice(&encode_for_storage(&obj)).unwrap();
+        assert_eq!(
+            stored,
+            serde_json::json!({
+                "apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": "a", "uid": "u"},
+                "data": {"metadata": {"resourceVersion": "kept"}}})
+        );
+        assert_eq!(encode_for_storage(&serde_json::json!("x")), b"\"x\"");
     }
 }

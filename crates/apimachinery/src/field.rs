@@ -58,6 +58,81 @@ impl fmt::Display for Path {
     }
 }
 
+/// A path built on the stack while a walk descends, rendered only when something is
+/// reported at it: walks over every field of an object (pruning, defaulting) name the
+/// path of the rare field they drop or fill without formatting one for every field.
+#[derive(Clone, Copy, Debug)]
+pub enum Trail<'a> {
+    /// The root (renders as the empty string).
+    Root,
+    /// A rendered path the walk starts at.
+    At(&'a Path),
+    /// `parent.name`
+    Child(&'a Trail<'a>, &'a str),
+    /// `parent[i]`
+    Index(&'a Trail<'a>, usize),
+    /// `parent[key]`
+    Key(&'a Trail<'a>, &'a str),
+}
+
+impl<'a> Trail<'a> {
+    /// `self.name`
+    pub fn child(&'a self, name: &'a str) -> Trail<'a> {
+        Trail::Child(self, name)
+    }
+
+    /// `self[i]`
+    pub fn index(&'a self, i: usize) -> Trail<'a> {
+        Trail::Index(self, i)
+    }
+
+    /// `self[key]`
+    pub fn key(&'a self, key: &'a str) -> Trail<'a> {
+        Trail::Key(self, key)
+    }
+
+    /// True for the root path.
+    pub fn is_root(&self) -> bool {
+        match self {
+            Trail::Root => true,
+            Trail::At(p) => p.is_root(),
+            _ => false,
+        }
+    }
+
+    /// The path rendered as [`Path`] renders it.
+    pub fn render(&self) -> String {
+        let mut out = String::new();
+        self.render_into(&mut out);
+        out
+    }
+
+    fn render_into(&self, out: &mut String) {
+        use std::fmt::Write;
+        match self {
+            Trail::Root => {}
+            Trail::At(p) => out.push_str(p.as_str()),
+            Trail::Child(parent, name) => {
+                parent.render_into(out);
+                if !out.is_empty() {
+                    out.push('.');
+                }
+                out.push_str(name);
+            }
+            Trail::Index(parent, i) => {
+                parent.render_into(out);
+                let _ = write!(out, "[{i}]");
+            }
+            Trail::Key(parent, key) => {
+                parent.render_into(out);
+                out.push('[');
+                out.push_str(key);
+                out.push(']');
+            }
+        }
+    }
+}
+
 /// The kind of a field error; its `reason()` is the `details.causes[].reason` string.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum ErrorType {
@@ -396,6 +471,27 @@ mod tests {
         assert_eq!(p.as_str(), "spec.items[1].name");
         assert_eq!(Path::new("spec").child("m").key("k").as_str(), "spec.m[k]");
         assert_eq!(Path::root().child("a").as_str(), "a");
+    }
+
+    #[test]
+    fn trails_render_as_paths_do() {
+        let base = Path::new("metadata");
+        let at = Trail::At(&base);
+        let (refs, first) = (at.child("managedFields"), Trail::Root);
+        let entry = refs.index(0);
+        assert_eq!(entry.child("x").render(), "metadata.managedFields[0].x");
+        let spec = first.child("spec");
+        let map = spec.child("m");
+        assert_eq!(
+            map.key("k").render(),
+            Path::new("spec").child("m").key("k").as_str()
+        );
+        let item = first.index(2);
+        assert_eq!(
+            item.child("a").render(),
+            Path::root().index(2).child("a").as_str()
+        );
+        assert!(first.is_root() && Trail::At(&Path::root()).is_root() && !spec.is_root());
     }
 
     #[test]

@@ -186,7 +186,7 @@ pub fn prepare_for_create(obj: &mut Value, has_generation: bool) {
 /// System fields on update: generation, uid, timestamps and deletion fields carried
 /// over from the stored object (kube's `BeforeUpdate`).
 pub fn prepare_for_update(new: &mut Value, old: &Value) {
-    let old_meta = meta(old).clone();
+    let old_meta = meta(old);
     let m = meta_mut(new);
     match old_meta.get("generation") {
         Some(g) => {
@@ -226,23 +226,23 @@ pub fn prepare_for_update(new: &mut Value, old: &Value) {
     m.remove("selfLink");
 }
 
-/// The object without `metadata` (and without `status` when `drop_status`), for
-/// deciding whether `generation` moves.
-fn content_for_generation(obj: &Value, drop_status: bool) -> Map<String, Value> {
-    let mut m = obj.as_object().cloned().unwrap_or_default();
-    m.remove("metadata");
-    if drop_status {
-        m.remove("status");
-    }
-    m
+/// Whether the objects differ outside `metadata` (and outside `status` when
+/// `drop_status`): what decides whether `generation` moves. Compared in place.
+fn content_differs(a: &Value, b: &Value, drop_status: bool) -> bool {
+    let counted = |k: &String| k != "metadata" && !(drop_status && k == "status");
+    let empty = Map::new();
+    let a = a.as_object().unwrap_or(&empty);
+    let b = b.as_object().unwrap_or(&empty);
+    a.keys().filter(|k| counted(k)).count() != b.keys().filter(|k| counted(k)).count()
+        || a.iter()
+            .filter(|(k, _)| counted(k))
+            .any(|(k, v)| b.get(k) != Some(v))
 }
 
 /// `generation + 1` when anything outside metadata (and status, with the status
 /// subresource on) changed.
 pub fn bump_generation_if_changed(new: &mut Value, old: &Value, status_subresource: bool) {
-    if content_for_generation(new, status_subresource)
-        != content_for_generation(old, status_subresource)
-    {
+    if content_differs(new, old, status_subresource) {
         let current = meta(old)
             .get("generation")
             .and_then(Value::as_i64)

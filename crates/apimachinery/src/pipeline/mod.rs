@@ -276,7 +276,7 @@ fn prune_stage(obj: &mut Value, s: &VersionSchema, t: &mut Trace) -> Vec<String>
     }
     let report = prune::prune(obj, &s.structural, true, &prune::PruneOptions::default());
     for p in &report.unknown_fields {
-        t.note("prune", &format!("removed {p}"));
+        t.note("prune", format_args!("removed {p}"));
     }
     report.unknown_fields
 }
@@ -289,7 +289,7 @@ fn default_stage(obj: &mut Value, s: &VersionSchema, t: &mut Trace) {
     default::prune_nulls(obj, &s.structural);
     let report = default::apply_defaults(obj, &s.structural);
     for p in &report.defaulted {
-        t.note("default", &format!("set {p}"));
+        t.note("default", format_args!("set {p}"));
     }
 }
 
@@ -304,7 +304,7 @@ fn immutability_stage(
         return Ok(());
     };
     let errs = plan.check(old, new);
-    t.note("immutable", &format!("{} violation(s)", errs.len()));
+    t.note("immutable", format_args!("{} violation(s)", errs.len()));
     if errs.is_empty() {
         return Ok(());
     }
@@ -326,18 +326,18 @@ fn validate_stage(
 ) -> field::ErrorList {
     let type_errs = decode::type_meta_errors(obj, &s.api_version(), &s.kind, false);
     let meta_path = field::Path::new("metadata");
-    let meta = obj.get("metadata").cloned().unwrap_or(Value::Null);
+    let meta = obj.get("metadata").unwrap_or(&Value::Null);
     let mut errs = match old {
         // A wrong apiVersion/kind is reported alone, as kube's ValidateTypeMeta.
         None if !type_errs.is_empty() => return type_errs,
-        None => objectmeta::validate_object_meta(&meta, s.namespaced, &meta_path),
+        None => objectmeta::validate_object_meta(meta, s.namespaced, &meta_path),
         Some(old) => {
             // kube's generic registry validates the metadata of an update (create- and
             // update-style) before the strategy, which validates it again: kube lists
             // such errors three times in `details.causes` (once in the message).
-            let old_meta = old.get("metadata").cloned().unwrap_or(Value::Null);
-            let update_errs = objectmeta::validate_object_meta_update(&meta, &old_meta, &meta_path);
-            let mut e = objectmeta::validate_object_meta(&meta, s.namespaced, &meta_path);
+            let old_meta = old.get("metadata").unwrap_or(&Value::Null);
+            let update_errs = objectmeta::validate_object_meta_update(meta, old_meta, &meta_path);
+            let mut e = objectmeta::validate_object_meta(meta, s.namespaced, &meta_path);
             e.extend(update_errs.iter().cloned());
             if !type_errs.is_empty() {
                 e.extend(type_errs);
@@ -358,7 +358,7 @@ fn validate_stage(
         errs.extend(decode::validate_scale_spec(obj, scale));
         errs.extend(decode::validate_scale_status(obj, scale));
     }
-    t.note("validate", &format!("{} error(s)", errs.len()));
+    t.note("validate", format_args!("{} error(s)", errs.len()));
     errs
 }
 
@@ -374,12 +374,12 @@ fn validate_status_stage(
 ) -> field::ErrorList {
     let type_errs = decode::type_meta_errors(obj, &s.api_version(), &s.kind, false);
     let meta_path = field::Path::new("metadata");
-    let meta = obj.get("metadata").cloned().unwrap_or(Value::Null);
-    let old_meta = old.get("metadata").cloned().unwrap_or(Value::Null);
+    let meta = obj.get("metadata").unwrap_or(&Value::Null);
+    let old_meta = old.get("metadata").unwrap_or(&Value::Null);
     // As on any update (`validate_stage`): kube's registry and the strategy both
     // validate the metadata.
-    let update_errs = objectmeta::validate_object_meta_update(&meta, &old_meta, &meta_path);
-    let mut errs = objectmeta::validate_object_meta(&meta, s.namespaced, &meta_path);
+    let update_errs = objectmeta::validate_object_meta_update(meta, old_meta, &meta_path);
+    let mut errs = objectmeta::validate_object_meta(meta, s.namespaced, &meta_path);
     errs.extend(update_errs.iter().cloned());
     if !type_errs.is_empty() {
         errs.extend(type_errs);
@@ -401,7 +401,7 @@ fn validate_status_stage(
     if let Some(scale) = &s.scale {
         errs.extend(decode::validate_scale_status(obj, scale));
     }
-    t.note("validate", &format!("{} error(s)", errs.len()));
+    t.note("validate", format_args!("{} error(s)", errs.len()));
     errs
 }
 
@@ -424,7 +424,7 @@ fn cel_stage(
         return errs;
     }
     let report = crate::cel::validate(rules, obj, old);
-    t.note("cel", &format!("{} error(s)", report.errors.len()));
+    t.note("cel", format_args!("{} error(s)", report.errors.len()));
     errs.extend(report.errors);
     warnings.extend(report.warnings);
     errs

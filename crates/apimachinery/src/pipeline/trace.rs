@@ -22,7 +22,7 @@ impl Trace {
     }
 
     /// Record one change of one stage.
-    pub fn note(&mut self, stage: &str, what: &str) {
+    pub fn note(&mut self, stage: &str, what: impl std::fmt::Display) {
         if self.enabled {
             self.lines.push(format!("{stage}: {what}"));
         }

@@ -5,7 +5,7 @@
 //! Follows kube's `defaulting` package (`algorithm.go`, `prunenulls.go`, `validation.go`,
 //! `prune.go`, `surroundingobject.go`).
 
-use crate::field::{aggregate_message, Error, ErrorList, Path};
+use crate::field::{aggregate_message, Error, ErrorList, Path, Trail};
 use crate::schema::props::JSONSchemaProps;
 use crate::schema::prune::{prune, PruneOptions};
 use crate::schema::structural::{AdditionalProperties, Structural};
@@ -24,11 +24,16 @@ pub struct DefaultReport {
 /// Returns the paths removed. Only object fields are removed, never list items.
 pub fn prune_nulls(obj: &mut Value, s: &Structural) -> Vec<String> {
     let mut removed = Vec::new();
-    prune_nulls_node(obj, Some(s), &Path::root(), &mut removed);
+    prune_nulls_node(obj, Some(s), &Trail::Root, &mut removed);
     removed
 }
 
-fn prune_nulls_node(x: &mut Value, s: Option<&Structural>, path: &Path, removed: &mut Vec<String>) {
+fn prune_nulls_node(
+    x: &mut Value,
+    s: Option<&Structural>,
+    path: &Trail,
+    removed: &mut Vec<String>,
+) {
     // Below the schema (x-kubernetes-preserve-unknown-fields) nothing is removed: stop,
     // rather than walk (and name the paths of) an arbitrarily deep value.
     let Some(s) = s else { return };
@@ -37,7 +42,7 @@ fn prune_nulls_node(x: &mut Value, s: Option<&Structural>, path: &Path, removed:
             let field = s.field_schema(k);
             let child = path.child(k);
             if v.is_null() && field.is_some_and(|f| !f.nullable && f.default.is_none()) {
-                removed.push(child.as_str().to_string());
+                removed.push(child.render());
                 return false;
             }
             prune_nulls_node(v, field, &child, removed);
@@ -59,7 +64,7 @@ fn prune_nulls_node(x: &mut Value, s: Option<&Structural>, path: &Path, removed:
 /// it has a default itself; a default value is defaulted further inside.
 pub fn apply_defaults(obj: &mut Value, s: &Structural) -> DefaultReport {
     let mut report = DefaultReport::default();
-    default_node(obj, s, &Path::root(), &mut report.defaulted);
+    default_node(obj, s, &Trail::Root, &mut report.defaulted);
     report
 }
 
@@ -67,7 +72,7 @@ fn is_non_nullable_null(x: &Value, s: &Structural) -> bool {
     x.is_null() && !s.nullable
 }
 
-fn default_node(x: &mut Value, s: &Structural, path: &Path, set: &mut Vec<String>) {
+fn default_node(x: &mut Value, s: &Structural, path: &Trail, set: &mut Vec<String>) {
     match x {
         Value::Object(m) => {
             for (k, prop) in &s.properties {
@@ -78,7 +83,7 @@ fn default_node(x: &mut Value, s: &Structural, path: &Path, set: &mut Vec<String
                 };
                 if missing {
                     m.insert(k.clone(), d.clone());
-                    set.push(path.child(k).as_str().to_string());
+                    set.push(path.child(k).render());
                 }
             }
             for (k, v) in m.iter_mut() {
@@ -88,7 +93,7 @@ fn default_node(x: &mut Value, s: &Structural, path: &Path, set: &mut Vec<String
                     let child = path.key(k);
                     if let Some(d) = ap.default.as_ref().filter(|_| is_non_nullable_null(v, ap)) {
                         *v = d.clone();
-                        set.push(child.as_str().to_string());
+                        set.push(child.render());
                     }
                     default_node(v, ap, &child, set);
                 }
@@ -104,7 +109,7 @@ fn default_node(x: &mut Value, s: &Structural, path: &Path, set: &mut Vec<String
                     .filter(|_| is_non_nullable_null(v, items))
                 {
                     *v = d.clone();
-                    set.push(child.as_str().to_string());
+                    set.push(child.render());
                 }
                 default_node(v, items, &child, set);
             }

@@ -8,7 +8,7 @@
 //! `x-kubernetes-embedded-resource` objects.
 
 use super::objectmeta::{META_FIELDS, OBJECT_META_FIELDS};
-use crate::field::Path;
+use crate::field::{Path, Trail};
 use crate::schema::structural::{AdditionalProperties, Structural};
 use serde_json::{Map, Value};
 
@@ -68,18 +68,19 @@ pub fn prune(
     let mut report = PruneReport::default();
     if opts.prune_object_meta && is_resource_root {
         if let Some(meta) = obj.get_mut("metadata") {
-            prune_object_meta(meta, &Path::new("metadata"), &mut report.unknown_fields);
+            let path = Trail::Root.child("metadata");
+            prune_meta(meta, &path, &mut report.unknown_fields);
         }
     }
     if !opts.preserve_unknown_fields {
         let mut pruned = Vec::new();
-        prune_node(obj, Some(s), is_resource_root, &Path::root(), &mut pruned);
+        prune_node(obj, Some(s), is_resource_root, &Trail::Root, &mut pruned);
         pruned.sort();
         report.unknown_fields.extend(pruned);
     }
     if opts.prune_object_meta {
         let mut embedded = Vec::new();
-        prune_embedded_meta(obj, s, is_resource_root, &Path::root(), &mut embedded);
+        prune_embedded_meta(obj, s, is_resource_root, &Trail::Root, &mut embedded);
         embedded.sort();
         report.unknown_fields.extend(embedded);
     }
@@ -91,7 +92,7 @@ fn prune_node(
     x: &mut Value,
     s: Option<&Structural>,
     resource_root: bool,
-    path: &Path,
+    path: &Trail,
     pruned: &mut Vec<String>,
 ) {
     if let Some(s) = s.filter(|s| s.x_preserve_unknown_fields) {
@@ -101,7 +102,7 @@ fn prune_node(
     match x {
         Value::Object(m) => {
             let Some(s) = s else {
-                pruned.extend(m.keys().map(|k| path.child(k).as_str().to_string()));
+                pruned.extend(m.keys().map(|k| path.child(k).render()));
                 m.clear();
                 return;
             };
@@ -119,7 +120,7 @@ fn prune_node(
                 } else {
                     // kube does not report TypeMeta/ObjectMeta dropped at a non-resource root.
                     if !META_FIELDS.contains(&k.as_str()) || !path.is_root() {
-                        pruned.push(path.child(k).as_str().to_string());
+                        pruned.push(path.child(k).render());
                     }
                     false
                 }
@@ -141,7 +142,7 @@ fn skip_prune(
     x: &mut Value,
     s: Option<&Structural>,
     resource_root: bool,
-    path: &Path,
+    path: &Trail,
     pruned: &mut Vec<String>,
 ) {
     let Some(s) = s else { return };
@@ -175,7 +176,7 @@ fn prune_embedded_meta(
     x: &mut Value,
     s: &Structural,
     is_resource_root: bool,
-    path: &Path,
+    path: &Trail,
     out: &mut Vec<String>,
 ) {
     match x {
@@ -183,7 +184,7 @@ fn prune_embedded_meta(
             // The resource root's metadata was handled before schema pruning.
             if s.x_embedded_resource && !(is_resource_root && path.is_root()) {
                 if let Some(meta) = m.get_mut("metadata") {
-                    prune_object_meta(meta, &path.child("metadata"), out);
+                    prune_meta(meta, &path.child("metadata"), out);
                 }
             }
             for (k, v) in m.iter_mut() {
@@ -230,6 +231,10 @@ const MANAGED_FIELDS_ENTRY_FIELDS: [&str; 7] = [
 /// kube reports it (document order of sorted keys). Values of the wrong type are left
 /// for the ObjectMeta validation to reject.
 pub fn prune_object_meta(meta: &mut Value, path: &Path, out: &mut Vec<String>) {
+    prune_meta(meta, &Trail::At(path), out)
+}
+
+fn prune_meta(meta: &mut Value, path: &Trail, out: &mut Vec<String>) {
     let Value::Object(m) = meta else { return };
     retain_known(m, &OBJECT_META_FIELDS, path, out, |k, v, p, out| {
         match (k, v) {
@@ -263,7 +268,7 @@ fn is_omitted_when_empty(field: &str, v: &Value) -> bool {
     }
 }
 
-fn prune_list_entries(list: &mut [Value], known: &[&str], path: &Path, out: &mut Vec<String>) {
+fn prune_list_entries(list: &mut [Value], known: &[&str], path: &Trail, out: &mut Vec<String>) {
     for (i, entry) in list.iter_mut().enumerate() {
         if let Value::Object(m) = entry {
             retain_known(m, known, &path.index(i), out, |_, _, _, _| {});
@@ -274,9 +279,9 @@ fn prune_list_entries(list: &mut [Value], known: &[&str], path: &Path, out: &mut
 fn retain_known(
     m: &mut Map<String, Value>,
     known: &[&str],
-    path: &Path,
+    path: &Trail,
     out: &mut Vec<String>,
-    mut nested: impl FnMut(&str, &mut Value, &Path, &mut Vec<String>),
+    mut nested: impl FnMut(&str, &mut Value, &Trail, &mut Vec<String>),
 ) {
     m.retain(|k, v| {
         let p = path.child(k);
@@ -284,7 +289,7 @@ fn retain_known(
             nested(k, v, &p, out);
             true
         } else {
-            out.push(p.as_str().to_string());
+            out.push(p.render());
             false
         }
     });
