@@ -720,3 +720,104 @@ fn namespace_lifecycle_refuses_content_in_missing_and_terminating_namespaces() {
                 "field": "metadata.namespace"}])
     );
 }
+
+/// NamespaceLifecycle reads namespaces from a cache (kube's informer) that this
+/// server's own writes update at once, another replica's writes through the etcd watch,
+/// and a miss looks up live: no write sees a namespace this server already deleted,
+/// and none is refused in a namespace another replica just made.
+#[test]
+fn namespace_lifecycle_cache_follows_own_writes_at_once_and_other_replicas_soon() {
+    let etcd = Etcd::start();
+    etcd.wait_ready();
+    let a = TestServer::start_on_etcd(&etcd.url(), &[]);
+    let b = TestServer::start_on_etcd(&etcd.url(), &[]);
+    let (ha, hb) = (a.http(), b.http());
+    let cm =
+        |name: &str| json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}});
+    let ns =
+        |name: &str| json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}});
+    for round in 0..10 {
+        let name = format!("churn-{round}");
+        let path = format!("/api/v1/namespaces/{name}/configmaps");
+        assert_eq!(
+            ha.send_json("POST", "/api/v1/namespaces", &ns(&name))
+                .status,
+            201
+        );
+        // Made on A, written on B at once: B's cache misses and looks it up.
+        let r = hb.send_json("POST", &path, &cm("from-b"));
+        assert_eq!(r.status, 201, "round {round}: {}", r.text());
+        let r = ha
+            .request(
+                "DELETE",
+                &format!("/api/v1/namespaces/{name}"),
+                &[],
+                &json_accept(),
+                None,
+            )
+            .expect("DELETE");
+        assert_eq!(r.status, 200, "{}", r.text());
+        // Deleted through A: A refuses content at once (terminating or gone).
+        let r = ha.send_json("POST", &path, &cm("after"));
+        assert!(
+            r.status == 403 || r.status == 404,
+            "round {round}: {} {}",
+            r.status,
+            r.text()
+        );
+        // B learns it from the watch.
+        let refused = poll(Duration::from_secs(10), || {
+            let r = hb.send_json("POST", &path, &cm("late"));
+            (r.status == 403 || r.status == 404).then_some(r.status)
+        });
+        assert!(
+            refused.is_some(),
+            "round {round}: B still writes into {name}"
+        );
+    }
+    // A namespace in the cache costs no read of etcd per write.
+    let namespace_reads = |h: &common::Http| -> u64 {
+        let text = h.get("/metrics").text();
+        text.lines()
+            .find(|l| {
+                l.starts_with("etcd_requests_total{")
+                    && l.contains("operation=\"get\"")
+                    && l.contains("resource=\"namespaces\"")
+            })
+            .and_then(|l| l.rsplit(' ').next()?.parse().ok())
+            .unwrap_or(0)
+    };
+    assert_eq!(
+        ha.send_json("POST", "/api/v1/namespaces", &ns("steady"))
+            .status,
+        201
+    );
+    let before = namespace_reads(&ha);
+    for i in 0..20 {
+        let r = ha.send_json(
+            "POST",
+            "/api/v1/namespaces/steady/configmaps",
+            &cm(&format!("c{i}")),
+        );
+        assert_eq!(r.status, 201, "{}", r.text());
+    }
+    // (The namespace controller, finishing the rounds above, may read a few.)
+    let reads = namespace_reads(&ha) - before;
+    assert!(reads < 5, "{reads} namespace reads of etcd for 20 writes");
+    // Once gone, a namespace of the same name made again on B is usable on A at once.
+    poll(Duration::from_secs(10), || {
+        (ha.get("/api/v1/namespaces/churn-9").status == 404).then_some(())
+    })
+    .expect("the namespace is finalized");
+    assert_eq!(
+        hb.send_json("POST", "/api/v1/namespaces", &ns("churn-9"))
+            .status,
+        201
+    );
+    let r = ha.send_json(
+        "POST",
+        "/api/v1/namespaces/churn-9/configmaps",
+        &cm("again"),
+    );
+    assert_eq!(r.status, 201, "{}", r.text());
+}

@@ -624,7 +624,9 @@ impl TestServer {
             if kv.key.starts_with(&crd_prefix) {
                 crds.push(kv);
             } else if !kept.contains(&kv.key) {
-                delete_key(storage.as_ref(), &kv.key).await?;
+                let deleted_at = delete_key(storage.as_ref(), &kv.key).await?;
+                api.admission
+                    .builtin_deleted(&kv.key, deleted_at.unwrap_or(kv.mod_revision));
             }
         }
         if crds_too {

@@ -26,7 +26,50 @@ pub struct Entry {
 pub struct Followed {
     storage: Arc<dyn Storage>,
     root: String,
-    cache: RwLock<Option<BTreeMap<String, Entry>>>,
+    cache: RwLock<Option<Cache>>,
+}
+
+/// The loaded objects, and the revisions at which this server deleted some: the watch
+/// may still bring an older event of such a key, which must not bring it back (nor
+/// an older event replace a newer write: each key only moves forward).
+#[derive(Default)]
+struct Cache {
+    entries: BTreeMap<String, Entry>,
+    deleted: BTreeMap<String, i64>,
+}
+
+impl Cache {
+    /// Whether a write of `key` at `revision` is older than what is known: a newer
+    /// write, or a delete at or after it.
+    fn stale(&self, key: &str, revision: i64) -> bool {
+        self.newer(key, revision) || self.deleted.get(key).is_some_and(|&r| r >= revision)
+    }
+
+    /// Whether the cached object at `key` was written after `revision`.
+    fn newer(&self, key: &str, revision: i64) -> bool {
+        self.entries.get(key).is_some_and(|e| e.revision > revision)
+    }
+
+    fn put(&mut self, key: &str, revision: i64, object: Arc<Value>) {
+        self.deleted.remove(key);
+        self.entries.insert(
+            key.to_string(),
+            Entry {
+                key: key.to_string(),
+                revision,
+                object,
+            },
+        );
+    }
+
+    fn delete(&mut self, key: &str, revision: i64, remember: bool) {
+        self.entries.remove(key);
+        if remember {
+            self.deleted.insert(key.to_string(), revision);
+        } else if self.deleted.get(key).is_some_and(|&r| r <= revision) {
+            self.deleted.remove(key);
+        }
+    }
 }
 
 impl Followed {
@@ -52,8 +95,9 @@ impl Followed {
         let prefix = format!("{}/{sub}", self.root);
         if !fresh {
             if let Ok(cache) = self.cache.read() {
-                if let Some(entries) = cache.as_ref() {
-                    return Ok(entries
+                if let Some(cache) = cache.as_ref() {
+                    return Ok(cache
+                        .entries
                         .range(prefix.clone()..)
                         .take_while(|(k, _)| k.starts_with(&prefix))
                         .map(|(_, e)| e.clone())
@@ -79,6 +123,13 @@ impl Followed {
             .collect())
     }
 
+    /// The object at `key` as last seen: `None` when it is not in the cache, or the
+    /// cache has not loaded yet (then only storage can tell).
+    pub fn cached(&self, key: &str) -> Option<Arc<Value>> {
+        let cache = self.cache.read().ok()?;
+        cache.as_ref()?.entries.get(key).map(|e| e.object.clone())
+    }
+
     /// An object under the root was written through this server: reads see it at
     /// once (the watch would bring it a moment later). `None`: it was deleted.
     pub fn written(&self, key: &str, revision: i64, object: Option<&Value>) {
@@ -92,26 +143,13 @@ impl Followed {
         let Ok(mut cache) = self.cache.write() else {
             return;
         };
-        let Some(entries) = cache.as_mut() else {
+        let Some(cache) = cache.as_mut() else {
             return;
         };
-        if entries.get(key).is_some_and(|e| e.revision > revision) {
-            return;
-        }
         match object {
-            Some(o) => {
-                entries.insert(
-                    key.to_string(),
-                    Entry {
-                        key: key.to_string(),
-                        revision,
-                        object: Arc::new(o.clone()),
-                    },
-                );
-            }
-            None => {
-                entries.remove(key);
-            }
+            Some(o) if !cache.stale(key, revision) => cache.put(key, revision, Arc::new(o.clone())),
+            None if !cache.newer(key, revision) => cache.delete(key, revision, true),
+            _ => {}
         }
     }
 
@@ -136,7 +174,10 @@ impl Followed {
             })
             .collect();
         if let Ok(mut cache) = self.cache.write() {
-            *cache = Some(entries);
+            *cache = Some(Cache {
+                entries,
+                deleted: BTreeMap::new(),
+            });
         }
         Ok(res.revision)
     }
@@ -145,27 +186,16 @@ impl Followed {
         let Ok(mut cache) = self.cache.write() else {
             return;
         };
-        let Some(entries) = cache.as_mut() else {
+        let Some(cache) = cache.as_mut() else {
             return;
         };
         match kind {
-            EventKind::Delete => {
-                entries.remove(key);
-            }
+            EventKind::Delete if !cache.newer(key, revision) => cache.delete(key, revision, false),
+            EventKind::Delete => {}
+            _ if cache.stale(key, revision) => {}
             _ => match crate::codec::decode_stored_json::<Value>(value) {
-                Ok(object) => {
-                    entries.insert(
-                        key.to_string(),
-                        Entry {
-                            key: key.to_string(),
-                            revision,
-                            object: Arc::new(object),
-                        },
-                    );
-                }
-                Err(_) => {
-                    entries.remove(key);
-                }
+                Ok(object) => cache.put(key, revision, Arc::new(object)),
+                Err(_) => cache.delete(key, revision, false),
             },
         }
     }

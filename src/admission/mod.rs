@@ -620,6 +620,19 @@ impl Admission {
         }
     }
 
+    /// The object at `key` was deleted at `revision` behind the store's back (a
+    /// harness reset): the plugins' caches drop it now, not when the watch tells them.
+    pub fn builtin_deleted(&self, key: &str, revision: i64) {
+        if let Some(b) = self.builtin_plugins() {
+            b.written(key, revision, None);
+        }
+    }
+
+    /// The namespace at `key` from NamespaceLifecycle's cache (`None`: not cached).
+    pub fn cached_namespace(&self, key: &str) -> Option<Arc<Value>> {
+        self.builtin_plugins()?.cached_namespace(key)
+    }
+
     fn builtin_plugins(&self) -> Option<Arc<plugins::Builtin>> {
         self.builtin.read().ok().and_then(|b| b.clone())
     }

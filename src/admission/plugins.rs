@@ -27,6 +27,8 @@ pub struct Keys {
     pub storage_classes: String,
     /// `ingressclasses`.
     pub ingress_classes: String,
+    /// `namespaces`, for NamespaceLifecycle (empty when they are a core's).
+    pub namespaces: String,
     /// `limitranges` (namespaced).
     pub limit_ranges: String,
     /// `resourcequotas` (namespaced).
@@ -45,6 +47,7 @@ pub struct Builtin {
     ingress_classes: Arc<Followed>,
     limit_ranges: Arc<Followed>,
     resource_quotas: Arc<Followed>,
+    namespaces: Arc<Followed>,
 }
 
 impl Builtin {
@@ -62,6 +65,7 @@ impl Builtin {
             ingress_classes: follow("DefaultIngressClass", &keys.ingress_classes),
             limit_ranges: follow("LimitRanger", &keys.limit_ranges),
             resource_quotas: follow("ResourceQuota", &keys.resource_quotas),
+            namespaces: follow("NamespaceLifecycle", &keys.namespaces),
             enabled,
             storage,
         }
@@ -76,9 +80,17 @@ impl Builtin {
             &self.ingress_classes,
             &self.limit_ranges,
             &self.resource_quotas,
+            &self.namespaces,
         ] {
             f.written(key, revision, object);
         }
+    }
+
+    /// The namespace stored at `key` as NamespaceLifecycle last saw it; `None` when
+    /// only storage can tell (kube's plugin looks a namespace missing from its
+    /// informer up live too).
+    pub fn cached_namespace(&self, key: &str) -> Option<Arc<Value>> {
+        self.namespaces.cached(key)
     }
 
     /// The object named `name` under `sub`: the cache, else storage (kube's plugins

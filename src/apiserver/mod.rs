@@ -815,6 +815,12 @@ impl ApiServer {
             ingress_classes: root("networking.k8s.io", "ingressclasses"),
             limit_ranges: root("", "limitranges"),
             resource_quotas: root("", "resourcequotas"),
+            // Followed from the core when there is one (`core_view`).
+            namespaces: if self.core_view.is_some() {
+                String::new()
+            } else {
+                self.namespaces.descriptor().key_root.clone()
+            },
         }
     }
 
@@ -839,6 +845,12 @@ impl ApiServer {
                 Ok(None) => return Err(not_found()),
                 Err(e) => return Err(Status::internal(e.to_string())),
             }
+        } else if let Some(ns) = self
+            .admission
+            .cached_namespace(&self.namespaces.descriptor().key("", namespace))
+        {
+            // As kube's plugin: its informer's copy, looked up live only when missing.
+            object::is_terminating(&ns)
         } else {
             match self
                 .store
