@@ -156,9 +156,10 @@ impl State {
             Some((k, _)) => Arc::clone(k),
             None => Arc::from(key),
         };
+        // Most keys have one live version: room for one, not VecDeque's default four.
         self.keys
             .entry(Arc::clone(&shared_key))
-            .or_default()
+            .or_insert_with(|| VecDeque::with_capacity(1))
             .push_back(version);
         // A delete reports the last value at the delete revision.
         let value = match (value, &prev) {
@@ -224,6 +225,10 @@ impl State {
         }
         if versions.is_empty() {
             self.keys.remove(key);
+        } else if versions.len() == 1 && versions.capacity() > 1 {
+            // Back to one version once older ones leave the window (memory follows
+            // the live data).
+            versions.shrink_to_fit();
         }
     }
 }
