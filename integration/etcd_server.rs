@@ -791,6 +791,139 @@ fn killed_leader_in_use_is_left_within_an_election() {
     check_outcomes(&http, &outcomes);
 }
 
+/// etcd's own availability as a client of the whole cluster sees it: threads putting
+/// keys through the members' JSON gateways (each put to the members in turn, each try
+/// given `try_for`), recording when each put succeeded.
+struct EtcdPutters {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    threads: Vec<thread::JoinHandle<Vec<Instant>>>,
+}
+
+impl EtcdPutters {
+    fn start(urls: &[String], count: usize, try_for: Duration) -> EtcdPutters {
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let threads = (0..count)
+            .map(|putter| {
+                let (urls, stop) = (urls.to_vec(), stop.clone());
+                thread::spawn(move || {
+                    let agent: ureq::Agent = ureq::Agent::config_builder()
+                        .http_status_as_error(false)
+                        .timeout_global(Some(try_for))
+                        .proxy(None)
+                        .build()
+                        .into();
+                    let mut done = Vec::new();
+                    let mut i = 0usize;
+                    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                        let url = &urls[i % urls.len()];
+                        i += 1;
+                        let body = json!({
+                            "key": common::base64_text(format!("/alone/{putter}/{i}").as_bytes()),
+                            "value": common::base64_text(b"x"),
+                        });
+                        let ok = agent
+                            .post(&format!("{url}/v3/kv/put"))
+                            .header("Content-Type", "application/json")
+                            .send(body.to_string())
+                            .is_ok_and(|r| r.status() == 200);
+                        if ok {
+                            done.push(Instant::now());
+                        } else {
+                            thread::sleep(Duration::from_millis(10));
+                        }
+                    }
+                    done
+                })
+            })
+            .collect();
+        EtcdPutters { stop, threads }
+    }
+
+    fn finish(self) -> Vec<Instant> {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        let mut all: Vec<Instant> = self
+            .threads
+            .into_iter()
+            .flat_map(|t| t.join().expect("putter thread"))
+            .collect();
+        all.sort();
+        all
+    }
+}
+
+/// Quorum lost (two of three members killed) for five seconds, then regained: writes
+/// fail at once meanwhile (kube's hang until its timeout, 10 s), each with an honest
+/// status, and the server writes again within a second of etcd itself (measured from
+/// the restart by a client of etcd alone, in the same run).
+#[test]
+fn quorum_lost_and_regained_fails_fast_and_serves_again_with_etcd() {
+    let (mut cluster, server) = cluster_with_server();
+    let http = server.http();
+    let urls: Vec<String> = cluster.members.iter().map(Etcd::url).collect();
+    let writers = Writers::start(&http, 3);
+    let alone = EtcdPutters::start(&urls, 3, Duration::from_millis(300));
+    thread::sleep(Duration::from_secs(1));
+    cluster.members[1].stop();
+    cluster.members[2].stop();
+    let lost = Instant::now();
+    // Until the leader notices (an election timeout) writes hang as in etcd itself, up
+    // to the request timeout; then a member without a leader refuses them at once.
+    thread::sleep(Duration::from_secs(3));
+    let (failed, took) = timed(|| http.send_json("POST", WIDGETS, &widget("no-quorum", "red")));
+    assert!(
+        [500, 503, 504].contains(&failed.status),
+        "{} {}",
+        failed.status,
+        failed.text()
+    );
+    eprintln!(
+        "a write without quorum answered {} in {took:?}: {}",
+        failed.status,
+        failed.text()
+    );
+    thread::sleep(Duration::from_secs(3));
+    cluster.members[1].restart();
+    cluster.members[2].restart();
+    let back = Instant::now();
+    thread::sleep(Duration::from_secs(6));
+    let outcomes = writers.finish();
+    let alone = alone.finish();
+
+    let etcd_again = alone
+        .iter()
+        .find(|t| **t > back)
+        .copied()
+        .expect("etcd took writes again");
+    let server_again = outcomes
+        .iter()
+        .find(|o| o.status == 201 && o.done > back)
+        .map(|o| o.done)
+        .expect("the server wrote again");
+    let (etcd_after, server_after) = (
+        etcd_again - back,
+        server_again.saturating_duration_since(back),
+    );
+    eprintln!(
+        "quorum regained: etcd alone wrote again {etcd_after:?} after the restart, the server {server_after:?}; quorum lost for {:?}",
+        back - lost
+    );
+    assert!(
+        outcomes.iter().all(|o| o.status == 201 || o.done > lost),
+        "a write failed before quorum was lost"
+    );
+    // A second of the bound, and room for a loaded 2-core machine.
+    assert!(
+        server_again.saturating_duration_since(etcd_again) < Duration::from_secs(3),
+        "the server wrote again {:?} after etcd did",
+        server_again.saturating_duration_since(etcd_again)
+    );
+    assert!(
+        took < Duration::from_secs(1),
+        "a write without quorum took {took:?}"
+    );
+    check_outcomes(&http, &outcomes);
+}
+
 /// Creates `count` widgets `{prefix}-{i}`, updates each and reads it back; every
 /// request must succeed.
 fn create_update_get(http: &Http, prefix: &str, count: usize) {
