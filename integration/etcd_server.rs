@@ -18,6 +18,7 @@ use std::sync::mpsc::{self, Receiver};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use common::outage::{longest_gap, EtcdPutters, WriteOutcome, Writers};
 use common::{describe_output, poll, Etcd, EtcdCluster, Http, HttpResponse, TestServer};
 use serde_json::{json, Value};
 
@@ -595,77 +596,6 @@ fn three_member_cluster_keeps_serving_with_one_member_killed() {
 /// hung member until HTTP/2 keepalive drops it (10–16 s before issue 23).
 const FAILOVER_BOUND: Duration = Duration::from_secs(8);
 
-/// The outcome of one create by [`Writers`].
-struct WriteOutcome {
-    name: String,
-    status: u16,
-    retry_after: Option<String>,
-    done: Instant,
-}
-
-/// Threads creating widgets `{writer}-{i}` one after another until stopped.
-struct Writers {
-    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
-    threads: Vec<thread::JoinHandle<Vec<WriteOutcome>>>,
-}
-
-impl Writers {
-    fn start(http: &Http, count: usize) -> Writers {
-        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let threads = (0..count)
-            .map(|writer| {
-                let http = http.clone();
-                let stop = stop.clone();
-                thread::spawn(move || {
-                    let mut outcomes = Vec::new();
-                    let mut i = 0;
-                    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
-                        let name = format!("writer{writer}-{i}");
-                        i += 1;
-                        let response = http.send_json("POST", WIDGETS, &widget(&name, "red"));
-                        outcomes.push(WriteOutcome {
-                            name,
-                            status: response.status,
-                            retry_after: response.header("Retry-After"),
-                            done: Instant::now(),
-                        });
-                        if response.status != 201 {
-                            thread::sleep(Duration::from_millis(20));
-                        }
-                    }
-                    outcomes
-                })
-            })
-            .collect();
-        Writers { stop, threads }
-    }
-
-    fn finish(self) -> Vec<WriteOutcome> {
-        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
-        let mut all: Vec<WriteOutcome> = self
-            .threads
-            .into_iter()
-            .flat_map(|t| t.join().expect("writer thread"))
-            .collect();
-        all.sort_by_key(|o| o.done);
-        all
-    }
-}
-
-/// The longest time between two successful writes (the issue's "longest time with no
-/// successful write").
-fn longest_gap(outcomes: &[WriteOutcome]) -> Duration {
-    let done: Vec<Instant> = outcomes
-        .iter()
-        .filter(|o| o.status == 201)
-        .map(|o| o.done)
-        .collect();
-    done.windows(2)
-        .map(|w| w[1] - w[0])
-        .max()
-        .unwrap_or_default()
-}
-
 /// Every acknowledged create is stored; every 503 was not applied (a 503 tells a
 /// client its request was not processed); only 500/503/504 failures, and a
 /// `Retry-After` on 503s alone.
@@ -719,7 +649,7 @@ fn cluster_with_server() -> (EtcdCluster, TestServer) {
 fn frozen_member_in_use_is_left_within_an_election_and_a_timeout() {
     let (cluster, server) = cluster_with_server();
     let http = server.http();
-    let writers = Writers::start(&http, 3);
+    let writers = Writers::start(&http, WIDGETS, 3, red_widget);
     thread::sleep(Duration::from_secs(1));
 
     // The leader, which the server talks to, hangs (SIGSTOP; a stuck disk or a
@@ -766,7 +696,7 @@ fn frozen_member_in_use_is_left_within_an_election_and_a_timeout() {
 fn killed_leader_in_use_is_left_within_an_election() {
     let (mut cluster, server) = cluster_with_server();
     let http = server.http();
-    let writers = Writers::start(&http, 3);
+    let writers = Writers::start(&http, WIDGETS, 3, red_widget);
     thread::sleep(Duration::from_secs(1));
     cluster.members[0].stop();
     let killed = Instant::now();
@@ -791,66 +721,6 @@ fn killed_leader_in_use_is_left_within_an_election() {
     check_outcomes(&http, &outcomes);
 }
 
-/// etcd's own availability as a client of the whole cluster sees it: threads putting
-/// keys through the members' JSON gateways (each put to the members in turn, each try
-/// given `try_for`), recording when each put succeeded.
-struct EtcdPutters {
-    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
-    threads: Vec<thread::JoinHandle<Vec<Instant>>>,
-}
-
-impl EtcdPutters {
-    fn start(urls: &[String], count: usize, try_for: Duration) -> EtcdPutters {
-        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let threads = (0..count)
-            .map(|putter| {
-                let (urls, stop) = (urls.to_vec(), stop.clone());
-                thread::spawn(move || {
-                    let agent: ureq::Agent = ureq::Agent::config_builder()
-                        .http_status_as_error(false)
-                        .timeout_global(Some(try_for))
-                        .proxy(None)
-                        .build()
-                        .into();
-                    let mut done = Vec::new();
-                    let mut i = 0usize;
-                    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
-                        let url = &urls[i % urls.len()];
-                        i += 1;
-                        let body = json!({
-                            "key": common::base64_text(format!("/alone/{putter}/{i}").as_bytes()),
-                            "value": common::base64_text(b"x"),
-                        });
-                        let ok = agent
-                            .post(&format!("{url}/v3/kv/put"))
-                            .header("Content-Type", "application/json")
-                            .send(body.to_string())
-                            .is_ok_and(|r| r.status() == 200);
-                        if ok {
-                            done.push(Instant::now());
-                        } else {
-                            thread::sleep(Duration::from_millis(10));
-                        }
-                    }
-                    done
-                })
-            })
-            .collect();
-        EtcdPutters { stop, threads }
-    }
-
-    fn finish(self) -> Vec<Instant> {
-        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
-        let mut all: Vec<Instant> = self
-            .threads
-            .into_iter()
-            .flat_map(|t| t.join().expect("putter thread"))
-            .collect();
-        all.sort();
-        all
-    }
-}
-
 /// Quorum lost (two of three members killed) for five seconds, then regained: writes
 /// fail at once meanwhile (kube's hang until its timeout, 10 s), each with an honest
 /// status, and the server writes again within a second of etcd itself (measured from
@@ -860,7 +730,7 @@ fn quorum_lost_and_regained_fails_fast_and_serves_again_with_etcd() {
     let (mut cluster, server) = cluster_with_server();
     let http = server.http();
     let urls: Vec<String> = cluster.members.iter().map(Etcd::url).collect();
-    let writers = Writers::start(&http, 3);
+    let writers = Writers::start(&http, WIDGETS, 3, red_widget);
     let alone = EtcdPutters::start(&urls, 3, Duration::from_millis(300));
     thread::sleep(Duration::from_secs(1));
     cluster.members[1].stop();
@@ -1202,6 +1072,10 @@ fn widget(name: &str, color: &str) -> Value {
         "metadata": {"name": name},
         "spec": {"color": color}
     })
+}
+
+fn red_widget(name: &str) -> Value {
+    widget(name, "red")
 }
 
 /// Creates `testdata/crds/widgets.yaml` and waits until widgets are served.

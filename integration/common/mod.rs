@@ -14,6 +14,7 @@ use std::sync::Mutex;
 use std::thread;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+pub mod outage;
 pub mod webhook;
 
 /// The kubectl every kubectl test drives (1.32 on the project's machines).
