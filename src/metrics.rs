@@ -62,21 +62,33 @@ impl<V> Family<V> {
         }
     }
 
-    /// The series of `values`, created on first use.
+    /// The series of `values`, created on first use. The key is made in a buffer of
+    /// the thread's, so finding a series allocates nothing.
     fn series(&self, values: &[&str]) -> Arc<V> {
-        let key = series_key(values);
-        let mut hasher = DefaultHasher::new();
-        key.hash(&mut hasher);
-        let shard = &self.shards[(hasher.finish() as usize) % SHARDS];
-        if let Some(v) = shard.read().unwrap_or_else(|e| e.into_inner()).get(&key) {
-            return v.clone();
+        thread_local! {
+            static KEY: std::cell::RefCell<String> = const { std::cell::RefCell::new(String::new()) };
         }
-        shard
-            .write()
-            .unwrap_or_else(|e| e.into_inner())
-            .entry(key)
-            .or_insert_with(|| Arc::new((self.make)()))
-            .clone()
+        KEY.with(|key| {
+            let mut key = key.borrow_mut();
+            key.clear();
+            write_series_key(&mut key, values);
+            let mut hasher = DefaultHasher::new();
+            key.as_str().hash(&mut hasher);
+            let shard = &self.shards[(hasher.finish() as usize) % SHARDS];
+            if let Some(v) = shard
+                .read()
+                .unwrap_or_else(|e| e.into_inner())
+                .get(key.as_str())
+            {
+                return v.clone();
+            }
+            shard
+                .write()
+                .unwrap_or_else(|e| e.into_inner())
+                .entry(key.clone())
+                .or_insert_with(|| Arc::new((self.make)()))
+                .clone()
+        })
     }
 
     /// Every series as (label values, value), sorted by label values (as Go's client).
@@ -94,16 +106,18 @@ impl<V> Family<V> {
     }
 }
 
-fn series_key(values: &[&str]) -> String {
-    let mut key = String::with_capacity(values.iter().map(|v| v.len() + 1).sum());
+fn write_series_key(key: &mut String, values: &[&str]) {
     for (i, v) in values.iter().enumerate() {
         if i > 0 {
             key.push(KEY_SEPARATOR);
         }
         // A separator inside a value would split it in two on output.
-        key.extend(v.chars().filter(|c| *c != KEY_SEPARATOR));
+        if v.contains(KEY_SEPARATOR) {
+            key.extend(v.chars().filter(|c| *c != KEY_SEPARATOR));
+        } else {
+            key.push_str(v);
+        }
     }
-    key
 }
 
 /// A Prometheus histogram over fixed buckets, updated with atomics only.

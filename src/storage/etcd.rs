@@ -74,6 +74,11 @@ pub const DEFAULT_PROGRESS_INTERVAL: Duration = Duration::from_secs(1);
 const KEEPALIVE_INTERVAL: Duration = Duration::from_secs(6);
 /// How long a ping may go unanswered before the connection is dropped.
 const KEEPALIVE_TIMEOUT: Duration = Duration::from_secs(2);
+/// How long one attempt of a write or a one-key read waits for a member before the
+/// call moves to the next: a member that lost its leader holds such a request until
+/// its own timeout (7 s in etcd) while the cluster elects another within about a
+/// second, and a hung member never answers. Lists keep the whole request timeout.
+const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(2);
 /// How long `ready` waits for etcd before answering from the last known state.
 pub const READY_ANSWER: Duration = Duration::from_millis(50);
 
@@ -216,7 +221,7 @@ impl EtcdStorage {
         };
         let result = self
             // Compacting twice is harmless: another member may be asked.
-            .call("compact", true, |channel| async move {
+            .call("compact", true, false, |channel| async move {
                 kv_client(channel).compact(with_leader(request)).await
             })
             .await;
@@ -255,7 +260,7 @@ impl EtcdStorage {
     /// The version etcd reports (`Maintenance.Status`), e.g. `3.5.17`.
     pub async fn server_version(&self) -> Result<String, StorageError> {
         let status = self
-            .call("status", true, |channel| async move {
+            .call("status", true, true, |channel| async move {
                 MaintenanceClient::new(channel)
                     .status(with_leader(StatusRequest {}))
                     .await
@@ -277,7 +282,18 @@ impl EtcdStorage {
     /// - `OutcomeUnknown` for a write that reached etcd and then failed (the connection
     ///   broke with it in flight, etcd's `request timed out`); it is not re-sent here.
     /// - `Timeout` when the deadline passed, naming the member that was asked.
-    async fn call<T, F, Fut>(&self, what: &str, read: bool, call: F) -> Result<T, StorageError>
+    ///
+    /// A `bounded` call on a cluster gives each member [`ATTEMPT_TIMEOUT`] of its
+    /// deadline: a read then moves on to the next member, a write ends `OutcomeUnknown`
+    /// (the caller sends it once more; its compare makes a second application
+    /// impossible, and finding its own bytes stored tells it the first one applied).
+    async fn call<T, F, Fut>(
+        &self,
+        what: &str,
+        read: bool,
+        bounded: bool,
+        call: F,
+    ) -> Result<T, StorageError>
     where
         F: Fn(Channel) -> Fut,
         Fut: Future<Output = Result<tonic::Response<T>, tonic::Status>>,
@@ -286,14 +302,29 @@ impl EtcdStorage {
         let mut last = None;
         for _ in 0..self.shared.channels.len() {
             let (index, channel) = self.channel();
-            let status = match tokio::time::timeout_at(deadline, call(channel)).await {
+            // With one member there is nowhere else to go: it has the whole deadline.
+            let attempt_deadline = if bounded && self.shared.channels.len() > 1 {
+                deadline.min(Instant::now() + ATTEMPT_TIMEOUT)
+            } else {
+                deadline
+            };
+            let status = match tokio::time::timeout_at(attempt_deadline, call(channel)).await {
                 Ok(Ok(response)) => {
                     self.record(Ok(()));
                     return Ok(response.into_inner());
                 }
                 Ok(Err(status)) => status,
+                Err(_) if attempt_deadline < deadline => {
+                    let error = self.timeout(index, what, ATTEMPT_TIMEOUT);
+                    self.leave(index, &error);
+                    if !read {
+                        return Err(StorageError::OutcomeUnknown(error.to_string()));
+                    }
+                    last = Some(error);
+                    continue;
+                }
                 Err(_) => {
-                    let error = self.timeout(index, what);
+                    let error = self.timeout(index, what, self.shared.request_timeout);
                     self.leave(index, &error);
                     return Err(error);
                 }
@@ -318,10 +349,10 @@ impl EtcdStorage {
         Err(last.unwrap_or_else(|| StorageError::Unavailable("no etcd endpoint".to_owned())))
     }
 
-    fn timeout(&self, index: usize, what: &str) -> StorageError {
+    fn timeout(&self, index: usize, what: &str, waited: Duration) -> StorageError {
         StorageError::Timeout(format!(
-            "etcd {} did not answer {what} within {:?}",
-            self.shared.endpoints[index], self.shared.request_timeout
+            "etcd {} did not answer {what} within {waited:?}",
+            self.shared.endpoints[index]
         ))
     }
 
@@ -370,11 +401,13 @@ impl EtcdStorage {
         }
     }
 
+    /// A range; `bounded` for one key (see `call`).
     async fn range(
         &self,
         request: RangeRequest,
+        bounded: bool,
     ) -> Result<pb::etcdserverpb::RangeResponse, StorageError> {
-        self.call("range", true, |channel| {
+        self.call("range", true, bounded, |channel| {
             let request = request.clone();
             async move { kv_client(channel).range(with_leader(request)).await }
         })
@@ -383,7 +416,7 @@ impl EtcdStorage {
 
     async fn txn(&self, request: TxnRequest) -> Result<TxnResponse, StorageError> {
         // `read: false`: a write that reached etcd is not sent again here.
-        self.call("txn", false, |channel| {
+        self.call("txn", false, true, |channel| {
             let request = request.clone();
             async move { kv_client(channel).txn(with_leader(request)).await }
         })
@@ -506,7 +539,7 @@ impl EtcdStorage {
                     other => return Err(other),
                 },
                 Err(_) => {
-                    let error = self.timeout(index, "a watch");
+                    let error = self.timeout(index, "a watch", self.shared.request_timeout);
                     self.leave(index, &error);
                     return Err(error);
                 }
@@ -575,10 +608,13 @@ struct OpenWatch {
 impl Storage for EtcdStorage {
     async fn get(&self, key: &str) -> Result<Option<KeyValue>, StorageError> {
         let response = self
-            .range(RangeRequest {
-                key: key.as_bytes().to_vec(),
-                ..RangeRequest::default()
-            })
+            .range(
+                RangeRequest {
+                    key: key.as_bytes().to_vec(),
+                    ..RangeRequest::default()
+                },
+                true,
+            )
             .await?;
         Ok(response.kvs.into_iter().next().map(key_value))
     }
@@ -602,7 +638,7 @@ impl Storage for EtcdStorage {
             revision: opts.revision.max(0),
             ..RangeRequest::default()
         };
-        let response = match self.range(request).await {
+        let response = match self.range(request, false).await {
             Ok(response) => response,
             Err(StorageError::Compacted { .. }) => {
                 let requested = opts.revision;
@@ -764,11 +800,14 @@ impl Storage for EtcdStorage {
 
     async fn current_revision(&self) -> Result<Revision, StorageError> {
         let response = self
-            .range(RangeRequest {
-                key: b"/".to_vec(),
-                count_only: true,
-                ..RangeRequest::default()
-            })
+            .range(
+                RangeRequest {
+                    key: b"/".to_vec(),
+                    count_only: true,
+                    ..RangeRequest::default()
+                },
+                true,
+            )
             .await?;
         header_revision(response.header.as_ref())
     }
