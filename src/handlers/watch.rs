@@ -78,7 +78,14 @@ impl Watcher {
         if self.protobuf {
             return protobuf_frame(ty, &object);
         }
-        line(&json!({"type": ty, "object": object}))
+        let object = serde_json::to_vec(&object).unwrap_or_default();
+        crate::rest::watch::event_line(ty, &object)
+    }
+
+    /// Whether events go out as the object's own JSON (no Table, metadata-only or
+    /// protobuf form): then a shared object's line is sent as it was made.
+    fn plain_json(&self) -> bool {
+        !self.protobuf && !matches!(self.output, Output::Table(_) | Output::PartialMetadata(..))
     }
 
     /// A BOOKMARK: an empty object of the kind at `rv`, transformed as every event of
@@ -97,12 +104,6 @@ impl Watcher {
         let obj = json!({"kind": d.kind, "apiVersion": d.api_version(), "metadata": meta});
         self.event("BOOKMARK", &obj)
     }
-}
-
-fn line(v: &Value) -> Bytes {
-    let mut b = serde_json::to_vec(v).unwrap_or_default();
-    b.push(b'\n');
-    Bytes::from(b)
 }
 
 fn protobuf_frame(ty: &str, object: &Value) -> Bytes {
@@ -219,9 +220,15 @@ pub async fn watch(
             let Some(ev) = ev else { return };
             let out = match &ev {
                 WatchEvent::Added(o) | WatchEvent::Modified(o) | WatchEvent::Deleted(o) => {
-                    let rv = object::resource_version(o).ok().flatten();
-                    last_rv = last_rv.max(rv.unwrap_or(last_rv));
-                    watcher.event(ev.type_name(), o)
+                    last_rv = last_rv.max(o.revision());
+                    let shared = watcher
+                        .plain_json()
+                        .then(|| o.json_line(ev.type_name()))
+                        .flatten();
+                    match shared {
+                        Some(line) => line,
+                        None => watcher.event(ev.type_name(), o.value()),
+                    }
                 }
                 WatchEvent::Progress(rev) => {
                     last_rv = last_rv.max(*rev);
