@@ -12,7 +12,7 @@ use crate::rest::watch::WatchEvent;
 use crate::rest::{object, ResourceKind};
 use crate::status::Status;
 use bytes::Bytes;
-use futures::StreamExt;
+use futures::{FutureExt, StreamExt};
 use http::{header, Response, StatusCode};
 use http_body_util::{BodyExt, StreamBody};
 use hyper::body::Frame;
@@ -130,6 +130,56 @@ fn error_event(s: &Status, protobuf: bool) -> Bytes {
     Bytes::from(b)
 }
 
+/// Bytes of events a watcher gathers into one write when several are ready at once.
+const BATCH_BYTES: usize = 64 * 1024;
+
+/// A watch's position and what it sends for each event of the store's stream.
+struct Framing {
+    watcher: Watcher,
+    bookmarks: bool,
+    /// The revision the watcher has seen up to (what a BOOKMARK carries).
+    last_rv: i64,
+    last_bookmark: Instant,
+}
+
+/// What a store event becomes on the wire.
+enum Framed {
+    /// Nothing (a change the selectors hide, no bookmark due).
+    Skip,
+    /// These bytes.
+    Send(Bytes),
+    /// These bytes, and the watch ends (an error).
+    Last(Bytes),
+}
+
+impl Framing {
+    fn frame(&mut self, ev: WatchEvent) -> Framed {
+        let watcher = &mut self.watcher;
+        match &ev {
+            WatchEvent::Added(o) | WatchEvent::Modified(o) | WatchEvent::Deleted(o) => {
+                self.last_rv = self.last_rv.max(o.revision());
+                let shared = watcher
+                    .plain_json()
+                    .then(|| o.json_line(ev.type_name()))
+                    .flatten();
+                Framed::Send(match shared {
+                    Some(line) => line,
+                    None => watcher.event(ev.type_name(), o.value()),
+                })
+            }
+            WatchEvent::Progress(rev) => {
+                self.last_rv = self.last_rv.max(*rev);
+                if !self.bookmarks || self.last_bookmark.elapsed() < BOOKMARK_INTERVAL {
+                    return Framed::Skip;
+                }
+                self.last_bookmark = Instant::now();
+                Framed::Send(watcher.bookmark(self.last_rv, false))
+            }
+            WatchEvent::Error(s) => Framed::Last(error_event(s, watcher.protobuf)),
+        }
+    }
+}
+
 /// Serve a watch.
 pub async fn watch(
     api: &Arc<ApiServer>,
@@ -209,8 +259,12 @@ pub async fn watch(
             return;
         }
         let mut stream = stream;
-        let mut last_rv = start_rv;
-        let mut last_bookmark = Instant::now();
+        let mut framing = Framing {
+            watcher,
+            bookmarks,
+            last_rv: start_rv,
+            last_bookmark: Instant::now(),
+        };
         loop {
             let ev = tokio::select! {
                 _ = tokio::time::sleep_until(deadline) => return,
@@ -218,32 +272,39 @@ pub async fn watch(
                 ev = stream.next() => ev,
             };
             let Some(ev) = ev else { return };
-            let out = match &ev {
-                WatchEvent::Added(o) | WatchEvent::Modified(o) | WatchEvent::Deleted(o) => {
-                    last_rv = last_rv.max(o.revision());
-                    let shared = watcher
-                        .plain_json()
-                        .then(|| o.json_line(ev.type_name()))
-                        .flatten();
-                    match shared {
-                        Some(line) => line,
-                        None => watcher.event(ev.type_name(), o.value()),
-                    }
-                }
-                WatchEvent::Progress(rev) => {
-                    last_rv = last_rv.max(*rev);
-                    if !bookmarks || last_bookmark.elapsed() < BOOKMARK_INTERVAL {
+            let (mut out, mut end) = match framing.frame(ev) {
+                Framed::Skip => continue,
+                Framed::Send(b) => (b, false),
+                Framed::Last(b) => (b, true),
+            };
+            // What the stream has ready now goes out with it, in one write (kube's
+            // watchers flush once their queue is empty): a watcher behind the writers
+            // catches up in fewer, larger writes instead of one per event.
+            let mut batch: Option<Vec<u8>> = None;
+            while !end && batch.as_ref().map_or(out.len(), Vec::len) < BATCH_BYTES {
+                let Some(next) = stream.next().now_or_never() else {
+                    break;
+                };
+                let more = match next.map(|ev| framing.frame(ev)) {
+                    None => {
+                        end = true;
                         continue;
                     }
-                    last_bookmark = Instant::now();
-                    watcher.bookmark(last_rv, false)
-                }
-                WatchEvent::Error(s) => {
-                    let _ = tx.send(error_event(s, protobuf)).await;
-                    return;
-                }
-            };
-            if tx.send(out).await.is_err() {
+                    Some(Framed::Skip) => continue,
+                    Some(Framed::Send(b)) => b,
+                    Some(Framed::Last(b)) => {
+                        end = true;
+                        b
+                    }
+                };
+                batch
+                    .get_or_insert_with(|| out.to_vec())
+                    .extend_from_slice(&more);
+            }
+            if let Some(batch) = batch {
+                out = Bytes::from(batch);
+            }
+            if tx.send(out).await.is_err() || end {
                 return;
             }
         }
