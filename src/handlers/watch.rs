@@ -248,7 +248,10 @@ pub async fn watch(
         protobuf,
     };
     tokio::spawn(async move {
-        let deadline = tokio::time::Instant::now() + timeout;
+        // One timer for the whole watch (a new one per event would be registered with
+        // and removed from the runtime's timer wheel every time).
+        let deadline = tokio::time::sleep(timeout);
+        tokio::pin!(deadline);
         for obj in &initial {
             let ev = watcher.event("ADDED", obj);
             if tx.send(ev).await.is_err() {
@@ -267,7 +270,7 @@ pub async fn watch(
         };
         loop {
             let ev = tokio::select! {
-                _ = tokio::time::sleep_until(deadline) => return,
+                _ = &mut deadline => return,
                 _ = tx.closed() => return,
                 ev = stream.next() => ev,
             };
