@@ -17,6 +17,25 @@
 //! resourceVersion); merge patch; list of 500 objects. On etcd (`WIRE_BACKEND=etcd`):
 //! etcd's own put rate with the same value size, through this crate's etcd client with
 //! the same concurrency (the ceiling), then create and GET through the server.
+//! Watch fan-out (`watch`): `WIRE_WATCHERS` watchers (default 1,000), each on its own
+//! connection, read one collection's watch while writers patch 100 objects at
+//! `WIRE_WATCH_RATE` (default 1,000/s) over `WIRE_WATCH_WRITERS` connections (default 8);
+//! each event carries its send time, each watcher takes its delivery latency. Client and
+//! server share this process and its cores (two on the reference machine): the
+//! watchers' TLS and line reading compete with the server's fan-out, so the numbers are
+//! a floor of what a server on its own cores does. Both ends of every watch connection
+//! are this process's: it needs about 2 x `WIRE_WATCHERS` open files (`ulimit -n`; the
+//! phase checks and says so when the limit is too low).
+//! `WIRE_PHASES` (comma-separated: get, create, update, list, watch) picks phases.
+//!
+//! Profile a phase: `cargo bench --bench wire --no-run` names the binary, then
+//! `WIRE_PHASES=watch perf record -F 299 --call-graph dwarf target/release/deps/wire-<hash>
+//! --bench` and `perf report --sort comm,dso` (threads `crd-apiserver` are the server,
+//! `tokio-rt-worker` the client). At 1,000 watchers the server's time goes mostly to
+//! writing: hyper's dispatch, rustls and the `writev` into loopback TCP (about as much as
+//! all the rest of the watch path); then the per-watcher copies of each change the
+//! embedded store hands out (`KeyValue`'s key and bytes, allocated per watcher).
+//!
 //! The targets of issue 19 are printed beside the measured values.
 
 #[path = "../integration/common/mod.rs"]
@@ -469,33 +488,46 @@ async fn memory_phases(connections: usize, seconds: Duration) {
         seconds.as_secs(),
         sample.len()
     );
-    let path = base.clone();
-    let floor = phase(&floor_client, connections, seconds, 200, move |_, _, _| {
-        Req::get(format!("{path}/g0"))
-    })
-    .await;
-    report("floor (same stack, static)", &floor, None, "");
+    // The floor only matters to the phases compared with it.
+    let floor = if ["get", "create", "update", "list"]
+        .iter()
+        .any(|p| wanted(p))
+    {
+        let path = base.clone();
+        let floor = phase(&floor_client, connections, seconds, 200, move |_, _, _| {
+            Req::get(format!("{path}/g0"))
+        })
+        .await;
+        report("floor (same stack, static)", &floor, None, "");
+        Some(floor.rate)
+    } else {
+        None
+    };
+    if wanted("watch") {
+        let load = WatchLoad {
+            watchers: env_or("WIRE_WATCHERS", 1000),
+            rate: env_or("WIRE_WATCH_RATE", 1000),
+            writers: env_or("WIRE_WATCH_WRITERS", 8),
+            seconds,
+        };
+        watch_phase(&client, load).await;
+    }
     if wanted("get") {
         let get = phase(&client, connections, seconds, 200, gets(&base)).await;
-        report(
-            "GET custom resource",
-            &get,
-            Some(floor.rate),
-            "target >= 75% of floor",
-        );
+        report("GET custom resource", &get, floor, "target >= 75% of floor");
     }
     if wanted("create") {
         let create = phase(&client, connections, seconds, 201, creates(&base)).await;
         report(
             "create (full pipeline)",
             &create,
-            Some(floor.rate),
+            floor,
             "target >= 25,000/s",
         );
     }
     // Each connection updates its own object with the resourceVersion it last saw.
     if !wanted("update") {
-        return list_phase(&client, connections, seconds, floor.rate, server).await;
+        return list_phase(&client, connections, seconds, floor, server).await;
     }
     let path = base.clone();
     let update = phase(&client, connections, seconds, 200, move |c, i, last| {
@@ -516,7 +548,7 @@ async fn memory_phases(connections: usize, seconds: Duration) {
     report(
         "update (PUT, own object)",
         &update,
-        Some(floor.rate),
+        floor,
         "target >= 20,000/s",
     );
     let path = base.clone();
@@ -529,13 +561,8 @@ async fn memory_phases(connections: usize, seconds: Duration) {
         )
     })
     .await;
-    report(
-        "merge patch",
-        &patch,
-        Some(floor.rate),
-        "target >= 20,000/s",
-    );
-    list_phase(&client, connections, seconds, floor.rate, server).await;
+    report("merge patch", &patch, floor, "target >= 20,000/s");
+    list_phase(&client, connections, seconds, floor, server).await;
 }
 
 /// The list phase, then the server's shutdown.
@@ -543,7 +570,7 @@ async fn list_phase(
     client: &Client,
     connections: usize,
     seconds: Duration,
-    floor: f64,
+    floor: Option<f64>,
     server: Server,
 ) {
     if wanted("list") {
@@ -552,9 +579,347 @@ async fn list_phase(
             Req::get(list_path.clone())
         })
         .await;
-        report("list of 500", &list, Some(floor), "target >= 1,500/s");
+        report("list of 500", &list, floor, "target >= 1,500/s");
     }
     server.shutdown().await;
+}
+
+/// The watch fan-out phase's settings (`WIRE_WATCHERS`, `WIRE_WATCH_RATE`,
+/// `WIRE_WATCH_WRITERS`).
+struct WatchLoad {
+    watchers: usize,
+    rate: u64,
+    writers: usize,
+    seconds: Duration,
+}
+
+/// Objects the writers patch (each writer its own share, so patches never conflict).
+const WATCHED_OBJECTS: usize = 100;
+/// Events sent before the measured window, not counted.
+const WATCH_WARMUP: Duration = Duration::from_secs(1);
+/// How long after the last write watchers may still deliver the window's events.
+const WATCH_DRAIN: Duration = Duration::from_secs(5);
+/// Where the send time sits in an event's line (the object's `spec.labels.sent`).
+const SENT_FIELD: &[u8] = b"\"sent\":\"";
+
+/// What one watcher saw.
+#[derive(Default)]
+struct WatcherSeen {
+    /// Delivery latencies of the window's events, in microseconds.
+    latencies: Vec<u32>,
+    /// The body ended before the phase stopped it (the server cut the watch).
+    cut: bool,
+}
+
+/// The measured window: events sent in `[start, end)` (ns since the phase's clock)
+/// count; until the watchers are all in, it is empty.
+struct Window {
+    start: AtomicU64,
+    end: AtomicU64,
+}
+
+impl Window {
+    fn get(&self) -> (u64, u64) {
+        (
+            self.start.load(Ordering::Relaxed),
+            self.end.load(Ordering::Relaxed),
+        )
+    }
+}
+
+/// What the watchers of the phase share.
+struct Fanout {
+    /// The clock writers stamp and watchers read.
+    clock: Instant,
+    window: Window,
+    /// A permit per watcher whose watch is open.
+    ready: tokio::sync::Semaphore,
+    /// Bounds the connections being set up at once.
+    connecting: tokio::sync::Semaphore,
+    /// Counted events delivered so far, over all watchers.
+    delivered: AtomicU64,
+}
+
+/// Nanoseconds since `base`.
+fn since(base: Instant) -> u64 {
+    base.elapsed().as_nanos() as u64
+}
+
+/// The soft limit on open files, from `/proc/self/limits` (Linux), if readable.
+fn open_files_limit() -> Option<u64> {
+    let limits = std::fs::read_to_string("/proc/self/limits").ok()?;
+    let line = limits.lines().find(|l| l.starts_with("Max open files"))?;
+    line.split_whitespace().nth(3)?.parse().ok()
+}
+
+/// One watcher: its own connection, a watch of `path` from `rv`, its body read line by
+/// line until `stop`. Each line's send time is found by a byte search for
+/// [`SENT_FIELD`] (no JSON parse: at a million lines a second the client's parsing
+/// would compete with the server for the same two cores).
+async fn watcher(
+    client: Client,
+    path: String,
+    fanout: Arc<Fanout>,
+    mut stop: tokio::sync::watch::Receiver<bool>,
+) -> WatcherSeen {
+    let permit = fanout.connecting.acquire().await.expect("connect permit");
+    let mut sender = client.connect().await;
+    drop(permit);
+    let _ = sender.ready().await;
+    let request = http::Request::builder()
+        .uri(&path)
+        .header("Host", "127.0.0.1")
+        .header("Accept", "application/json")
+        .header("Authorization", format!("Bearer {}", client.token))
+        .body(Full::new(Bytes::new()))
+        .expect("request");
+    let response = sender.send_request(request).await.expect("watch request");
+    assert_eq!(response.status(), 200, "watch {path}");
+    fanout.ready.add_permits(1);
+    let mut body = response.into_body();
+    let finder = memchr::memmem::Finder::new(SENT_FIELD);
+    let mut seen = WatcherSeen {
+        latencies: Vec::with_capacity(8192),
+        cut: false,
+    };
+    let mut pending: Vec<u8> = Vec::new();
+    let line_seen = |line: &[u8], now: u64, window: (u64, u64), seen: &mut WatcherSeen| -> u64 {
+        let Some(at) = finder.find(line) else {
+            return 0;
+        };
+        let digits = &line[at + SENT_FIELD.len()..];
+        let end = memchr::memchr(b'"', digits).unwrap_or(0);
+        let Some(sent) = std::str::from_utf8(&digits[..end])
+            .ok()
+            .and_then(|d| d.parse::<u64>().ok())
+        else {
+            return 0;
+        };
+        if sent < window.0 || sent >= window.1 {
+            return 0;
+        }
+        let micros = now.saturating_sub(sent) / 1000;
+        seen.latencies.push(micros.min(u64::from(u32::MAX)) as u32);
+        1
+    };
+    loop {
+        let frame = tokio::select! {
+            frame = body.frame() => frame,
+            _ = stop.changed() => break,
+        };
+        let Some(Ok(frame)) = frame else {
+            seen.cut = true;
+            break;
+        };
+        let Ok(data) = frame.into_data() else {
+            continue;
+        };
+        let now = since(fanout.clock);
+        let span = fanout.window.get();
+        let mut counted = 0;
+        let mut rest: &[u8] = &data;
+        if !pending.is_empty() {
+            let Some(i) = memchr::memchr(b'\n', rest) else {
+                pending.extend_from_slice(rest);
+                continue;
+            };
+            pending.extend_from_slice(&rest[..i]);
+            let line = std::mem::take(&mut pending);
+            counted += line_seen(&line, now, span, &mut seen);
+            rest = &rest[i + 1..];
+        }
+        while let Some(i) = memchr::memchr(b'\n', rest) {
+            counted += line_seen(&rest[..i], now, span, &mut seen);
+            rest = &rest[i + 1..];
+        }
+        pending.extend_from_slice(rest);
+        if counted > 0 {
+            fanout.delivered.fetch_add(counted, Ordering::Relaxed);
+        }
+    }
+    seen
+}
+
+/// The writers: `load.rate` merge patches a second over `load.writers` connections, each
+/// stamping its send time (ns since `base`) into `spec.labels.sent`; the number sent
+/// in `window` and the errors.
+async fn watch_writers(
+    client: &Client,
+    base: &str,
+    clock: Instant,
+    load: &WatchLoad,
+    window: (u64, u64),
+) -> (u64, u64) {
+    let period_ns = 1_000_000_000 / load.rate.max(1);
+    let start = Instant::now();
+    let end = window.1;
+    let per_writer = (WATCHED_OBJECTS / load.writers).max(1);
+    let mut tasks = Vec::new();
+    for c in 0..load.writers {
+        let (client, base) = (client.clone(), base.to_string());
+        let writers = load.writers;
+        tasks.push(tokio::spawn(async move {
+            let mut sender = client.connect().await;
+            let (mut written, mut errors) = (0u64, 0u64);
+            for i in 0u64.. {
+                // Open loop: the i-th patch of writer c is due at a fixed time; a late
+                // writer sends at once (and the rate it reached shows it).
+                let due = start + Duration::from_nanos(period_ns * (i * writers as u64 + c as u64));
+                tokio::time::sleep_until(due.into()).await;
+                let sent = since(clock);
+                if sent >= end {
+                    break;
+                }
+                let object = c + writers * (i as usize % per_writer);
+                let patch = json!({"spec": {"labels": {"sent": sent.to_string()}}});
+                let req = Req::json(
+                    http::Method::PATCH,
+                    format!("{base}/g{object}"),
+                    "application/merge-patch+json",
+                    &patch,
+                );
+                let (status, body) = client.send(&mut sender, &req).await;
+                if status != 200 {
+                    errors += 1;
+                    if errors <= 3 {
+                        eprintln!(
+                            "  PATCH -> {status}: {}",
+                            String::from_utf8_lossy(&body[..body.len().min(300)])
+                        );
+                    }
+                    if status == 0 {
+                        sender = client.connect().await;
+                    }
+                } else if sent >= window.0 {
+                    written += 1;
+                }
+            }
+            (written, errors)
+        }));
+    }
+    let (mut written, mut errors) = (0, 0);
+    for t in tasks {
+        let (w, e) = t.await.expect("writer task");
+        written += w;
+        errors += e;
+    }
+    (written, errors)
+}
+
+/// Watch fan-out (issue 19's target: 1,000 watchers of one resource each receive 1,000
+/// events/s with p99 delivery latency under 50 ms). `load.watchers` watchers, each on
+/// its own connection, watch one namespace's collection from the resourceVersion of a
+/// list taken just before; writers patch 100 objects at `load.rate`/s, each patch
+/// carrying its send time; every watcher takes receive time − send time of each event
+/// (so the latency includes the patch's own trip through the server).
+/// Events sent in the first [`WATCH_WARMUP`] are not counted; after the window the
+/// watchers get up to [`WATCH_DRAIN`] to deliver the rest, and what they have not
+/// delivered by then is missed.
+async fn watch_phase(client: &Client, load: WatchLoad) {
+    let namespace = "watch";
+    seed(client, namespace, WATCHED_OBJECTS).await;
+    let collection = format!("/apis/{GROUP}/v1/namespaces/{namespace}/{PLURAL}");
+    if let Some(limit) = open_files_limit() {
+        // Both ends of every connection are in this process.
+        if limit < 2 * load.watchers as u64 + 256 {
+            println!(
+                "watch fan-out skipped: open files limit {limit} is too low for {} watchers (raise `ulimit -n`)",
+                load.watchers
+            );
+            return;
+        }
+    }
+    let mut s = client.connect().await;
+    let (status, list) = client.send(&mut s, &Req::get(collection.clone())).await;
+    assert_eq!(status, 200, "list");
+    let rv = resource_version(&list);
+    let path = format!("{collection}?watch=true&resourceVersion={rv}");
+    let fanout = Arc::new(Fanout {
+        clock: Instant::now(),
+        window: Window {
+            start: AtomicU64::new(u64::MAX),
+            end: AtomicU64::new(0),
+        },
+        ready: tokio::sync::Semaphore::new(0),
+        connecting: tokio::sync::Semaphore::new(64),
+        delivered: AtomicU64::new(0),
+    });
+    let (stop, stopped) = tokio::sync::watch::channel(false);
+    let connected = Instant::now();
+    let tasks: Vec<_> = (0..load.watchers)
+        .map(|_| {
+            tokio::spawn(watcher(
+                client.clone(),
+                path.clone(),
+                fanout.clone(),
+                stopped.clone(),
+            ))
+        })
+        .collect();
+    let all_in = fanout
+        .ready
+        .acquire_many(load.watchers as u32)
+        .await
+        .expect("ready");
+    all_in.forget();
+    let connected = connected.elapsed();
+    let clock = fanout.clock;
+    let start = since(clock) + WATCH_WARMUP.as_nanos() as u64;
+    let end = start + load.seconds.as_nanos() as u64;
+    fanout.window.start.store(start, Ordering::Relaxed);
+    fanout.window.end.store(end, Ordering::Relaxed);
+    // CPU from here on (warm-up, window and drain) per delivered event.
+    let cpu_before = process_cpu();
+    let (written, errors) = watch_writers(client, &collection, clock, &load, (start, end)).await;
+    // Drain: until every watcher has every counted event, or `WATCH_DRAIN` passes.
+    let expected = written * load.watchers as u64;
+    let drain_until = Instant::now() + WATCH_DRAIN;
+    while fanout.delivered.load(Ordering::Relaxed) < expected && Instant::now() < drain_until {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let _ = stop.send(true);
+    let mut latencies = Vec::new();
+    let mut cut = 0;
+    for t in tasks {
+        let seen = t.await.expect("watcher task");
+        latencies.extend(seen.latencies);
+        cut += usize::from(seen.cut);
+    }
+    latencies.sort_unstable();
+    let pct = |p: f64| {
+        let at = ((latencies.len() as f64 * p) as usize).min(latencies.len().saturating_sub(1));
+        Duration::from_micros(latencies.get(at).copied().unwrap_or_default().into())
+    };
+    let seconds = load.seconds.as_secs_f64();
+    let delivered = latencies.len() as u64;
+    let missed = expected.saturating_sub(delivered);
+    println!(
+        "watch fan-out: {} watchers (connected in {:.1} s), {} writer connections, written {:.0}/s of {}/s asked{}",
+        load.watchers,
+        connected.as_secs_f64(),
+        load.writers,
+        written as f64 / seconds,
+        load.rate,
+        if errors > 0 { format!(" ({errors} write errors)") } else { String::new() },
+    );
+    println!(
+        "  per watcher {:.0}/s; missed {missed} of {expected} ({:.2}%); watches cut by the server: {cut}",
+        delivered as f64 / seconds / load.watchers.max(1) as f64,
+        100.0 * missed as f64 / expected.max(1) as f64,
+    );
+    let m = Measured {
+        rate: delivered as f64 / seconds,
+        p50: pct(0.50),
+        p99: pct(0.99),
+        errors: 0,
+        cpu_per_request: process_cpu().saturating_sub(cpu_before) / (delivered.max(1) as u32),
+    };
+    report(
+        "watch events delivered",
+        &m,
+        None,
+        "target: 1000 watchers x 1000/s, p99 < 50 ms",
+    );
 }
 
 async fn etcd_phases(connections: usize, seconds: Duration) {

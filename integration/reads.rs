@@ -207,3 +207,150 @@ fn unsupported_field_labels_are_400_before_anything_is_listed() {
         assert_eq!(http.get(path).status, 200, "{path}");
     }
 }
+
+/// The lines of a watch body.
+fn watch_lines(body: &[u8]) -> Vec<&[u8]> {
+    body.split(|b| *b == b'\n')
+        .filter(|l| !l.is_empty())
+        .collect()
+}
+
+/// `(type, name, spec.color)` of a watch line, checked to be kube's framing:
+/// `{"type":..,"object":<object>}`, the object as serde_json encodes it.
+fn watch_event(line: &[u8]) -> (String, String, Value) {
+    let text = std::str::from_utf8(line).expect("UTF-8");
+    assert!(text.starts_with("{\"type\":\""), "{text}");
+    let at = text.find(",\"object\":").expect("object") + ",\"object\":".len();
+    let object = &text[at..text.len() - 1];
+    let parsed: Value = serde_json::from_str(object).expect("object JSON");
+    assert_eq!(serde_json::to_string(&parsed).unwrap(), object);
+    let event: Value = serde_json::from_str(text).expect("event JSON");
+    (
+        event["type"].as_str().unwrap().to_string(),
+        parsed["metadata"]["name"].as_str().unwrap().to_string(),
+        parsed["spec"]["color"].clone(),
+    )
+}
+
+/// Watch events of custom resources are made once and shared by every watcher: what
+/// a client must never notice. Watchers of one collection get the same bytes, in
+/// kube's framing, with the object decorated as a read decorates it (a default of the
+/// schema applied); a watcher with a label selector still sees objects come into and
+/// out of its selection as ADDED and DELETED; and the last event's object is what a
+/// GET (uncached YAML too) answers.
+#[test]
+fn watchers_share_each_event_and_selectors_still_see_transitions() {
+    let server = TestServer::start();
+    let http = server.http();
+    let r = http.send_json("POST", CRDS, &crd(Some("red")));
+    assert_eq!(r.status, 201, "{}", r.text());
+    let ready = common::poll(std::time::Duration::from_secs(10), || {
+        (http.get(GADGETS).status == 200).then_some(())
+    });
+    assert!(ready.is_some());
+    let list = http.get(GADGETS).json().expect("list");
+    let rv = list["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let watch = |selector: Option<&'static str>| {
+        let (http, rv) = (server.http(), rv.clone());
+        std::thread::spawn(move || {
+            let mut query = vec![("resourceVersion", rv.as_str())];
+            query.extend(selector.map(|s| ("labelSelector", s)));
+            let r = http.watch_for(GADGETS, 4, &query);
+            assert_eq!(r.status, 200, "{}", r.text());
+            r.body
+        })
+    };
+    let plain: Vec<_> = (0..3).map(|_| watch(None)).collect();
+    let hot = watch(Some("tier=hot"));
+    let gadget = |name: &str, tier: &str| {
+        json!({"apiVersion": "reads.example.com/v1", "kind": "Gadget",
+            "metadata": {"name": name, "labels": {"tier": tier}}, "spec": {"size": 1}})
+    };
+    for (name, tier) in [("g1", "cold"), ("g2", "hot"), ("g3", "cold")] {
+        let r = http.send_json("POST", GADGETS, &gadget(name, tier));
+        assert_eq!(r.status, 201, "{}", r.text());
+    }
+    let g1 = format!("{GADGETS}/g1");
+    for patch in [
+        json!({"metadata": {"labels": {"tier": "hot"}}}),
+        json!({"spec": {"size": 2}}),
+        json!({"metadata": {"labels": {"tier": "cold"}}}),
+    ] {
+        let r = http.merge_patch(&g1, &patch);
+        assert_eq!(r.status, 200, "{}", r.text());
+    }
+    let r = http.merge_patch(&format!("{GADGETS}/g3"), &json!({"spec": {"size": 3}}));
+    assert_eq!(r.status, 200, "{}", r.text());
+    for name in ["g2", "g1"] {
+        let r = http.request("DELETE", &format!("{GADGETS}/{name}"), &[], &[], None);
+        assert_eq!(r.expect("DELETE").status, 200);
+    }
+    let plain: Vec<Vec<u8>> = plain.into_iter().map(|t| t.join().unwrap()).collect();
+    assert!(plain.iter().all(|b| *b == plain[0]), "watchers differ");
+    let events: Vec<_> = watch_lines(&plain[0])
+        .into_iter()
+        .map(watch_event)
+        .collect();
+    let seen: Vec<(&str, &str)> = events
+        .iter()
+        .map(|(t, n, _)| (t.as_str(), n.as_str()))
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            ("ADDED", "g1"),
+            ("ADDED", "g2"),
+            ("ADDED", "g3"),
+            ("MODIFIED", "g1"),
+            ("MODIFIED", "g1"),
+            ("MODIFIED", "g1"),
+            ("MODIFIED", "g3"),
+            ("DELETED", "g2"),
+            ("DELETED", "g1"),
+        ]
+    );
+    assert!(
+        events.iter().all(|(_, _, color)| color == "red"),
+        "{events:?}"
+    );
+    let hot = hot.join().unwrap();
+    let seen: Vec<(String, String)> = watch_lines(&hot)
+        .into_iter()
+        .map(watch_event)
+        .map(|(t, n, _)| (t, n))
+        .collect();
+    let expected = [
+        ("ADDED", "g2"),
+        ("ADDED", "g1"),
+        ("MODIFIED", "g1"),
+        ("DELETED", "g1"),
+        ("DELETED", "g2"),
+    ];
+    assert_eq!(
+        seen,
+        expected.map(|(t, n)| (t.to_string(), n.to_string())),
+        "{}",
+        String::from_utf8_lossy(&hot)
+    );
+    // g3's last event holds what a GET of g3 answers, cached JSON and fresh YAML alike.
+    let last_g3 = watch_lines(&plain[0])
+        .into_iter()
+        .rfind(|l| watch_event(l).1 == "g3")
+        .unwrap();
+    let text = std::str::from_utf8(last_g3).unwrap();
+    let object = &text[text.find(",\"object\":").unwrap() + 10..text.len() - 1];
+    let get = http.get(&format!("{GADGETS}/g3"));
+    assert_eq!(get.status, 200);
+    assert_eq!(get.text().trim_end(), object);
+    let mut h = json_accept();
+    h.retain(|(k, _)| k != "Accept");
+    h.push(("Accept".into(), "application/yaml".into()));
+    let yaml = http
+        .request("GET", &format!("{GADGETS}/g3"), &[], &h, None)
+        .expect("GET");
+    let yaml: Value = serde_norway::from_slice(&yaml.body).expect("YAML");
+    assert_eq!(yaml, serde_json::from_str::<Value>(object).unwrap());
+}

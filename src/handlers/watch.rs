@@ -12,7 +12,7 @@ use crate::rest::watch::WatchEvent;
 use crate::rest::{object, ResourceKind};
 use crate::status::Status;
 use bytes::Bytes;
-use futures::StreamExt;
+use futures::{FutureExt, StreamExt};
 use http::{header, Response, StatusCode};
 use http_body_util::{BodyExt, StreamBody};
 use hyper::body::Frame;
@@ -78,7 +78,14 @@ impl Watcher {
         if self.protobuf {
             return protobuf_frame(ty, &object);
         }
-        line(&json!({"type": ty, "object": object}))
+        let object = serde_json::to_vec(&object).unwrap_or_default();
+        crate::rest::watch::event_line(ty, &object)
+    }
+
+    /// Whether events go out as the object's own JSON (no Table, metadata-only or
+    /// protobuf form): then a shared object's line is sent as it was made.
+    fn plain_json(&self) -> bool {
+        !self.protobuf && !matches!(self.output, Output::Table(_) | Output::PartialMetadata(..))
     }
 
     /// A BOOKMARK: an empty object of the kind at `rv`, transformed as every event of
@@ -97,12 +104,6 @@ impl Watcher {
         let obj = json!({"kind": d.kind, "apiVersion": d.api_version(), "metadata": meta});
         self.event("BOOKMARK", &obj)
     }
-}
-
-fn line(v: &Value) -> Bytes {
-    let mut b = serde_json::to_vec(v).unwrap_or_default();
-    b.push(b'\n');
-    Bytes::from(b)
 }
 
 fn protobuf_frame(ty: &str, object: &Value) -> Bytes {
@@ -127,6 +128,56 @@ fn error_event(s: &Status, protobuf: bool) -> Bytes {
     .unwrap_or_default();
     b.push(b'\n');
     Bytes::from(b)
+}
+
+/// Bytes of events a watcher gathers into one write when several are ready at once.
+const BATCH_BYTES: usize = 64 * 1024;
+
+/// A watch's position and what it sends for each event of the store's stream.
+struct Framing {
+    watcher: Watcher,
+    bookmarks: bool,
+    /// The revision the watcher has seen up to (what a BOOKMARK carries).
+    last_rv: i64,
+    last_bookmark: Instant,
+}
+
+/// What a store event becomes on the wire.
+enum Framed {
+    /// Nothing (a change the selectors hide, no bookmark due).
+    Skip,
+    /// These bytes.
+    Send(Bytes),
+    /// These bytes, and the watch ends (an error).
+    Last(Bytes),
+}
+
+impl Framing {
+    fn frame(&mut self, ev: WatchEvent) -> Framed {
+        let watcher = &mut self.watcher;
+        match &ev {
+            WatchEvent::Added(o) | WatchEvent::Modified(o) | WatchEvent::Deleted(o) => {
+                self.last_rv = self.last_rv.max(o.revision());
+                let shared = watcher
+                    .plain_json()
+                    .then(|| o.json_line(ev.type_name()))
+                    .flatten();
+                Framed::Send(match shared {
+                    Some(line) => line,
+                    None => watcher.event(ev.type_name(), o.value()),
+                })
+            }
+            WatchEvent::Progress(rev) => {
+                self.last_rv = self.last_rv.max(*rev);
+                if !self.bookmarks || self.last_bookmark.elapsed() < BOOKMARK_INTERVAL {
+                    return Framed::Skip;
+                }
+                self.last_bookmark = Instant::now();
+                Framed::Send(watcher.bookmark(self.last_rv, false))
+            }
+            WatchEvent::Error(s) => Framed::Last(error_event(s, watcher.protobuf)),
+        }
+    }
 }
 
 /// Serve a watch.
@@ -197,7 +248,10 @@ pub async fn watch(
         protobuf,
     };
     tokio::spawn(async move {
-        let deadline = tokio::time::Instant::now() + timeout;
+        // One timer for the whole watch (a new one per event would be registered with
+        // and removed from the runtime's timer wheel every time).
+        let deadline = tokio::time::sleep(timeout);
+        tokio::pin!(deadline);
         for obj in &initial {
             let ev = watcher.event("ADDED", obj);
             if tx.send(ev).await.is_err() {
@@ -208,35 +262,52 @@ pub async fn watch(
             return;
         }
         let mut stream = stream;
-        let mut last_rv = start_rv;
-        let mut last_bookmark = Instant::now();
+        let mut framing = Framing {
+            watcher,
+            bookmarks,
+            last_rv: start_rv,
+            last_bookmark: Instant::now(),
+        };
         loop {
             let ev = tokio::select! {
-                _ = tokio::time::sleep_until(deadline) => return,
+                _ = &mut deadline => return,
                 _ = tx.closed() => return,
                 ev = stream.next() => ev,
             };
             let Some(ev) = ev else { return };
-            let out = match &ev {
-                WatchEvent::Added(o) | WatchEvent::Modified(o) | WatchEvent::Deleted(o) => {
-                    let rv = object::resource_version(o).ok().flatten();
-                    last_rv = last_rv.max(rv.unwrap_or(last_rv));
-                    watcher.event(ev.type_name(), o)
-                }
-                WatchEvent::Progress(rev) => {
-                    last_rv = last_rv.max(*rev);
-                    if !bookmarks || last_bookmark.elapsed() < BOOKMARK_INTERVAL {
+            let (mut out, mut end) = match framing.frame(ev) {
+                Framed::Skip => continue,
+                Framed::Send(b) => (b, false),
+                Framed::Last(b) => (b, true),
+            };
+            // What the stream has ready now goes out with it, in one write (kube's
+            // watchers flush once their queue is empty): a watcher behind the writers
+            // catches up in fewer, larger writes instead of one per event.
+            let mut batch: Option<Vec<u8>> = None;
+            while !end && batch.as_ref().map_or(out.len(), Vec::len) < BATCH_BYTES {
+                let Some(next) = stream.next().now_or_never() else {
+                    break;
+                };
+                let more = match next.map(|ev| framing.frame(ev)) {
+                    None => {
+                        end = true;
                         continue;
                     }
-                    last_bookmark = Instant::now();
-                    watcher.bookmark(last_rv, false)
-                }
-                WatchEvent::Error(s) => {
-                    let _ = tx.send(error_event(s, protobuf)).await;
-                    return;
-                }
-            };
-            if tx.send(out).await.is_err() {
+                    Some(Framed::Skip) => continue,
+                    Some(Framed::Send(b)) => b,
+                    Some(Framed::Last(b)) => {
+                        end = true;
+                        b
+                    }
+                };
+                batch
+                    .get_or_insert_with(|| out.to_vec())
+                    .extend_from_slice(&more);
+            }
+            if let Some(batch) = batch {
+                out = Bytes::from(batch);
+            }
+            if tx.send(out).await.is_err() || end {
                 return;
             }
         }

@@ -329,6 +329,8 @@ pub struct Store {
     pub admission: Admission,
     /// The served JSON of objects read lately (kinds with a [`ResourceKind::served_form`]).
     pub served: Arc<super::served_cache::ServedCache>,
+    /// The objects of recent watch events, made once for all watchers.
+    pub watched: Arc<super::watch::SharedObjects>,
 }
 
 impl Store {
@@ -338,6 +340,7 @@ impl Store {
             storage,
             admission: Admission::default(),
             served: Default::default(),
+            watched: Default::default(),
         }
     }
 

@@ -456,7 +456,8 @@ impl Storage for MemoryStorage {
             live,
             seen: state.revision,
             interval: self.progress_interval,
-            deadline: Instant::now() + self.progress_interval,
+            last_sent: Instant::now(),
+            timer: Box::pin(tokio::time::sleep(self.progress_interval)),
         };
         drop(state);
         let stream = futures::stream::unfold(watcher, |mut watcher| async move {
@@ -484,15 +485,19 @@ struct Watcher {
     /// Every change up to this revision was sent or did not match the prefix.
     seen: Revision,
     interval: Duration,
-    /// When to report progress if nothing is sent before.
-    deadline: Instant,
+    /// When the last item was sent: progress is reported once nothing was for
+    /// `interval`.
+    last_sent: Instant,
+    /// Fires at `last_sent + interval` or earlier (moved on when it fires early, so an
+    /// item sent costs no timer update).
+    timer: std::pin::Pin<Box<tokio::time::Sleep>>,
 }
 
 impl Watcher {
     /// The next item, or `None` when the watch ends (store gone or watcher lagged).
     async fn next_item(&mut self) -> Option<WatchItem> {
         if let Some(change) = self.replay.pop_front() {
-            self.deadline = Instant::now() + self.interval;
+            self.last_sent = Instant::now();
             return Some(WatchItem::Event(change.to_event()));
         }
         loop {
@@ -506,12 +511,19 @@ impl Watcher {
                     }
                     self.seen = change.revision();
                     if change.key.starts_with(&self.prefix) {
-                        self.deadline = Instant::now() + self.interval;
+                        self.last_sent = Instant::now();
                         return Some(WatchItem::Event(change.to_event()));
                     }
                 }
-                () = tokio::time::sleep_until(self.deadline) => {
-                    self.deadline = Instant::now() + self.interval;
+                () = self.timer.as_mut() => {
+                    let due = self.last_sent + self.interval;
+                    let now = Instant::now();
+                    if due > now {
+                        self.timer.as_mut().reset(due);
+                        continue;
+                    }
+                    self.last_sent = now;
+                    self.timer.as_mut().reset(now + self.interval);
                     return Some(WatchItem::Progress(self.seen));
                 }
             }
