@@ -18,7 +18,7 @@ use std::sync::mpsc::{self, Receiver};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use common::outage::{longest_gap, EtcdPutters, WriteOutcome, Writers};
+use common::outage::{longest_gap, longest_pause, EtcdPutters, WriteOutcome, Writers};
 use common::{describe_output, poll, Etcd, EtcdCluster, Http, HttpResponse, TestServer};
 use serde_json::{json, Value};
 
@@ -596,6 +596,18 @@ fn three_member_cluster_keeps_serving_with_one_member_killed() {
 /// hung member until HTTP/2 keepalive drops it (10–16 s before issue 23).
 const FAILOVER_BOUND: Duration = Duration::from_secs(8);
 
+/// How much longer than etcd alone (its own clients' longest wait, same run) the server
+/// may go without a successful write under a fault: the issue's second, and room for a
+/// loaded 2-core machine. Waiting out a whole 5 s request timeout on a member that lost
+/// its leader exceeds it (3.7 s beyond etcd in the outage benchmark before the 2 s
+/// attempts).
+const BEYOND_ETCD: Duration = Duration::from_millis(2500);
+
+/// Each member's client URL.
+fn member_urls(cluster: &EtcdCluster) -> Vec<String> {
+    cluster.members.iter().map(Etcd::url).collect()
+}
+
 /// Every acknowledged create is stored; every 503 was not applied (a 503 tells a
 /// client its request was not processed); only 500/503/504 failures, and a
 /// `Retry-After` on 503s alone.
@@ -650,6 +662,7 @@ fn frozen_member_in_use_is_left_within_an_election_and_a_timeout() {
     let (cluster, server) = cluster_with_server();
     let http = server.http();
     let writers = Writers::start(&http, WIDGETS, 3, red_widget);
+    let alone = EtcdPutters::start(&member_urls(&cluster), 3, Duration::from_millis(300));
     thread::sleep(Duration::from_secs(1));
 
     // The leader, which the server talks to, hangs (SIGSTOP; a stuck disk or a
@@ -665,16 +678,17 @@ fn frozen_member_in_use_is_left_within_an_election_and_a_timeout() {
         thread::sleep(Duration::from_millis(200));
     }
     let outcomes = writers.finish();
+    let etcd_gap = longest_pause(&alone.finish());
     cluster.members[0].signal("CONT");
 
     let gap = longest_gap(&outcomes);
     eprintln!(
-        "member in use frozen: longest time without a successful write {gap:?}; slowest health check {slowest_health:?}; {} writes",
+        "member in use frozen: longest time without a successful write {gap:?} (etcd alone {etcd_gap:?}); slowest health check {slowest_health:?}; {} writes",
         outcomes.len()
     );
     assert!(
-        gap < FAILOVER_BOUND,
-        "no write succeeded for {gap:?} after the member in use froze"
+        gap < FAILOVER_BOUND && gap < etcd_gap + BEYOND_ETCD,
+        "no write succeeded for {gap:?} after the member in use froze (etcd alone: {etcd_gap:?})"
     );
     assert!(
         outcomes
@@ -697,20 +711,22 @@ fn killed_leader_in_use_is_left_within_an_election() {
     let (mut cluster, server) = cluster_with_server();
     let http = server.http();
     let writers = Writers::start(&http, WIDGETS, 3, red_widget);
+    let alone = EtcdPutters::start(&member_urls(&cluster), 3, Duration::from_millis(300));
     thread::sleep(Duration::from_secs(1));
     cluster.members[0].stop();
     let killed = Instant::now();
     thread::sleep(Duration::from_secs(6));
     let outcomes = writers.finish();
+    let etcd_gap = longest_pause(&alone.finish());
 
     let gap = longest_gap(&outcomes);
     eprintln!(
-        "leader in use killed: longest time without a successful write {gap:?}; {} writes",
+        "leader in use killed: longest time without a successful write {gap:?} (etcd alone {etcd_gap:?}); {} writes",
         outcomes.len()
     );
     assert!(
-        gap < FAILOVER_BOUND,
-        "no write succeeded for {gap:?} after the leader was killed"
+        gap < FAILOVER_BOUND && gap < etcd_gap + BEYOND_ETCD,
+        "no write succeeded for {gap:?} after the leader was killed (etcd alone: {etcd_gap:?})"
     );
     assert!(
         outcomes
@@ -729,9 +745,8 @@ fn killed_leader_in_use_is_left_within_an_election() {
 fn quorum_lost_and_regained_fails_fast_and_serves_again_with_etcd() {
     let (mut cluster, server) = cluster_with_server();
     let http = server.http();
-    let urls: Vec<String> = cluster.members.iter().map(Etcd::url).collect();
     let writers = Writers::start(&http, WIDGETS, 3, red_widget);
-    let alone = EtcdPutters::start(&urls, 3, Duration::from_millis(300));
+    let alone = EtcdPutters::start(&member_urls(&cluster), 3, Duration::from_millis(300));
     thread::sleep(Duration::from_secs(1));
     cluster.members[1].stop();
     cluster.members[2].stop();
