@@ -971,11 +971,17 @@ async fn etcd_phases(connections: usize, seconds: Duration) {
     seed(&client, "bench", 1000).await;
     let base = format!("/apis/{GROUP}/v1/namespaces/bench/{PLURAL}");
     let create = phase(&client, connections, seconds, 201, creates(&base)).await;
+    // kube-apiserver v1.36 created 1,482/s on the same kind of machine and etcd
+    // (issue 19's measurement): the target is three times that, below etcd's own rate.
     report(
         "create on etcd",
         &create,
-        Some(ceiling),
-        "(of etcd's put rate) target >= 3x kube's",
+        None,
+        &format!(
+            "{:.1}% of etcd's put rate, {:.1}x kube's 1,482/s; target >= 3x kube's",
+            100.0 * create.rate / ceiling,
+            create.rate / 1482.0
+        ),
     );
     let get = phase(&client, connections, seconds, 200, gets(&base)).await;
     report("GET on etcd", &get, None, "");
