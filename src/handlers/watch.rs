@@ -79,7 +79,7 @@ impl Watcher {
             return protobuf_frame(ty, &object);
         }
         let object = serde_json::to_vec(&object).unwrap_or_default();
-        crate::rest::watch::event_line(ty, &object)
+        crate::rest::watch_objects::event_line(ty, &object)
     }
 
     /// Whether events go out as the object's own JSON (no Table, metadata-only or

@@ -15,9 +15,11 @@ pub use apimachinery::object;
 pub mod rbac;
 pub mod served_cache;
 pub mod store;
+pub mod stored;
 pub mod strategic;
 pub mod typed;
 pub mod watch;
+pub mod watch_objects;
 pub mod webhook_configuration;
 
 use crate::status::Status;
