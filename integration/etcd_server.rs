@@ -18,7 +18,10 @@ use std::sync::mpsc::{self, Receiver};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use common::outage::{longest_gap, longest_pause, EtcdPutters, WriteOutcome, Writers};
+use common::outage::{
+    counter, longest_gap, longest_pause, EtcdPutters, UpdateOutcome, Updaters, WriteOutcome,
+    Writers,
+};
 use common::{describe_output, poll, Etcd, EtcdCluster, Http, HttpResponse, TestServer};
 use serde_json::{json, Value};
 
@@ -644,6 +647,34 @@ fn check_outcomes(http: &Http, outcomes: &[WriteOutcome]) {
     }
 }
 
+/// No acknowledged update was lost: each object holds its updater's last acknowledged
+/// counter, or one more (a last PUT applied despite its error); only 200, 500, 503 and
+/// 504 answered (one writer per object never conflicts: a write sent again that finds
+/// its own bytes stored is a success).
+fn check_updates(http: &Http, outcomes: &[UpdateOutcome]) {
+    for outcome in outcomes {
+        let stored = counter(&expect_status(http.get(&outcome.path), 200));
+        assert!(
+            stored == outcome.acknowledged || stored == outcome.acknowledged + 1,
+            "{}: acknowledged {} but {stored} is stored",
+            outcome.path,
+            outcome.acknowledged
+        );
+        assert!(
+            outcome.acknowledged > 0,
+            "{}: no update acknowledged",
+            outcome.path
+        );
+        for status in &outcome.statuses {
+            assert!(
+                [200, 500, 503, 504].contains(status),
+                "{}: PUT answered {status}",
+                outcome.path
+            );
+        }
+    }
+}
+
 /// A server on a 3-member cluster whose first member (the one the server uses) leads,
 /// with widgets installed.
 fn cluster_with_server() -> (EtcdCluster, TestServer) {
@@ -662,6 +693,7 @@ fn frozen_member_in_use_is_left_within_an_election_and_a_timeout() {
     let (cluster, server) = cluster_with_server();
     let http = server.http();
     let writers = Writers::start(&http, WIDGETS, 3, red_widget);
+    let updaters = Updaters::start(&http, WIDGETS, 2, red_widget);
     let alone = EtcdPutters::start(&member_urls(&cluster), 3, Duration::from_millis(300));
     thread::sleep(Duration::from_secs(1));
 
@@ -678,6 +710,7 @@ fn frozen_member_in_use_is_left_within_an_election_and_a_timeout() {
         thread::sleep(Duration::from_millis(200));
     }
     let outcomes = writers.finish();
+    let updates = updaters.finish();
     let etcd_gap = longest_pause(&alone.finish());
     cluster.members[0].signal("CONT");
 
@@ -702,6 +735,7 @@ fn frozen_member_in_use_is_left_within_an_election_and_a_timeout() {
         "a health check took {slowest_health:?} under a frozen member"
     );
     check_outcomes(&http, &outcomes);
+    check_updates(&http, &updates);
     let ready = http.wait_for_status("/readyz", 200, Duration::from_secs(10));
     assert_eq!(ready.status, 200, "{}", ready.text());
 }
@@ -711,12 +745,14 @@ fn killed_leader_in_use_is_left_within_an_election() {
     let (mut cluster, server) = cluster_with_server();
     let http = server.http();
     let writers = Writers::start(&http, WIDGETS, 3, red_widget);
+    let updaters = Updaters::start(&http, WIDGETS, 2, red_widget);
     let alone = EtcdPutters::start(&member_urls(&cluster), 3, Duration::from_millis(300));
     thread::sleep(Duration::from_secs(1));
     cluster.members[0].stop();
     let killed = Instant::now();
     thread::sleep(Duration::from_secs(6));
     let outcomes = writers.finish();
+    let updates = updaters.finish();
     let etcd_gap = longest_pause(&alone.finish());
 
     let gap = longest_gap(&outcomes);
@@ -735,6 +771,7 @@ fn killed_leader_in_use_is_left_within_an_election() {
         "writes did not resume"
     );
     check_outcomes(&http, &outcomes);
+    check_updates(&http, &updates);
 }
 
 /// Quorum lost (two of three members killed) for five seconds, then regained: writes
@@ -746,6 +783,7 @@ fn quorum_lost_and_regained_fails_fast_and_serves_again_with_etcd() {
     let (mut cluster, server) = cluster_with_server();
     let http = server.http();
     let writers = Writers::start(&http, WIDGETS, 3, red_widget);
+    let updaters = Updaters::start(&http, WIDGETS, 2, red_widget);
     let alone = EtcdPutters::start(&member_urls(&cluster), 3, Duration::from_millis(300));
     thread::sleep(Duration::from_secs(1));
     cluster.members[1].stop();
@@ -772,6 +810,7 @@ fn quorum_lost_and_regained_fails_fast_and_serves_again_with_etcd() {
     let back = Instant::now();
     thread::sleep(Duration::from_secs(6));
     let outcomes = writers.finish();
+    let updates = updaters.finish();
     let alone = alone.finish();
 
     let etcd_again = alone
@@ -807,6 +846,7 @@ fn quorum_lost_and_regained_fails_fast_and_serves_again_with_etcd() {
         "a write without quorum took {took:?}"
     );
     check_outcomes(&http, &outcomes);
+    check_updates(&http, &updates);
 }
 
 /// Creates `count` widgets `{prefix}-{i}`, updates each and reads it back; every

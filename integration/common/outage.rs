@@ -1,4 +1,4 @@
-//! Writers and etcd-alone putters for the fault tests and the outage benchmark: what
+//! Writers, updaters and etcd-alone putters for the fault tests and the outage benchmark: what
 //! a client saw while etcd members were killed, frozen or short of a quorum.
 
 use super::Http;
@@ -81,6 +81,79 @@ pub fn longest_pause(times: &[Instant]) -> Duration {
         .map(|w| w[1] - w[0])
         .max()
         .unwrap_or_default()
+}
+
+/// What one updater did: the object it owned, the last value of its counter a PUT
+/// acknowledged, and every PUT's status.
+pub struct UpdateOutcome {
+    pub path: String,
+    pub acknowledged: u64,
+    pub statuses: Vec<u16>,
+}
+
+/// Threads each owning one object, `updater{i}` in `collection` (created first from
+/// `body(name)`), and updating it read-modify-write until stopped: GET, its label `n`
+/// one higher, PUT with the resourceVersion read. A failed PUT is read again, so one
+/// applied despite its error is counted on from.
+pub struct Updaters {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    threads: Vec<thread::JoinHandle<UpdateOutcome>>,
+}
+
+impl Updaters {
+    pub fn start(http: &Http, collection: &str, count: usize, body: fn(&str) -> Value) -> Updaters {
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let threads = (0..count)
+            .map(|updater| {
+                let name = format!("updater{updater}");
+                let created = http.send_json("POST", collection, &body(&name));
+                assert_eq!(created.status, 201, "{}", created.text());
+                let path = format!("{collection}/{name}");
+                let (http, stop) = (http.clone(), stop.clone());
+                thread::spawn(move || {
+                    let (mut acknowledged, mut statuses) = (0, Vec::new());
+                    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                        let read = http.get(&path);
+                        let Some(mut object) = read.json().filter(|_| read.status == 200) else {
+                            thread::sleep(Duration::from_millis(20));
+                            continue;
+                        };
+                        let next = counter(&object) + 1;
+                        object["metadata"]["labels"] = serde_json::json!({"n": next.to_string()});
+                        let put = http.send_json("PUT", &path, &object);
+                        statuses.push(put.status);
+                        if put.status == 200 {
+                            acknowledged = next;
+                        } else {
+                            thread::sleep(Duration::from_millis(20));
+                        }
+                    }
+                    UpdateOutcome {
+                        path,
+                        acknowledged,
+                        statuses,
+                    }
+                })
+            })
+            .collect();
+        Updaters { stop, threads }
+    }
+
+    pub fn finish(self) -> Vec<UpdateOutcome> {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        self.threads
+            .into_iter()
+            .map(|t| t.join().expect("updater thread"))
+            .collect()
+    }
+}
+
+/// The counter an updater keeps in the object's label `n` (0 when absent).
+pub fn counter(object: &Value) -> u64 {
+    object["metadata"]["labels"]["n"]
+        .as_str()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0)
 }
 
 /// etcd's own availability as a client of the whole cluster sees it: threads putting
