@@ -999,7 +999,7 @@ mod tests {
         assert!(back["metadata"].get("resourceVersion").is_none());
         let kv = KeyValue {
             key: "k".into(),
-            value: bytes,
+            value: bytes.into(),
             create_revision: 3,
             mod_revision: 9,
         };

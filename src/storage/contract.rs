@@ -52,7 +52,7 @@ pub async fn create_and_get(store: &dyn Storage, prefix: &str) -> Result<(), Sto
     let before = store.current_revision().await?;
     let kv = store.create(&key, b"v1".to_vec()).await?;
     assert_eq!(kv.key, key);
-    assert_eq!(kv.value, b"v1");
+    assert_eq!(kv.value, &b"v1"[..]);
     assert!(
         kv.mod_revision > before,
         "a write must advance the revision"
@@ -79,7 +79,7 @@ pub async fn create_and_get(store: &dyn Storage, prefix: &str) -> Result<(), Sto
     assert!(empty.mod_revision > kv.mod_revision);
     assert_eq!(
         store.get(&empty.key).await?.map(|e| e.value),
-        Some(Vec::new())
+        Some(bytes::Bytes::new())
     );
     Ok(())
 }
@@ -95,7 +95,7 @@ pub async fn update_compare_and_swap(
         .update(&key, b"v2".to_vec(), first.mod_revision)
         .await?;
     assert_eq!(second.key, key);
-    assert_eq!(second.value, b"v2");
+    assert_eq!(second.value, &b"v2"[..]);
     assert_eq!(second.create_revision, first.create_revision);
     assert!(second.mod_revision > first.mod_revision);
     assert_eq!(store.get(&key).await?, Some(second.clone()));
@@ -151,7 +151,7 @@ pub async fn delete_compare_and_swap(
 
     let deleted = store.delete(&key, Some(second.mod_revision)).await?;
     assert_eq!(deleted.key, key);
-    assert_eq!(deleted.value, b"v2", "delete returns the last value");
+    assert_eq!(deleted.value, &b"v2"[..], "delete returns the last value");
     assert_eq!(deleted.create_revision, first.create_revision);
     assert!(
         deleted.mod_revision > second.mod_revision,
@@ -177,7 +177,7 @@ pub async fn delete_compare_and_swap(
     assert_eq!(again.create_revision, again.mod_revision);
 
     let unconditional = store.delete(&key, None).await?;
-    assert_eq!(unconditional.value, b"v4");
+    assert_eq!(unconditional.value, &b"v4"[..]);
     assert_eq!(unconditional.create_revision, again.create_revision);
     assert_eq!(store.get(&key).await?, None);
     Ok(())
@@ -354,7 +354,12 @@ pub async fn concurrent_compare_and_swap(
     let total = store.get(&key).await?.map(|kv| kv.value);
     assert_eq!(
         total,
-        Some((WORKERS as u64 * INCREMENTS).to_string().into_bytes())
+        Some(
+            (WORKERS as u64 * INCREMENTS)
+                .to_string()
+                .into_bytes()
+                .into()
+        )
     );
     Ok(())
 }
@@ -409,7 +414,7 @@ pub async fn watch_replays_history(store: &dyn Storage, prefix: &str) -> Result<
     );
     let delete = next_event(&mut watch).await?;
     assert_eq!(delete, event(EventKind::Delete, &deleted, Some(&modified)));
-    assert_eq!(delete.kv.value, b"v2");
+    assert_eq!(delete.kv.value, &b"v2"[..]);
 
     // After the history, live changes follow on the same stream.
     let live = store.update(&b, b"b2".to_vec(), other.mod_revision).await?;

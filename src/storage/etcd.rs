@@ -693,7 +693,7 @@ impl Storage for EtcdStorage {
         let revision = header_revision(response.header.as_ref())?;
         Ok(KeyValue {
             key: key.to_owned(),
-            value,
+            value: value.into(),
             create_revision: revision,
             mod_revision: revision,
         })
@@ -725,7 +725,7 @@ impl Storage for EtcdStorage {
         let previous = previous.ok_or_else(|| missing_previous(key))?;
         Ok(KeyValue {
             key: key.to_owned(),
-            value,
+            value: value.into(),
             create_revision: previous.create_revision,
             mod_revision: revision,
         })
@@ -942,9 +942,10 @@ impl Watcher {
             let prev = event.prev_kv.map(key_value);
             let event = if event.r#type == EventType::Delete as i32 {
                 // etcd's delete event carries only the key and the delete revision.
-                let (value, create_revision) = prev
-                    .as_ref()
-                    .map_or((Vec::new(), 0), |p| (p.value.clone(), p.create_revision));
+                let (value, create_revision) =
+                    prev.as_ref().map_or((bytes::Bytes::new(), 0), |p| {
+                        (p.value.clone(), p.create_revision)
+                    });
                 Event {
                     kind: EventKind::Delete,
                     kv: KeyValue {
@@ -1171,7 +1172,7 @@ fn key_string(key: Vec<u8>) -> String {
 fn key_value(kv: pb::mvccpb::KeyValue) -> KeyValue {
     KeyValue {
         key: key_string(kv.key),
-        value: kv.value,
+        value: kv.value.into(),
         create_revision: kv.create_revision,
         mod_revision: kv.mod_revision,
     }

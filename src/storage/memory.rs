@@ -17,6 +17,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use async_trait::async_trait;
+use bytes::Bytes;
 use futures::StreamExt;
 use tokio::sync::broadcast;
 use tokio::time::Instant;
@@ -53,13 +54,13 @@ pub struct MemoryStorage {
 struct Version {
     create_revision: Revision,
     mod_revision: Revision,
-    value: Option<Arc<[u8]>>,
+    value: Option<Bytes>,
 }
 
 /// A stored value with its revisions, shared between history, log and watchers.
 #[derive(Clone, Debug)]
 struct Stored {
-    value: Arc<[u8]>,
+    value: Bytes,
     create_revision: Revision,
     mod_revision: Revision,
 }
@@ -90,7 +91,7 @@ impl Change {
 fn key_value(key: &str, stored: &Stored) -> KeyValue {
     KeyValue {
         key: key.to_owned(),
-        value: stored.value.to_vec(),
+        value: stored.value.clone(),
         create_revision: stored.create_revision,
         mod_revision: stored.mod_revision,
     }
@@ -141,7 +142,7 @@ impl State {
     }
 
     /// Records one write at the next revision and tells the watchers.
-    fn commit(&mut self, kind: EventKind, key: &str, value: Option<Arc<[u8]>>) -> Arc<Change> {
+    fn commit(&mut self, kind: EventKind, key: &str, value: Option<Bytes>) -> Arc<Change> {
         self.revision += 1;
         let revision = self.revision;
         let prev = self.live(key);
@@ -164,8 +165,8 @@ impl State {
         // A delete reports the last value at the delete revision.
         let value = match (value, &prev) {
             (Some(v), _) => v,
-            (None, Some(p)) => Arc::clone(&p.value),
-            (None, None) => Arc::from(&[][..]),
+            (None, Some(p)) => p.value.clone(),
+            (None, None) => Bytes::new(),
         };
         let change = Arc::new(Change {
             kind,
@@ -374,7 +375,7 @@ impl Storage for MemoryStorage {
         if state.live(key).is_some() {
             return Err(StorageError::AlreadyExists(key.to_owned()));
         }
-        let change = state.commit(EventKind::Create, key, Some(Arc::from(value)));
+        let change = state.commit(EventKind::Create, key, Some(Bytes::from(value)));
         drop(state);
         Ok(key_value(key, &change.kv))
     }
@@ -396,7 +397,7 @@ impl Storage for MemoryStorage {
                 current: Some(Box::new(key_value(key, &current))),
             });
         }
-        let change = state.commit(EventKind::Modify, key, Some(Arc::from(value)));
+        let change = state.commit(EventKind::Modify, key, Some(Bytes::from(value)));
         drop(state);
         Ok(key_value(key, &change.kv))
     }
@@ -552,7 +553,7 @@ mod tests {
         assert_eq!(list.revision, revision);
         list.items
             .into_iter()
-            .map(|kv| (kv.key, String::from_utf8(kv.value).unwrap()))
+            .map(|kv| (kv.key, String::from_utf8(kv.value.to_vec()).unwrap()))
             .collect()
     }
 
@@ -754,7 +755,10 @@ mod tests {
                     continue;
                 }
                 let writer: usize = event.kv.key["/k/".len()..].parse().unwrap();
-                let value: usize = String::from_utf8(event.kv.value).unwrap().parse().unwrap();
+                let value: usize = String::from_utf8(event.kv.value.to_vec())
+                    .unwrap()
+                    .parse()
+                    .unwrap();
                 if after < 2 {
                     // Watchers from the start see every write of each key in order.
                     assert_eq!(value, next_value[writer]);

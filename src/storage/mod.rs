@@ -24,7 +24,7 @@ pub struct KeyValue {
     /// The full key, e.g. `/registry/crud.example.com/widgets/default/w1`.
     pub key: String,
     /// The stored bytes.
-    pub value: Vec<u8>,
+    pub value: bytes::Bytes,
     /// Revision of the key's creation.
     pub create_revision: Revision,
     /// Revision of the key's last modification (the object's `resourceVersion`).
