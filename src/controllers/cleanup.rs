@@ -520,8 +520,11 @@ pub async fn namespace(api: Arc<ApiServer>, name: String) {
                 .await;
             match res {
                 // The update deletes the namespace once no finalizer holds it.
-                Ok(w) if w.deleted => return,
-                Ok(_) => {}
+                Ok(w) if w.deleted => {
+                    api.after_write(kind.descriptor(), &w.object, true);
+                    return;
+                }
+                Ok(w) => api.after_write(kind.descriptor(), &w.object, false),
                 Err(s) if s.code == 404 => return,
                 Err(_) => {}
             }

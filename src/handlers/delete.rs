@@ -204,6 +204,8 @@ async fn delete_namespace(
         })
         .await?;
     if !opts.dry_run {
+        // Caches of this server (NamespaceLifecycle's) see it terminating at once.
+        api.after_write(d, &ns, false);
         api.namespace_terminating(object::name(&ns));
     }
     let mut reply = Reply::ok(ns);
