@@ -606,9 +606,33 @@ const FAILOVER_BOUND: Duration = Duration::from_secs(8);
 /// attempts).
 const BEYOND_ETCD: Duration = Duration::from_millis(2500);
 
-/// Each member's client URL.
-fn member_urls(cluster: &EtcdCluster) -> Vec<String> {
-    cluster.members.iter().map(Etcd::url).collect()
+/// What runs through a fault: 3 writers creating widgets, 2 updaters each updating
+/// its own, and 3 clients of etcd alone (each try 300 ms) as the measure of etcd's own
+/// outage.
+struct FaultLoad {
+    writers: Writers,
+    updaters: Updaters,
+    alone: EtcdPutters,
+}
+
+impl FaultLoad {
+    fn start(http: &Http, cluster: &EtcdCluster) -> FaultLoad {
+        let urls: Vec<String> = cluster.members.iter().map(Etcd::url).collect();
+        FaultLoad {
+            writers: Writers::start(http, WIDGETS, 3, red_widget),
+            updaters: Updaters::start(http, WIDGETS, 2, red_widget),
+            alone: EtcdPutters::start(&urls, 3, Duration::from_millis(300)),
+        }
+    }
+
+    /// Stops everything: the writes, the updates and etcd alone's successes.
+    fn finish(self) -> (Vec<WriteOutcome>, Vec<UpdateOutcome>, Vec<Instant>) {
+        (
+            self.writers.finish(),
+            self.updaters.finish(),
+            self.alone.finish(),
+        )
+    }
 }
 
 /// Every acknowledged create is stored; every 503 was not applied (a 503 tells a
@@ -692,9 +716,7 @@ fn cluster_with_server() -> (EtcdCluster, TestServer) {
 fn frozen_member_in_use_is_left_within_an_election_and_a_timeout() {
     let (cluster, server) = cluster_with_server();
     let http = server.http();
-    let writers = Writers::start(&http, WIDGETS, 3, red_widget);
-    let updaters = Updaters::start(&http, WIDGETS, 2, red_widget);
-    let alone = EtcdPutters::start(&member_urls(&cluster), 3, Duration::from_millis(300));
+    let load = FaultLoad::start(&http, &cluster);
     thread::sleep(Duration::from_secs(1));
 
     // The leader, which the server talks to, hangs (SIGSTOP; a stuck disk or a
@@ -709,9 +731,8 @@ fn frozen_member_in_use_is_left_within_an_election_and_a_timeout() {
         }
         thread::sleep(Duration::from_millis(200));
     }
-    let outcomes = writers.finish();
-    let updates = updaters.finish();
-    let etcd_gap = longest_pause(&alone.finish());
+    let (outcomes, updates, alone) = load.finish();
+    let etcd_gap = longest_pause(&alone);
     cluster.members[0].signal("CONT");
 
     let gap = longest_gap(&outcomes);
@@ -744,16 +765,13 @@ fn frozen_member_in_use_is_left_within_an_election_and_a_timeout() {
 fn killed_leader_in_use_is_left_within_an_election() {
     let (mut cluster, server) = cluster_with_server();
     let http = server.http();
-    let writers = Writers::start(&http, WIDGETS, 3, red_widget);
-    let updaters = Updaters::start(&http, WIDGETS, 2, red_widget);
-    let alone = EtcdPutters::start(&member_urls(&cluster), 3, Duration::from_millis(300));
+    let load = FaultLoad::start(&http, &cluster);
     thread::sleep(Duration::from_secs(1));
     cluster.members[0].stop();
     let killed = Instant::now();
     thread::sleep(Duration::from_secs(6));
-    let outcomes = writers.finish();
-    let updates = updaters.finish();
-    let etcd_gap = longest_pause(&alone.finish());
+    let (outcomes, updates, alone) = load.finish();
+    let etcd_gap = longest_pause(&alone);
 
     let gap = longest_gap(&outcomes);
     eprintln!(
@@ -782,9 +800,7 @@ fn killed_leader_in_use_is_left_within_an_election() {
 fn quorum_lost_and_regained_fails_fast_and_serves_again_with_etcd() {
     let (mut cluster, server) = cluster_with_server();
     let http = server.http();
-    let writers = Writers::start(&http, WIDGETS, 3, red_widget);
-    let updaters = Updaters::start(&http, WIDGETS, 2, red_widget);
-    let alone = EtcdPutters::start(&member_urls(&cluster), 3, Duration::from_millis(300));
+    let load = FaultLoad::start(&http, &cluster);
     thread::sleep(Duration::from_secs(1));
     cluster.members[1].stop();
     cluster.members[2].stop();
@@ -809,9 +825,7 @@ fn quorum_lost_and_regained_fails_fast_and_serves_again_with_etcd() {
     cluster.members[2].restart();
     let back = Instant::now();
     thread::sleep(Duration::from_secs(6));
-    let outcomes = writers.finish();
-    let updates = updaters.finish();
-    let alone = alone.finish();
+    let (outcomes, updates, alone) = load.finish();
 
     let etcd_again = alone
         .iter()
