@@ -292,6 +292,7 @@ where
 async fn start_floor(body: Bytes) -> SocketAddr {
     let runtime: &'static tokio::runtime::Runtime = Box::leak(Box::new(
         tokio::runtime::Builder::new_multi_thread()
+            .thread_name("floor")
             .enable_all()
             .build()
             .expect("floor runtime"),

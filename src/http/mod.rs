@@ -29,8 +29,9 @@ pub const MAX_READ_BUFFER_BYTES: usize = 4 * MAX_HEADER_BYTES;
 
 /// Most header lines in one HTTP/1 request. Go counts none, only bytes; hyper allocates
 /// and fills room for this many on every request head it parses, a cost every request
-/// pays (at 8,192 it was a sixth of a GET's time: `benches/wire.rs`; at 2,048 it is
-/// within the noise), so the bound is well above what clients send (a front proxy
+/// pays: GET in `benches/wire.rs` ran at 58-60% of the floor at 2,048, 63-66% at 256
+/// or 512 and 68-72% at hyper's own 100 (kept on the stack), 2026-11-26. The bound
+/// stays well above what clients send (a front proxy
 /// sends one `X-Remote-Group` per group; `integration/hostile.rs` sends 2,000, which Go
 /// takes) but not the 262,144 four-byte lines 1 MiB could hold. Beyond it: 431.
 pub const MAX_HEADERS: usize = 2048;
