@@ -422,3 +422,86 @@ async fn a_write_broken_in_flight_is_outcome_unknown_and_an_unsent_one_unavailab
     wait_ready(&store).await;
     assert_eq!(store.get("/k/unsent").await.unwrap(), None);
 }
+
+/// Issue 24's bug: etcd before 3.4.25 / 3.5.8 answers a progress request on a side
+/// channel that can overtake events still queued for the watch, so its revision may run
+/// ahead of them (etcd-io/etcd#15220). A watch must never report progress past an event
+/// it has not yet yielded: a client resuming from that progress would skip the event.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn watch_progress_never_runs_ahead_of_an_event() {
+    let etcd = Etcd::start();
+    let store = EtcdStorage::connect(EtcdConfig {
+        request_timeout: REQUEST_TIMEOUT,
+        progress_interval: Duration::from_millis(5),
+        ..EtcdConfig::new(vec![etcd.url()])
+    })
+    .await
+    .expect("connect");
+    wait_ready(&store).await;
+    let writers: Vec<_> = (0..8)
+        .map(|w| {
+            let store = store.clone();
+            tokio::spawn(async move {
+                let stop = Instant::now() + Duration::from_secs(6);
+                let mut i = 0u64;
+                while Instant::now() < stop {
+                    // Half the writes land under the watched prefix, half beside it.
+                    let prefix = if i.is_multiple_of(2) { "/w/" } else { "/x/" };
+                    store
+                        .create(&format!("{prefix}{w}-{i}"), vec![b'v'; 200])
+                        .await
+                        .expect("create");
+                    i += 1;
+                }
+                i
+            })
+        })
+        .collect();
+    let mut watches = Vec::new();
+    for _ in 0..4 {
+        watches.push(store.watch("/w/", 0).await.expect("watch"));
+    }
+    let readers: Vec<_> = watches
+        .into_iter()
+        .map(|mut watch| {
+            tokio::spawn(async move {
+                let stop = Instant::now() + Duration::from_secs(7);
+                let (mut progress, mut events, mut progresses, mut ahead) =
+                    (0, 0u64, 0u64, Vec::new());
+                while let Ok(Some(item)) = tokio::time::timeout_at(stop, watch.next()).await {
+                    match item.expect("watch item") {
+                        WatchItem::Progress(rev) => {
+                            progresses += 1;
+                            progress = progress.max(rev);
+                        }
+                        WatchItem::Event(ev) => {
+                            events += 1;
+                            if ev.kv.mod_revision <= progress {
+                                ahead.push((progress, ev.kv.mod_revision));
+                            }
+                        }
+                    }
+                }
+                (events, progresses, ahead)
+            })
+        })
+        .collect();
+    let mut written = 0;
+    for w in writers {
+        written += w.await.expect("writer");
+    }
+    for r in readers {
+        let (events, progresses, ahead) = r.await.expect("reader");
+        assert!(
+            events > 0 && progresses > 0,
+            "{events} events, {progresses} progress reports"
+        );
+        assert!(
+            ahead.is_empty(),
+            "of {written} writes, {events} events seen and {progresses} progress reports: \
+             {} events came after progress past them, e.g. (progress, event) {:?}",
+            ahead.len(),
+            &ahead[..ahead.len().min(5)]
+        );
+    }
+}

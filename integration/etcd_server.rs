@@ -1350,3 +1350,87 @@ fn start_up_survives_deep_crds_and_objects_and_skips_an_undecodable_one() {
         ready.text()
     );
 }
+
+/// Issue 24's bookmark bug, through the server: etcd 3.4.23 answers progress requests
+/// ahead of events still queued (etcd-io/etcd#15220). A BOOKMARK must never carry a
+/// resourceVersion past an event the watch has not sent yet: an informer resuming from
+/// it would skip that event. Every acknowledged create arrives, after no bookmark past it.
+#[test]
+fn bookmarks_never_run_ahead_of_events_on_etcd() {
+    let etcd = Etcd::start();
+    etcd.wait_ready();
+    let server = TestServer::start_on_etcd(&etcd.url(), &[]);
+    let http = server.http();
+    install_widgets(&http);
+    let list = expect_status(http.get(WIDGETS), 200);
+    let from = list["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    // Each watch is its own chance for etcd to answer a progress request early.
+    let watches: Vec<Watch> = (0..8)
+        .map(|_| {
+            Watch::open(
+                &http,
+                &format!(
+                    "{WIDGETS}?watch=true&allowWatchBookmarks=true&timeoutSeconds=10&resourceVersion={from}"
+                ),
+            )
+        })
+        .collect();
+    fn red(name: &str) -> Value {
+        widget(name, "red")
+    }
+    let writers = Writers::start(&http, WIDGETS, 8, red);
+    thread::sleep(Duration::from_secs(7));
+    let outcomes = writers.finish();
+    let created: Vec<&str> = outcomes
+        .iter()
+        .filter(|o| o.status == 201)
+        .map(|o| o.name.as_str())
+        .collect();
+    assert!(created.len() > 100, "only {} creates", created.len());
+
+    for mut watch in watches {
+        let (mut bookmark, mut bookmarks, mut ahead, mut seen) = (0u64, 0, Vec::new(), Vec::new());
+        for event in watch.rest() {
+            let rv: u64 = event["object"]["metadata"]["resourceVersion"]
+                .as_str()
+                .and_then(|rv| rv.parse().ok())
+                .unwrap_or_else(|| panic!("event without a resourceVersion: {event}"));
+            match event["type"].as_str() {
+                Some("BOOKMARK") => {
+                    bookmarks += 1;
+                    bookmark = bookmark.max(rv);
+                }
+                Some("ADDED") => {
+                    if rv <= bookmark {
+                        ahead.push((bookmark, rv));
+                    }
+                    seen.push(
+                        event["object"]["metadata"]["name"]
+                            .as_str()
+                            .unwrap()
+                            .to_owned(),
+                    );
+                }
+                other => panic!("unexpected event type {other:?}: {event}"),
+            }
+        }
+        assert!(bookmarks > 0, "no bookmark in 10 s");
+        assert!(
+            ahead.is_empty(),
+            "{} events after a bookmark past them, e.g. (bookmark, event) {:?}",
+            ahead.len(),
+            &ahead[..ahead.len().min(5)]
+        );
+        let seen: std::collections::HashSet<&str> = seen.iter().map(String::as_str).collect();
+        let missed: Vec<&&str> = created.iter().filter(|n| !seen.contains(*n)).collect();
+        assert!(
+            missed.is_empty(),
+            "{} acknowledged creates never watched: {:?}",
+            missed.len(),
+            &missed[..missed.len().min(5)]
+        );
+    }
+}

@@ -1090,6 +1090,10 @@ impl Etcd {
             // Peers of one cluster share the token, so members of clusters started by
             // other tests on reused ports never join each other.
             .args(["--initial-cluster-token", &self.cluster_token()])
+            // Debian's etcd (3.4.23) may answer progress requests ahead of events
+            // (etcd-io/etcd#15220), so the server takes progress only from etcd's
+            // periodic notifications there: tests want them often (README, etcd).
+            .args(["--experimental-watch-progress-notify-interval", "100ms"])
             .args(&self.extra_args)
             .stdin(Stdio::null())
             .stdout(log_copy)

@@ -17,7 +17,10 @@
 //! a write may have been applied; see `EtcdStorage::call`. A watch
 //! is one gRPC stream; when the connection drops it yields one error and ends, and the
 //! caller re-watches from its last revision. Idle watches ask etcd for progress
-//! (`WatchProgressRequest`) every `progress_interval`.
+//! (`WatchProgressRequest`) every `progress_interval`; etcd before 3.4.25 / 3.5.8 may
+//! answer ahead of events still queued for the watch (etcd-io/etcd#15220), so there an
+//! answer only shows the watch alive and progress comes from etcd's periodic
+//! notifications, which travel with the events (`learn_progress_order`).
 //!
 //! The client is generated at build time from `proto/etcd/*.proto` (see `build.rs`).
 
@@ -138,6 +141,10 @@ struct Shared {
     health: std::sync::Mutex<Result<(), StorageError>>,
     /// Whether a readiness probe is in flight (at most one at a time).
     probing: AtomicBool,
+    /// Whether etcd answers progress requests in order with events (3.4.25, 3.5.8 and
+    /// later; etcd-io/etcd#15220). False until its version is known: until then, and on
+    /// older etcd, a requested progress report only shows the watch is alive.
+    requested_progress_in_order: AtomicBool,
 }
 
 impl std::fmt::Debug for EtcdStorage {
@@ -203,9 +210,10 @@ impl EtcdStorage {
                     "etcd not reached yet".to_owned(),
                 ))),
                 probing: AtomicBool::new(false),
+                requested_progress_in_order: AtomicBool::new(false),
             }),
         };
-        tokio::spawn(warn_about_old_etcd(storage.clone()));
+        tokio::spawn(learn_progress_order(storage.clone()));
         Ok(storage)
     }
 
@@ -928,6 +936,18 @@ impl Watcher {
             return Ok(());
         }
         if response.events.is_empty() {
+            // The answer to a progress request (watch id -1, as etcd marks answers to
+            // the whole stream) from an etcd that may send it ahead of events still
+            // queued: it shows the watch is alive, nothing more.
+            if response.watch_id == -1
+                && !self
+                    .storage
+                    .shared
+                    .requested_progress_in_order
+                    .load(Ordering::Acquire)
+            {
+                return Ok(());
+            }
             // A progress notification: no more events at or below this revision.
             let revision = response.header.as_ref().map_or(0, |h| h.revision);
             self.seen = self.seen.max(revision);
@@ -974,28 +994,54 @@ impl Watcher {
     }
 }
 
-/// Logs once when etcd is older than the releases that keep watch progress in order
-/// with events (3.4.25, 3.5.8): older ones may send a BOOKMARK ahead of an event.
-async fn warn_about_old_etcd(storage: EtcdStorage) {
-    let Ok(version) = storage.server_version().await else {
-        return;
+/// Learns from etcd's version whether its answers to progress requests keep order with
+/// events (3.4.25, 3.5.8 and later), retrying while etcd cannot be asked; warns once
+/// when they do not. On such an etcd a watch reports progress only from etcd's own
+/// periodic notifications, which travel with the events.
+async fn learn_progress_order(storage: EtcdStorage) {
+    let mut wait = Duration::from_millis(200);
+    let version = loop {
+        match storage.server_version().await {
+            Ok(version) => break version,
+            Err(_) if Arc::strong_count(&storage.shared) > 1 => {
+                tokio::time::sleep(wait).await;
+                wait = (wait * 2).min(Duration::from_secs(30));
+            }
+            // Nothing else holds the storage: nobody watches.
+            Err(_) => return,
+        }
     };
+    if progress_in_order(&version) {
+        storage
+            .shared
+            .requested_progress_in_order
+            .store(true, Ordering::Release);
+    } else {
+        tracing::warn!(
+            "etcd {version} may answer a watch progress request ahead of events \
+             (etcd-io/etcd#15220), so idle watches report progress only at etcd's \
+             --experimental-watch-progress-notify-interval (10m by default); etcd 3.4.25, \
+             3.5.8 or later answers in order"
+        );
+    }
+}
+
+/// Whether etcd `version` answers progress requests in order with events.
+fn progress_in_order(version: &str) -> bool {
     let numbers: Vec<u64> = version
         .split('.')
-        .map(|part| part.parse().unwrap_or(0))
+        .map(|part| {
+            let digits: String = part.chars().take_while(char::is_ascii_digit).collect();
+            digits.parse().unwrap_or(0)
+        })
         .collect();
     let (major, minor, patch) = match numbers[..] {
         [major, minor, patch, ..] => (major, minor, patch),
-        _ => return,
+        _ => return false,
     };
-    let ordered = (major, minor) > (3, 5)
+    (major, minor) > (3, 5)
         || (major, minor) == (3, 5) && patch >= 8
-        || (major, minor) == (3, 4) && patch >= 25;
-    if !ordered {
-        tracing::warn!(
-            "etcd {version} may report watch progress ahead of events; use etcd 3.4.25, 3.5.8 or later"
-        );
-    }
+        || (major, minor) == (3, 4) && patch >= 25
 }
 
 /// Adds etcd's require-leader metadata, so a member cut off from its leader fails the
@@ -1268,6 +1314,16 @@ fn failed_compare(key: &str, response: TxnResponse) -> StorageError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn progress_answers_are_in_order_from_the_releases_that_fixed_etcd_15220() {
+        for ordered in ["3.4.25", "3.4.31", "3.5.8", "3.5.21", "3.6.0", "4.0.0", "3.5.8-rc.0"] {
+            assert!(progress_in_order(ordered), "{ordered}");
+        }
+        for early in ["3.4.23", "3.4.24", "3.5.0", "3.5.7", "3.3.27", "3.4", "", "unknown"] {
+            assert!(!progress_in_order(early), "{early}");
+        }
+    }
 
     #[test]
     fn prefix_end_increments_the_last_byte_below_ff() {
