@@ -292,7 +292,7 @@ fn etcd_stopped_and_started_under_a_running_server() {
     let http = server.http();
     install_widgets(&http);
     let kept = expect_status(http.send_json("POST", WIDGETS, &widget("kept", "red")), 201);
-    let mut watch = Watch::open(
+    let watch = Watch::open(
         &http,
         &format!(
             "{WIDGETS}?watch=true&timeoutSeconds=60&resourceVersion={}",
@@ -341,17 +341,10 @@ fn etcd_stopped_and_started_under_a_running_server() {
         "liveness does not need etcd"
     );
 
-    // The open watch ends (any ERROR event it sends first is a server-side Status).
-    let rest = watch.rest();
-    for event in &rest {
-        assert_eq!(
-            event["type"], "ERROR",
-            "unexpected event in an outage: {event}"
-        );
-        assert!(
-            event["object"]["code"].as_u64().is_some_and(|c| c >= 500),
-            "{event}"
-        );
+    // The open watch stays open and silent (kube's watch cache: issue 24).
+    match watch.lines.recv_timeout(Duration::from_millis(500)) {
+        Err(mpsc::RecvTimeoutError::Timeout) => {}
+        other => panic!("the watch sent {other:?} with etcd down"),
     }
 
     // etcd comes back: the same server serves again without a restart.
@@ -363,6 +356,7 @@ fn etcd_stopped_and_started_under_a_running_server() {
     expect_status(http.get(&format!("{WIDGETS}/lost")), 404);
 
     // A client re-establishes its watch from the last version it saw.
+    let mut open_through = watch;
     let mut watch = Watch::open(
         &http,
         &format!(
@@ -375,6 +369,13 @@ fn etcd_stopped_and_started_under_a_running_server() {
         201,
     );
     let event = watch.next_event();
+    assert_eq!(event["type"], "ADDED", "{event}");
+    assert_eq!(
+        resource_version(&event["object"]),
+        resource_version(&created)
+    );
+    // The watch open through the outage resumed by itself: its next event is the same.
+    let event = open_through.next_event();
     assert_eq!(event["type"], "ADDED", "{event}");
     assert_eq!(
         resource_version(&event["object"]),
@@ -613,25 +614,101 @@ struct FaultLoad {
     writers: Writers,
     updaters: Updaters,
     alone: EtcdPutters,
+    /// Client watches open through the fault, with bookmarks.
+    watches: Vec<Watch>,
 }
 
 impl FaultLoad {
     fn start(http: &Http, cluster: &EtcdCluster) -> FaultLoad {
         let urls: Vec<String> = cluster.members.iter().map(Etcd::url).collect();
+        let list = expect_status(http.get(WIDGETS), 200);
+        let from = list["metadata"]["resourceVersion"]
+            .as_str()
+            .expect("list resourceVersion")
+            .to_owned();
+        let watches = (0..3)
+            .map(|_| {
+                Watch::open(
+                    http,
+                    &format!(
+                        "{WIDGETS}?watch=true&allowWatchBookmarks=true&timeoutSeconds=300&resourceVersion={from}"
+                    ),
+                )
+            })
+            .collect();
         FaultLoad {
+            watches,
             writers: Writers::start(http, WIDGETS, 3, red_widget),
             updaters: Updaters::start(http, WIDGETS, 2, red_widget),
             alone: EtcdPutters::start(&urls, 3, Duration::from_millis(300)),
         }
     }
 
-    /// Stops everything: the writes, the updates and etcd alone's successes.
-    fn finish(self) -> (Vec<WriteOutcome>, Vec<UpdateOutcome>, Vec<Instant>) {
+    /// Stops everything: the writes, the updates and etcd alone's successes; hands
+    /// back the watches for [`check_watches`].
+    fn finish(
+        self,
+    ) -> (
+        Vec<WriteOutcome>,
+        Vec<UpdateOutcome>,
+        Vec<Instant>,
+        Vec<Watch>,
+    ) {
         (
             self.writers.finish(),
             self.updaters.finish(),
             self.alone.finish(),
+            self.watches,
         )
+    }
+}
+
+/// Client watches stay open through an etcd fault that etcd itself survives (issue
+/// 24): no ERROR event, every acknowledged create arrives as ADDED, and no BOOKMARK
+/// runs ahead of an event.
+fn check_watches(watches: Vec<Watch>, outcomes: &[WriteOutcome]) {
+    let created: std::collections::BTreeSet<&str> = outcomes
+        .iter()
+        .filter(|o| o.status == 201)
+        .map(|o| o.name.as_str())
+        .collect();
+    for (i, watch) in watches.into_iter().enumerate() {
+        let mut missing = created.clone();
+        let mut bookmark = 0u64;
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while !missing.is_empty() {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let event = match watch.lines.recv_timeout(left) {
+                Ok(Some(line)) => serde_json::from_str::<Value>(&line)
+                    .unwrap_or_else(|e| panic!("watch {i}: bad event {line:?}: {e}")),
+                Ok(None) => panic!("watch {i} ended with {} creates unseen", missing.len()),
+                Err(_) => panic!(
+                    "watch {i}: {} acknowledged creates never arrived, e.g. {:?}",
+                    missing.len(),
+                    missing.iter().take(5).collect::<Vec<_>>()
+                ),
+            };
+            let kind = event["type"].as_str().unwrap_or_default().to_owned();
+            assert_ne!(
+                kind, "ERROR",
+                "watch {i} got an error through the fault: {event}"
+            );
+            let rv: u64 = event["object"]["metadata"]["resourceVersion"]
+                .as_str()
+                .and_then(|rv| rv.parse().ok())
+                .unwrap_or_else(|| panic!("watch {i}: event without a resourceVersion: {event}"));
+            if kind == "BOOKMARK" {
+                bookmark = bookmark.max(rv);
+                continue;
+            }
+            assert!(
+                rv > bookmark,
+                "watch {i}: {kind} at {rv} after a bookmark at {bookmark}"
+            );
+            if kind == "ADDED" {
+                missing.remove(name_of(&event["object"]));
+            }
+        }
     }
 }
 
@@ -731,7 +808,7 @@ fn frozen_member_in_use_is_left_within_an_election_and_a_timeout() {
         }
         thread::sleep(Duration::from_millis(200));
     }
-    let (outcomes, updates, alone) = load.finish();
+    let (outcomes, updates, alone, watches) = load.finish();
     let etcd_gap = longest_pause(&alone);
     cluster.members[0].signal("CONT");
 
@@ -757,6 +834,7 @@ fn frozen_member_in_use_is_left_within_an_election_and_a_timeout() {
     );
     check_outcomes(&http, &outcomes);
     check_updates(&http, &updates);
+    check_watches(watches, &outcomes);
     let ready = http.wait_for_status("/readyz", 200, Duration::from_secs(10));
     assert_eq!(ready.status, 200, "{}", ready.text());
 }
@@ -770,7 +848,7 @@ fn killed_leader_in_use_is_left_within_an_election() {
     cluster.members[0].stop();
     let killed = Instant::now();
     thread::sleep(Duration::from_secs(6));
-    let (outcomes, updates, alone) = load.finish();
+    let (outcomes, updates, alone, watches) = load.finish();
     let etcd_gap = longest_pause(&alone);
 
     let gap = longest_gap(&outcomes);
@@ -790,6 +868,7 @@ fn killed_leader_in_use_is_left_within_an_election() {
     );
     check_outcomes(&http, &outcomes);
     check_updates(&http, &updates);
+    check_watches(watches, &outcomes);
 }
 
 /// Quorum lost (two of three members killed) for five seconds, then regained: writes
@@ -825,7 +904,7 @@ fn quorum_lost_and_regained_fails_fast_and_serves_again_with_etcd() {
     cluster.members[2].restart();
     let back = Instant::now();
     thread::sleep(Duration::from_secs(6));
-    let (outcomes, updates, alone) = load.finish();
+    let (outcomes, updates, alone, watches) = load.finish();
 
     let etcd_again = alone
         .iter()
@@ -861,6 +940,7 @@ fn quorum_lost_and_regained_fails_fast_and_serves_again_with_etcd() {
     );
     check_outcomes(&http, &outcomes);
     check_updates(&http, &updates);
+    check_watches(watches, &outcomes);
 }
 
 /// Creates `count` widgets `{prefix}-{i}`, updates each and reads it back; every
@@ -1071,21 +1151,20 @@ fn compaction_interval_flag_compacts_history() {
     let (_etcd, server, old, _) = widget_with_history(&["--etcd-compaction-interval", "1s"]);
     let http = server.http();
     // Each tick compacts to the revision of the tick before: within a few seconds a
-    // watch from before the updates is too old.
+    // list at a revision before the updates is too old. (A watch from it may still be
+    // served from the watch cache's window, as kube's is.)
     let expired = poll(Duration::from_secs(10), || {
-        let mut watch = Watch::open(
-            &http,
-            &format!("{WIDGETS}?watch=true&timeoutSeconds=1&resourceVersion={old}"),
-        );
-        let first = watch.rest().into_iter().next()?;
-        (first["type"] == "ERROR").then_some(first)
+        let list = http.get(&format!(
+            "{WIDGETS}?resourceVersion={old}&resourceVersionMatch=Exact"
+        ));
+        (list.status == 410).then(|| list.json().expect("a Status"))
     });
-    let Some(event) = expired else {
+    let Some(status) = expired else {
         panic!("history before {old} was not compacted within 10 s");
     };
-    assert_eq!(event["object"]["code"], 410, "{event}");
-    assert_eq!(event["object"]["reason"], "Expired", "{event}");
-    let message = event["object"]["message"].as_str().unwrap_or("");
+    assert_eq!(status["code"], 410, "{status}");
+    assert_eq!(status["reason"], "Expired", "{status}");
+    let message = status["message"].as_str().unwrap_or("");
     assert!(
         message.starts_with(&format!("too old resource version: {old} (")),
         "{message}"

@@ -52,6 +52,8 @@ impl WatchEvent {
 
 struct Filter {
     kind: Arc<dyn ResourceKind>,
+    /// The keys watched: the kind's, or one namespace's of them.
+    keys: String,
     opts: ListOptions,
     shared: Arc<SharedObjects>,
     served: Arc<ServedCache>,
@@ -102,6 +104,9 @@ impl Filter {
     /// The watcher's view of one storage item.
     async fn event(&self, item: Result<WatchItem, StorageError>) -> WatchEvent {
         let ev = match item {
+            Ok(WatchItem::Event(ev)) if !ev.kv.key.starts_with(&self.keys) => {
+                return WatchEvent::Progress(ev.kv.mod_revision)
+            }
             Ok(WatchItem::Event(ev)) => ev,
             Ok(WatchItem::Progress(rev)) => return WatchEvent::Progress(rev),
             Err(e) => {
@@ -156,8 +161,11 @@ impl Store {
         opts: ListOptions,
         after: Revision,
     ) -> BoxStream<'static, WatchEvent> {
-        let prefix = kind.descriptor().list_prefix(namespace);
+        // The whole kind is watched, whatever the namespace (as kube's watch cache
+        // holds a resource): watches of one resource share one storage watch.
+        let prefix = kind.descriptor().list_prefix("");
         let filter = Arc::new(Filter {
+            keys: kind.descriptor().list_prefix(namespace),
             kind,
             opts,
             shared: self.watched.clone(),

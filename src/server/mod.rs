@@ -348,6 +348,9 @@ impl Server {
         // Every storage call is timed; object counts read the backend itself.
         let metrics = Arc::new(Metrics::new());
         let raw_storage = storage.clone();
+        // Watches of one prefix share one backend watch (`storage::watch_cache`).
+        let storage: Arc<dyn Storage> =
+            Arc::new(crate::storage::watch_cache::WatchCache::new(storage));
         let storage = metrics.instrument_storage(storage, &options.prefix);
         let api = ApiServer::start(storage, options)
             .await

@@ -1317,10 +1317,20 @@ mod tests {
 
     #[test]
     fn progress_answers_are_in_order_from_the_releases_that_fixed_etcd_15220() {
-        for ordered in ["3.4.25", "3.4.31", "3.5.8", "3.5.21", "3.6.0", "4.0.0", "3.5.8-rc.0"] {
+        for ordered in [
+            "3.4.25",
+            "3.4.31",
+            "3.5.8",
+            "3.5.21",
+            "3.6.0",
+            "4.0.0",
+            "3.5.8-rc.0",
+        ] {
             assert!(progress_in_order(ordered), "{ordered}");
         }
-        for early in ["3.4.23", "3.4.24", "3.5.0", "3.5.7", "3.3.27", "3.4", "", "unknown"] {
+        for early in [
+            "3.4.23", "3.4.24", "3.5.0", "3.5.7", "3.3.27", "3.4", "", "unknown",
+        ] {
             assert!(!progress_in_order(early), "{early}");
         }
     }

@@ -10,6 +10,7 @@
 pub mod contract;
 pub mod etcd;
 pub mod memory;
+pub mod watch_cache;
 
 use crate::status::{Details, GroupResource, Status};
 use async_trait::async_trait;

@@ -1,0 +1,508 @@
+//! The watch cache (kube's `cacher`, for watches): one backend watch per prefix, shared
+//! by every watcher of that prefix, over a window of recent changes.
+//!
+//! [`WatchCache`] wraps a backend and passes every call through except `watch`. The
+//! first watch of a prefix opens the backend's watch (a *feed*); later watches of the
+//! same prefix read the feed's window from their own position, so a thousand clients
+//! watching one resource cost etcd one watch. Each watcher holds only a position in
+//! the shared window (its buffer is bounded by the window, not by how far behind it
+//! is); one whose position falls out of the window is ended, without an error, so
+//! its client resumes from its last revision (served from the backend's history).
+//!
+//! The feed outlives the backend's failures: when the backend's watch fails (etcd lost
+//! its leader, a member died or hung, the connection broke) the feed opens it again
+//! from its last revision, with back-off, and its watchers see nothing but a pause.
+//! Only a failure the feed cannot bridge ends them: its revision was compacted
+//! meanwhile (`Compacted`, kube's 410 Expired, so clients list again).
+//!
+//! Progress reported to watchers is the feed's own: a revision the backend reported
+//! in order with the events (see `etcd`'s `learn_progress_order`), so a watcher never
+//! hears of progress past an event it has not been sent.
+//!
+//! Invariant: a watcher sees every change under its prefix after its start revision,
+//! in revision order, exactly once, or its stream ends (the contract in `contract.rs`,
+//! run against both backends through this cache in `integration/etcd.rs` and the unit
+//! tests below); through HTTP and etcd's faults by `check_watches` in the 3-member
+//! cluster tests of `integration/etcd_server.rs`.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use futures::StreamExt;
+use tokio::sync::watch;
+use tokio::time::Instant;
+
+use super::{
+    Event, KeyValue, ListOptions, ListResult, Revision, Storage, StorageError, WatchItem,
+    WatchStream,
+};
+
+/// Most changes a feed's window keeps (kube's watch cache holds up to 100,000 per
+/// resource; changes are shared bytes, so a full window of small objects is a few MB).
+pub const WINDOW_EVENTS: usize = 10_000;
+
+/// How long a change stays in the window at least (kube's `eventFreshDuration`).
+pub const WINDOW_AGE: Duration = Duration::from_secs(75);
+
+/// How long a feed without watchers stays open, so a client that re-watches at once
+/// (a watch's timeout ended, a connection dropped) finds its position.
+const LINGER: Duration = Duration::from_secs(30);
+
+/// Back-off between attempts to open the backend's watch again.
+const RETRY_MIN: Duration = Duration::from_millis(50);
+const RETRY_MAX: Duration = Duration::from_secs(2);
+
+/// A backend whose watches are shared per prefix through a window of recent changes.
+pub struct WatchCache {
+    inner: Arc<dyn Storage>,
+    feeds: Arc<Mutex<HashMap<String, Weak<Feed>>>>,
+    window_events: usize,
+}
+
+impl WatchCache {
+    /// Wraps `inner`.
+    pub fn new(inner: Arc<dyn Storage>) -> WatchCache {
+        WatchCache {
+            inner,
+            feeds: Arc::default(),
+            window_events: WINDOW_EVENTS,
+        }
+    }
+
+    /// Keeps at most `events` changes per prefix (at least 1); for tests of watchers
+    /// falling out of the window.
+    pub fn with_window(mut self, events: usize) -> WatchCache {
+        self.window_events = events.max(1);
+        self
+    }
+
+    /// How many backend watches are open (one per watched prefix).
+    pub fn feeds(&self) -> usize {
+        let feeds = self.feeds.lock().unwrap_or_else(|e| e.into_inner());
+        feeds.values().filter(|f| f.strong_count() > 0).count()
+    }
+
+    /// The prefix's feed, opened from `after` when there is none.
+    async fn feed(&self, prefix: &str, after: Revision) -> Result<Arc<Feed>, StorageError> {
+        if let Some(feed) = self.existing(prefix) {
+            return Ok(feed);
+        }
+        // "From now" is the current revision, so the window knows where it starts.
+        let start = if after == 0 {
+            self.inner.current_revision().await?
+        } else {
+            after
+        };
+        let source = self.inner.watch(prefix, start).await?;
+        let mut feeds = self.feeds.lock().unwrap_or_else(|e| e.into_inner());
+        // Another watch may have opened one meanwhile: use it, drop ours.
+        if let Some(feed) = feeds.get(prefix).and_then(Weak::upgrade) {
+            return Ok(feed);
+        }
+        let (changed, _) = watch::channel(start);
+        let feed = Arc::new(Feed {
+            window: Mutex::new(Window {
+                events: VecDeque::new(),
+                floor: start,
+                head: start,
+                reports: 0,
+                ended: None,
+            }),
+            changed,
+            limit: self.window_events,
+        });
+        feeds.insert(prefix.to_owned(), Arc::downgrade(&feed));
+        drop(feeds);
+        tokio::spawn(follow(
+            self.inner.clone(),
+            self.feeds.clone(),
+            prefix.to_owned(),
+            feed.clone(),
+            source,
+        ));
+        Ok(feed)
+    }
+
+    fn existing(&self, prefix: &str) -> Option<Arc<Feed>> {
+        let feeds = self.feeds.lock().unwrap_or_else(|e| e.into_inner());
+        feeds.get(prefix).and_then(Weak::upgrade)
+    }
+}
+
+/// One prefix's shared watch.
+struct Feed {
+    window: Mutex<Window>,
+    /// The window's head revision, told to watchers waiting for more.
+    changed: watch::Sender<Revision>,
+    limit: usize,
+}
+
+struct Window {
+    /// Recent changes in revision order, with when they arrived.
+    events: VecDeque<(Arc<Event>, Instant)>,
+    /// Every change after this revision is in `events` or yet to come.
+    floor: Revision,
+    /// Every change up to this revision has arrived (the feed's progress).
+    head: Revision,
+    /// How many progress reports the backend has sent: each is passed on to the
+    /// watchers that are idle, also at an unchanged revision.
+    reports: u64,
+    /// Why the feed ended, when it did: its watchers end with this error.
+    ended: Option<StorageError>,
+}
+
+impl Feed {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Window> {
+        self.window.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Takes in one backend item.
+    fn push(&self, item: WatchItem) {
+        let mut window = self.lock();
+        match item {
+            WatchItem::Event(event) => {
+                let revision = event.kv.mod_revision;
+                // One transaction's changes share a revision; older ones are repeats
+                // of a watch opened again.
+                if revision < window.head {
+                    return;
+                }
+                window.head = revision;
+                let now = Instant::now();
+                window.events.push_back((Arc::new(event), now));
+                // Beyond the count bound, the oldest go once they are old enough;
+                // beyond twice it, at once.
+                while window.events.len() > self.limit {
+                    let (oldest, arrived) = &window.events[0];
+                    if window.events.len() <= 2 * self.limit && now - *arrived < WINDOW_AGE {
+                        break;
+                    }
+                    window.floor = oldest.kv.mod_revision;
+                    window.events.pop_front();
+                }
+            }
+            WatchItem::Progress(revision) => {
+                window.head = window.head.max(revision);
+                window.reports += 1;
+            }
+        }
+        let head = window.head;
+        drop(window);
+        self.changed.send_replace(head);
+    }
+
+    fn end(&self, error: StorageError) {
+        self.lock().ended = Some(error);
+        self.changed.send_modify(|_| {});
+    }
+}
+
+/// Reads the backend's watch into the feed, opening it again after failures, until the
+/// feed has had no watchers for [`LINGER`] or fails for good.
+async fn follow(
+    inner: Arc<dyn Storage>,
+    feeds: Arc<Mutex<HashMap<String, Weak<Feed>>>>,
+    prefix: String,
+    feed: Arc<Feed>,
+    source: WatchStream,
+) {
+    let mut source = Some(source);
+    let mut retry = RETRY_MIN;
+    let mut unwatched_since: Option<Instant> = None;
+    let mut check = tokio::time::interval(Duration::from_secs(1));
+    check.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        // Only this task and the map's weak reference: nobody watches.
+        if Arc::strong_count(&feed) == 1 {
+            let since = *unwatched_since.get_or_insert_with(Instant::now);
+            if since.elapsed() >= LINGER {
+                let mut map = feeds.lock().unwrap_or_else(|e| e.into_inner());
+                // A watcher may have found the feed since: only then stay.
+                if Arc::strong_count(&feed) == 1 {
+                    if map
+                        .get(&prefix)
+                        .is_some_and(|w| std::ptr::eq(w.as_ptr(), Arc::as_ptr(&feed)))
+                    {
+                        map.remove(&prefix);
+                    }
+                    return;
+                }
+            }
+        } else {
+            unwatched_since = None;
+        }
+        let Some(stream) = source.as_mut() else {
+            let from = feed.lock().head;
+            match inner.watch(&prefix, from).await {
+                Ok(stream) => {
+                    source = Some(stream);
+                    retry = RETRY_MIN;
+                }
+                Err(error @ StorageError::Compacted { .. })
+                | Err(error @ StorageError::FutureRevision { .. }) => {
+                    tracing::warn!(prefix, %error, "watch cache: cannot resume, ending its watchers");
+                    feed.end(error);
+                    remove(&feeds, &prefix, &feed);
+                    return;
+                }
+                Err(error) => {
+                    tracing::debug!(prefix, %error, "watch cache: backend watch not open yet");
+                    tokio::time::sleep(retry).await;
+                    retry = (retry * 2).min(RETRY_MAX);
+                }
+            }
+            continue;
+        };
+        let item = tokio::select! {
+            item = stream.next() => item,
+            _ = check.tick() => continue,
+        };
+        match item {
+            Some(Ok(item)) => feed.push(item),
+            Some(Err(error @ StorageError::Compacted { .. })) => {
+                tracing::warn!(prefix, %error, "watch cache: fell behind a compaction, ending its watchers");
+                feed.end(error);
+                remove(&feeds, &prefix, &feed);
+                return;
+            }
+            Some(Err(error)) => {
+                tracing::info!(prefix, %error, "watch cache: backend watch failed, opening it again");
+                source = None;
+            }
+            // The backend ended the watch (it fell behind, or the connection closed):
+            // open it again from the head.
+            None => source = None,
+        }
+    }
+}
+
+fn remove(feeds: &Mutex<HashMap<String, Weak<Feed>>>, prefix: &str, feed: &Arc<Feed>) {
+    let mut map = feeds.lock().unwrap_or_else(|e| e.into_inner());
+    if map
+        .get(prefix)
+        .is_some_and(|w| std::ptr::eq(w.as_ptr(), Arc::as_ptr(feed)))
+    {
+        map.remove(prefix);
+    }
+}
+
+/// One watcher's position in a feed.
+struct Reader {
+    feed: Arc<Feed>,
+    changed: watch::Receiver<Revision>,
+    /// Every change up to this revision was handed out.
+    position: Revision,
+    /// Taken from the window, not handed out yet.
+    ready: VecDeque<Arc<Event>>,
+    /// The feed's progress reports passed on (or skipped: events said more).
+    reports: u64,
+    done: bool,
+}
+
+/// How many changes a reader takes from the window at once.
+const BATCH: usize = 256;
+
+impl Reader {
+    async fn next(&mut self) -> Option<Result<WatchItem, StorageError>> {
+        loop {
+            if let Some(event) = self.ready.pop_front() {
+                self.position = event.kv.mod_revision;
+                return Some(Ok(WatchItem::Event(Event::clone(&event))));
+            }
+            if self.done {
+                return None;
+            }
+            self.changed.borrow_and_update();
+            {
+                let window = self.feed.lock();
+                if let Some(error) = &window.ended {
+                    self.done = true;
+                    return Some(Err(error.clone()));
+                }
+                if self.position < window.floor {
+                    // Fell out of the window: end, so the client resumes from its last
+                    // revision (the backend's history serves it).
+                    self.done = true;
+                    return None;
+                }
+                let first = window
+                    .events
+                    .partition_point(|(e, _)| e.kv.mod_revision <= self.position);
+                if first < window.events.len() {
+                    let last = (first + BATCH).min(window.events.len());
+                    self.ready
+                        .extend(window.events.range(first..last).map(|(e, _)| e.clone()));
+                    continue;
+                }
+                if window.head > self.position || window.reports > self.reports {
+                    self.position = window.head;
+                    self.reports = window.reports;
+                    return Some(Ok(WatchItem::Progress(window.head)));
+                }
+            }
+            if self.changed.changed().await.is_err() {
+                return None;
+            }
+        }
+    }
+}
+
+#[async_trait]
+impl Storage for WatchCache {
+    async fn get(&self, key: &str) -> Result<Option<KeyValue>, StorageError> {
+        self.inner.get(key).await
+    }
+
+    async fn list(&self, prefix: &str, opts: &ListOptions) -> Result<ListResult, StorageError> {
+        self.inner.list(prefix, opts).await
+    }
+
+    async fn create(&self, key: &str, value: Vec<u8>) -> Result<KeyValue, StorageError> {
+        self.inner.create(key, value).await
+    }
+
+    async fn update(
+        &self,
+        key: &str,
+        value: Vec<u8>,
+        expected: Revision,
+    ) -> Result<KeyValue, StorageError> {
+        self.inner.update(key, value, expected).await
+    }
+
+    async fn delete(
+        &self,
+        key: &str,
+        expected: Option<Revision>,
+    ) -> Result<KeyValue, StorageError> {
+        self.inner.delete(key, expected).await
+    }
+
+    async fn watch(&self, prefix: &str, after: Revision) -> Result<WatchStream, StorageError> {
+        let after = after.max(0);
+        let feed = self.feed(prefix, after).await?;
+        let (floor, head) = {
+            let window = feed.lock();
+            (window.floor, window.head)
+        };
+        // Before the window: the backend's own history (or its 410).
+        if after != 0 && after < floor {
+            return self.inner.watch(prefix, after).await;
+        }
+        // From now, or from a revision the feed has not reached yet: the store says
+        // where now is (and refuses a revision in its future).
+        let position = if after == 0 || after > head {
+            let current = self.inner.current_revision().await?;
+            if after > current {
+                return Err(StorageError::FutureRevision {
+                    requested: after,
+                    current,
+                });
+            }
+            if after == 0 {
+                current
+            } else {
+                after
+            }
+        } else {
+            after
+        };
+        let reports = feed.lock().reports;
+        let reader = Reader {
+            changed: feed.changed.subscribe(),
+            feed,
+            position,
+            ready: VecDeque::new(),
+            reports,
+            done: false,
+        };
+        Ok(futures::stream::unfold(reader, |mut reader| async move {
+            let item = reader.next().await?;
+            Some((item, reader))
+        })
+        .boxed())
+    }
+
+    async fn current_revision(&self) -> Result<Revision, StorageError> {
+        self.inner.current_revision().await
+    }
+
+    async fn ready(&self) -> Result<(), StorageError> {
+        self.inner.ready().await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::storage::contract;
+    use crate::storage::memory::MemoryStorage;
+
+    fn cached() -> WatchCache {
+        WatchCache::new(Arc::new(
+            MemoryStorage::new().with_progress_interval(Duration::from_millis(50)),
+        ))
+    }
+
+    #[tokio::test]
+    async fn the_storage_contract_holds_through_the_cache() {
+        contract::run_all(&cached()).await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn watchers_of_one_prefix_share_one_backend_watch() {
+        let cache = cached();
+        let mut watches = Vec::new();
+        for _ in 0..5 {
+            watches.push(cache.watch("/p/", 0).await.unwrap());
+        }
+        let _other = cache.watch("/q/", 0).await.unwrap();
+        assert_eq!(cache.feeds(), 2);
+        let created = cache.create("/p/a", b"1".to_vec()).await.unwrap();
+        for watch in &mut watches {
+            assert_eq!(contract::next_event(watch).await.unwrap().kv, created);
+        }
+    }
+
+    #[tokio::test]
+    async fn a_watcher_from_inside_the_window_gets_every_change_after_its_revision() {
+        let cache = cached();
+        let _first = cache.watch("/p/", 0).await.unwrap();
+        let a = cache.create("/p/a", b"1".to_vec()).await.unwrap();
+        let b = cache.create("/p/b", b"2".to_vec()).await.unwrap();
+        // Let the feed take both in.
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        let mut late = cache.watch("/p/", a.mod_revision).await.unwrap();
+        assert_eq!(contract::next_event(&mut late).await.unwrap().kv, b);
+        assert_eq!(cache.feeds(), 1);
+    }
+
+    #[tokio::test]
+    async fn a_watcher_that_falls_out_of_the_window_ends_and_resumes_without_loss() {
+        let cache = WatchCache::new(Arc::new(MemoryStorage::new())).with_window(4);
+        let mut slow = cache.watch("/p/", 0).await.unwrap();
+        let mut written = Vec::new();
+        for i in 0..20 {
+            written.push(cache.create(&format!("/p/{i}"), vec![b'v']).await.unwrap());
+        }
+        // Twice the window's bound evicts at once: the slow watcher's position is gone.
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        let mut seen = Vec::new();
+        while let Some(item) = slow.next().await {
+            if let WatchItem::Event(e) = item.unwrap() {
+                seen.push(e.kv);
+            }
+        }
+        assert!(seen.len() < written.len(), "the slow watcher was not ended");
+        // Resuming from the last change it saw loses nothing (the backend's history).
+        let from = seen
+            .last()
+            .map_or(written[0].mod_revision - 1, |kv| kv.mod_revision);
+        let mut resumed = cache.watch("/p/", from).await.unwrap();
+        for kv in &written[seen.len()..] {
+            assert_eq!(&contract::next_event(&mut resumed).await.unwrap().kv, kv);
+        }
+    }
+}
