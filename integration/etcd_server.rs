@@ -1513,3 +1513,62 @@ fn bookmarks_never_run_ahead_of_events_on_etcd() {
         );
     }
 }
+
+/// Issue 24: a hundred client watches of one resource, in several namespaces, cost etcd
+/// one watch (the watch cache's), not one each; each still sees its own namespace only.
+#[test]
+fn client_watches_of_one_resource_share_one_etcd_watch() {
+    let etcd = Etcd::start();
+    etcd.wait_ready();
+    let server = TestServer::start_on_etcd(&etcd.url(), &[]);
+    let http = server.http();
+    install_widgets(&http);
+    for ns in ["blue", "green"] {
+        expect_status(
+            http.send_json(
+                "POST",
+                "/api/v1/namespaces",
+                &json!({"metadata": {"name": ns}}),
+            ),
+            201,
+        );
+    }
+    let before = etcd.watchers();
+    let collection = |ns: &str| format!("/apis/example.com/v1/namespaces/{ns}/widgets");
+    let list = expect_status(http.get(&collection("blue")), 200);
+    let from = list["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let watches: Vec<(&str, Watch)> = (0..100)
+        .map(|i| {
+            let ns = ["blue", "green"][i % 2];
+            let path = format!(
+                "{}?watch=true&timeoutSeconds=60&resourceVersion={from}",
+                collection(ns)
+            );
+            (ns, Watch::open(&http, &path))
+        })
+        .collect();
+    let during = etcd.watchers();
+    eprintln!("etcd watchers: {before} before, {during} with 100 client watches");
+    assert!(
+        during <= before + 1,
+        "100 client watches of one resource cost etcd {} watches",
+        during - before
+    );
+    for ns in ["blue", "green"] {
+        let mut body = widget(&format!("in-{ns}"), "red");
+        body["metadata"]["namespace"] = json!(ns);
+        expect_status(http.send_json("POST", &collection(ns), &body), 201);
+    }
+    for (ns, mut watch) in watches {
+        let event = watch.next_event();
+        assert_eq!(event["type"], "ADDED", "{event}");
+        assert_eq!(
+            event["object"]["metadata"]["name"],
+            format!("in-{ns}"),
+            "{event}"
+        );
+    }
+}

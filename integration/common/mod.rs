@@ -1226,6 +1226,21 @@ impl Etcd {
         ))
     }
 
+    /// How many watches etcd holds (its `etcd_debugging_mvcc_watcher_total` gauge).
+    pub fn watchers(&self) -> u64 {
+        let text = ureq::get(&format!("{}/metrics", self.url()))
+            .call()
+            .unwrap_or_else(|e| panic!("reading etcd's metrics: {e}"))
+            .into_body()
+            .read_to_string()
+            .unwrap_or_else(|e| panic!("reading etcd's metrics: {e}"));
+        text.lines()
+            .find_map(|l| l.strip_prefix("etcd_debugging_mvcc_watcher_total "))
+            .and_then(|v| v.trim().parse::<f64>().ok())
+            .map(|v| v as u64)
+            .unwrap_or_else(|| panic!("no watcher gauge in etcd's metrics"))
+    }
+
     /// The current store revision, read through the gateway.
     pub fn revision(&self) -> i64 {
         let response = self
