@@ -354,3 +354,98 @@ fn watchers_share_each_event_and_selectors_still_see_transitions() {
     let yaml: Value = serde_norway::from_slice(&yaml.body).expect("YAML");
     assert_eq!(yaml, serde_json::from_str::<Value>(object).unwrap());
 }
+
+/// A watcher whose client stops reading (issue 24): the server holds no more than a
+/// bounded queue for it, closes the watch after `handlers::watch::SLOW_WATCHER`
+/// without an error, and the client resumes from the last event it got, missing
+/// nothing and getting no 410.
+#[test]
+fn a_watch_whose_client_stops_reading_is_closed_and_resumes_without_loss() {
+    use std::io::{BufRead, BufReader};
+    use std::time::{Duration, Instant};
+    let server = TestServer::start();
+    let http = server.http();
+    let r = http.send_json("POST", CRDS, &crd(None));
+    assert_eq!(r.status, 201, "{}", r.text());
+    let ready = common::poll(Duration::from_secs(10), || {
+        (http.get(GADGETS).status == 200).then_some(())
+    });
+    assert!(ready.is_some());
+    let list = http.get(GADGETS).json().expect("list");
+    let rv = list["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .proxy(None)
+        .build()
+        .new_agent();
+    let url = format!(
+        "{}{GADGETS}?watch=true&timeoutSeconds=120&resourceVersion={rv}",
+        http.base()
+    );
+    let stalled = agent.get(&url).call().expect("watch");
+    assert_eq!(stalled.status().as_u16(), 200);
+
+    // Far more than the connection's buffers hold: the watch's queue fills.
+    let big = "x".repeat(100_000);
+    let count = 300;
+    for i in 0..count {
+        let body = json!({"apiVersion": "reads.example.com/v1", "kind": "Gadget",
+            "metadata": {"name": format!("g{i:03}")}, "spec": {"color": big}});
+        let r = http.send_json("POST", GADGETS, &body);
+        assert_eq!(r.status, 201, "{}", r.text());
+    }
+    std::thread::sleep(Duration::from_secs(8));
+
+    // Reading now: what was queued, then the end of the stream (no ERROR).
+    let started = Instant::now();
+    let mut names = Vec::new();
+    let mut last_rv = rv.clone();
+    for line in BufReader::new(stalled.into_body().into_reader()).lines() {
+        let line = line.expect("watch line");
+        let event: Value = serde_json::from_str(&line).expect("event JSON");
+        assert_eq!(event["type"], "ADDED", "{}", &line[..line.len().min(300)]);
+        names.push(
+            event["object"]["metadata"]["name"]
+                .as_str()
+                .unwrap()
+                .to_owned(),
+        );
+        last_rv = event["object"]["metadata"]["resourceVersion"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+    }
+    assert!(
+        started.elapsed() < Duration::from_secs(60),
+        "the stalled watch was not closed"
+    );
+    assert!(
+        names.len() < count,
+        "the stalled watch was not closed early: it sent all {count} events"
+    );
+    let expected: Vec<String> = (0..count).map(|i| format!("g{i:03}")).collect();
+    assert_eq!(
+        names[..],
+        expected[..names.len()],
+        "events out of order or missing"
+    );
+
+    // Resuming from the last event it got: the rest, in order, no 410.
+    let resumed = http.watch_for(GADGETS, 3, &[("resourceVersion", last_rv.as_str())]);
+    assert_eq!(resumed.status, 200, "{}", resumed.text());
+    let rest: Vec<String> = watch_lines(&resumed.body)
+        .into_iter()
+        .map(|line| {
+            let event: Value = serde_json::from_slice(line).expect("event JSON");
+            assert_eq!(event["type"], "ADDED", "{event}");
+            event["object"]["metadata"]["name"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
+        .collect();
+    assert_eq!(rest[..], expected[names.len()..]);
+}

@@ -133,6 +133,16 @@ fn error_event(s: &Status, protobuf: bool) -> Bytes {
 /// Bytes of events a watcher gathers into one write when several are ready at once.
 const BATCH_BYTES: usize = 64 * 1024;
 
+/// Batches queued for a watch's connection: with at most about [`BATCH_BYTES`] each,
+/// what a client that stops reading costs the server beyond its connection's buffers
+/// (the events themselves wait in the storage watch cache's shared window).
+const QUEUED_BATCHES: usize = 2;
+
+/// How long a watch's queue may stay full before the watch is closed (kube closes a
+/// watcher it cannot keep up with): its client resumes from the last event it got, a
+/// revision still in the watch cache's window.
+pub const SLOW_WATCHER: Duration = Duration::from_secs(5);
+
 /// A watch's position and what it sends for each event of the store's stream.
 struct Framing {
     watcher: Watcher,
@@ -239,7 +249,7 @@ pub async fn watch(
         .store
         .watch(kind_arc.clone(), &namespace, opts, start_rv)
         .await;
-    let (tx, rx) = mpsc::channel::<Bytes>(64);
+    let (tx, rx) = mpsc::channel::<Bytes>(QUEUED_BATCHES);
     let mut watcher = Watcher {
         kind: kind_arc,
         output: req.output,
@@ -307,7 +317,25 @@ pub async fn watch(
             if let Some(batch) = batch {
                 out = Bytes::from(batch);
             }
-            if tx.send(out).await.is_err() || end {
+            // No timer while the client keeps up.
+            match tx.try_send(out) {
+                Ok(()) => {}
+                Err(mpsc::error::TrySendError::Full(out)) => {
+                    match tokio::time::timeout(SLOW_WATCHER, tx.send(out)).await {
+                        Ok(Ok(())) => {}
+                        Ok(Err(_)) => return,
+                        Err(_) => {
+                            tracing::info!(
+                                resource = %framing.watcher.kind.descriptor().gr,
+                                "closing a watch whose client read nothing for {SLOW_WATCHER:?}"
+                            );
+                            return;
+                        }
+                    }
+                }
+                Err(mpsc::error::TrySendError::Closed(_)) => return,
+            }
+            if end {
                 return;
             }
         }
