@@ -29,16 +29,23 @@ fn crd(default_color: Option<&str>) -> Value {
 
 const GADGETS: &str = "/apis/reads.example.com/v1/namespaces/default/gadgets";
 
-#[test]
-fn cached_reads_equal_fresh_ones_and_follow_writes_and_schema_changes() {
+/// A server serving gadgets (`crd(default_color)`).
+fn with_gadgets(default_color: Option<&str>) -> TestServer {
     let server = TestServer::start();
     let http = server.http();
-    let r = http.send_json("POST", CRDS, &crd(None));
+    let r = http.send_json("POST", CRDS, &crd(default_color));
     assert_eq!(r.status, 201, "{}", r.text());
     let ready = common::poll(std::time::Duration::from_secs(10), || {
         (http.get(GADGETS).status == 200).then_some(())
     });
-    assert!(ready.is_some());
+    assert!(ready.is_some(), "gadgets not served within 10 s");
+    server
+}
+
+#[test]
+fn cached_reads_equal_fresh_ones_and_follow_writes_and_schema_changes() {
+    let server = with_gadgets(None);
+    let http = server.http();
     for i in 0..7 {
         let g = json!({"apiVersion": "reads.example.com/v1", "kind": "Gadget",
             "metadata": {"name": format!("g{i}")}, "spec": {"size": i, "unknown": "pruned"}});
@@ -240,14 +247,8 @@ fn watch_event(line: &[u8]) -> (String, String, Value) {
 /// GET (uncached YAML too) answers.
 #[test]
 fn watchers_share_each_event_and_selectors_still_see_transitions() {
-    let server = TestServer::start();
+    let server = with_gadgets(Some("red"));
     let http = server.http();
-    let r = http.send_json("POST", CRDS, &crd(Some("red")));
-    assert_eq!(r.status, 201, "{}", r.text());
-    let ready = common::poll(std::time::Duration::from_secs(10), || {
-        (http.get(GADGETS).status == 200).then_some(())
-    });
-    assert!(ready.is_some());
     let list = http.get(GADGETS).json().expect("list");
     let rv = list["metadata"]["resourceVersion"]
         .as_str()
@@ -363,14 +364,8 @@ fn watchers_share_each_event_and_selectors_still_see_transitions() {
 fn a_watch_whose_client_stops_reading_is_closed_and_resumes_without_loss() {
     use std::io::{BufRead, BufReader};
     use std::time::{Duration, Instant};
-    let server = TestServer::start();
+    let server = with_gadgets(None);
     let http = server.http();
-    let r = http.send_json("POST", CRDS, &crd(None));
-    assert_eq!(r.status, 201, "{}", r.text());
-    let ready = common::poll(Duration::from_secs(10), || {
-        (http.get(GADGETS).status == 200).then_some(())
-    });
-    assert!(ready.is_some());
     let list = http.get(GADGETS).json().expect("list");
     let rv = list["metadata"]["resourceVersion"]
         .as_str()
