@@ -444,3 +444,84 @@ fn a_watch_whose_client_stops_reading_is_closed_and_resumes_without_loss() {
         .collect();
     assert_eq!(rest[..], expected[names.len()..]);
 }
+
+/// Built-in kinds are read through the same served-bytes cache and shared watch
+/// events (their conversion to the served version is a pure function of the stored
+/// object): a JSON GET or list equals the uncached YAML form, one stored Event read in
+/// turn as core/v1 and as events.k8s.io/v1 keeps each version's own form, and watchers
+/// of ConfigMaps get the same bytes.
+#[test]
+fn built_in_kinds_read_through_the_cache_keep_each_versions_form() {
+    let server = TestServer::start();
+    let http = server.http();
+    let yaml = |path: &str| -> Value {
+        let h = vec![("Accept".to_string(), "application/yaml".to_string())];
+        let r = http.request("GET", path, &[], &h, None).expect("GET");
+        assert_eq!(r.status, 200, "{path}: {}", r.text());
+        serde_norway::from_slice(&r.body).expect("YAML")
+    };
+    const CONFIGMAPS: &str = "/api/v1/namespaces/default/configmaps";
+    let list = http.get(CONFIGMAPS).json().expect("list");
+    let rv = list["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let watch = || {
+        let (http, rv) = (server.http(), rv.clone());
+        std::thread::spawn(move || {
+            let r = http.watch_for(CONFIGMAPS, 3, &[("resourceVersion", rv.as_str())]);
+            assert_eq!(r.status, 200, "{}", r.text());
+            r.body
+        })
+    };
+    let watchers: Vec<_> = (0..3).map(|_| watch()).collect();
+    for i in 0..3 {
+        let cm = json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": format!("cm{i}")}, "data": {"k": format!("v{i}")}});
+        let r = http.send_json("POST", CONFIGMAPS, &cm);
+        assert_eq!(r.status, 201, "{}", r.text());
+    }
+    for _ in 0..2 {
+        let got = http.get(&format!("{CONFIGMAPS}/cm1"));
+        assert_eq!(got.status, 200);
+        assert_eq!(
+            got.json().expect("JSON"),
+            yaml(&format!("{CONFIGMAPS}/cm1"))
+        );
+    }
+    assert_eq!(http.get(CONFIGMAPS).json().expect("list"), yaml(CONFIGMAPS));
+    let bodies: Vec<Vec<u8>> = watchers.into_iter().map(|t| t.join().unwrap()).collect();
+    assert!(bodies.iter().all(|b| *b == bodies[0]), "watchers differ");
+    let names: Vec<String> = watch_lines(&bodies[0])
+        .into_iter()
+        .map(|line| {
+            let event: Value = serde_json::from_slice(line).expect("event");
+            assert_eq!(event["type"], "ADDED", "{event}");
+            assert_eq!(event["object"]["kind"], "ConfigMap", "{event}");
+            event["object"]["metadata"]["name"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
+        .collect();
+    assert_eq!(names, ["cm0", "cm1", "cm2"]);
+
+    // One stored Event, two served versions, read in turn.
+    let core = "/api/v1/namespaces/default/events";
+    let event = json!({"apiVersion": "v1", "kind": "Event",
+        "metadata": {"name": "e1"}, "reason": "Tested", "message": "hello",
+        "involvedObject": {"kind": "ConfigMap", "name": "cm1", "namespace": "default"},
+        "type": "Normal"});
+    let r = http.send_json("POST", core, &event);
+    assert_eq!(r.status, 201, "{}", r.text());
+    let v1 = "/apis/events.k8s.io/v1/namespaces/default/events";
+    for _ in 0..2 {
+        for (path, api_version) in [(core, "v1"), (v1, "events.k8s.io/v1")] {
+            let got = http.get(&format!("{path}/e1"));
+            assert_eq!(got.status, 200, "{}", got.text());
+            let got = got.json().expect("JSON");
+            assert_eq!(got["apiVersion"], api_version, "{got}");
+            assert_eq!(got, yaml(&format!("{path}/e1")));
+        }
+    }
+}

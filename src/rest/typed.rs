@@ -164,6 +164,25 @@ pub struct TypedKind {
     schema: std::sync::OnceLock<Arc<Structural>>,
     strategy: Box<dyn TypedStrategy>,
     printer: BuiltinPrinter,
+    /// The served form (see [`ResourceKind::served_form`]): reading is a pure function
+    /// of the stored object and this endpoint (kube's conversion to the served version).
+    form: (i64, usize),
+}
+
+/// A built-in endpoint's served form: negative, so it never equals a custom resource's
+/// (its CRD's storage revision), and distinct per group, version and resource (one
+/// storage key may be served by several, e.g. core/v1 and events.k8s.io/v1 Events).
+fn builtin_form(descriptor: &Descriptor) -> (i64, usize) {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    (
+        &descriptor.gr.group,
+        &descriptor.gr.resource,
+        &descriptor.version,
+        &descriptor.kind,
+    )
+        .hash(&mut hasher);
+    (-1 - (hasher.finish() >> 2) as i64, 0)
 }
 
 impl TypedKind {
@@ -172,6 +191,7 @@ impl TypedKind {
     pub fn new(descriptor: Descriptor, definition: &str, strategy: Box<dyn TypedStrategy>) -> Self {
         let printer = strategy.printer();
         TypedKind {
+            form: builtin_form(&descriptor),
             descriptor,
             definition: definition.to_string(),
             schema: std::sync::OnceLock::new(),
@@ -257,6 +277,10 @@ impl ResourceKind for TypedKind {
             self.strategy.on_read(obj);
         }
         Conversion::done(Ok(()))
+    }
+
+    fn served_form(&self) -> Option<(i64, usize)> {
+        Some(self.form)
     }
 }
 

@@ -95,6 +95,10 @@ impl ResourceKind for ServiceKind {
     fn on_read_all<'a>(&'a self, objs: &'a mut [Value]) -> Conversion<'a> {
         self.typed.on_read_all(objs)
     }
+
+    fn served_form(&self) -> Option<(i64, usize)> {
+        self.typed.served_form()
+    }
 }
 
 /// kube's Service printer: NAME TYPE CLUSTER-IP EXTERNAL-IP PORT(S) AGE, and SELECTOR
