@@ -391,11 +391,8 @@ fn etcd_stopped_and_started_under_a_running_server() {
 
 #[test]
 fn hung_etcd_answers_504_then_recovers() {
-    let etcd = Etcd::start();
-    etcd.wait_ready();
-    let server = TestServer::start_on_etcd(&etcd.url(), &[]);
+    let (etcd, server) = widgets_on_etcd(&[]);
     let http = server.http();
-    install_widgets(&http);
     expect_status(http.send_json("POST", WIDGETS, &widget("kept", "red")), 201);
 
     // Frozen, etcd keeps its connections open and answers nothing: the server's
@@ -965,11 +962,8 @@ fn create_update_get(http: &Http, prefix: &str, count: usize) {
 
 #[test]
 fn keys_in_etcd_follow_kube_layout_without_resource_version() {
-    let etcd = Etcd::start();
-    etcd.wait_ready();
-    let server = TestServer::start_on_etcd(&etcd.url(), &[]);
+    let (etcd, server) = widgets_on_etcd(&[]);
     let http = server.http();
-    install_widgets(&http);
     expect_status(
         http.send_json(
             "POST",
@@ -1084,11 +1078,8 @@ fn etcd_prefix_flag_moves_every_key() {
 /// compaction past that update makes the watch too old. Returns the creation's
 /// resourceVersion and the latest object.
 fn widget_with_history(args: &[&str]) -> (Etcd, TestServer, String, Value) {
-    let etcd = Etcd::start();
-    etcd.wait_ready();
-    let server = TestServer::start_on_etcd(&etcd.url(), args);
+    let (etcd, server) = widgets_on_etcd(args);
     let http = server.http();
-    install_widgets(&http);
     let created = expect_status(http.send_json("POST", WIDGETS, &widget("w1", "red")), 201);
     let old = resource_version(&created);
     let mut object = created;
@@ -1227,6 +1218,15 @@ fn red_widget(name: &str) -> Value {
 }
 
 /// Creates `testdata/crds/widgets.yaml` and waits until widgets are served.
+/// A server on a fresh etcd (started with `args`), serving widgets.
+fn widgets_on_etcd(args: &[&str]) -> (Etcd, TestServer) {
+    let etcd = Etcd::start();
+    etcd.wait_ready();
+    let server = TestServer::start_on_etcd(&etcd.url(), args);
+    install_widgets(&server.http());
+    (etcd, server)
+}
+
 fn install_widgets(http: &Http) {
     let crd = common::testdata_json("crds/widgets.yaml");
     expect_status(http.send_json("POST", CRDS, &crd), 201);
@@ -1436,11 +1436,8 @@ fn start_up_survives_deep_crds_and_objects_and_skips_an_undecodable_one() {
 /// it would skip that event. Every acknowledged create arrives, after no bookmark past it.
 #[test]
 fn bookmarks_never_run_ahead_of_events_on_etcd() {
-    let etcd = Etcd::start();
-    etcd.wait_ready();
-    let server = TestServer::start_on_etcd(&etcd.url(), &[]);
+    let (_etcd, server) = widgets_on_etcd(&[]);
     let http = server.http();
-    install_widgets(&http);
     let list = expect_status(http.get(WIDGETS), 200);
     let from = list["metadata"]["resourceVersion"]
         .as_str()
@@ -1518,11 +1515,8 @@ fn bookmarks_never_run_ahead_of_events_on_etcd() {
 /// one watch (the watch cache's), not one each; each still sees its own namespace only.
 #[test]
 fn client_watches_of_one_resource_share_one_etcd_watch() {
-    let etcd = Etcd::start();
-    etcd.wait_ready();
-    let server = TestServer::start_on_etcd(&etcd.url(), &[]);
+    let (etcd, server) = widgets_on_etcd(&[]);
     let http = server.http();
-    install_widgets(&http);
     for ns in ["blue", "green"] {
         expect_status(
             http.send_json(

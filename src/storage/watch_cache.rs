@@ -84,10 +84,15 @@ impl WatchCache {
         feeds.values().filter(|f| f.strong_count() > 0).count()
     }
 
-    /// The prefix's feed, opened from `after` when there is none.
-    async fn feed(&self, prefix: &str, after: Revision) -> Result<Arc<Feed>, StorageError> {
+    /// The prefix's feed, opened from `after` when there is none; with the revision it
+    /// opened at when this call opened it.
+    async fn feed(
+        &self,
+        prefix: &str,
+        after: Revision,
+    ) -> Result<(Arc<Feed>, Option<Revision>), StorageError> {
         if let Some(feed) = self.existing(prefix) {
-            return Ok(feed);
+            return Ok((feed, None));
         }
         // "From now" is the current revision, so the window knows where it starts.
         let start = if after == 0 {
@@ -99,7 +104,7 @@ impl WatchCache {
         let mut feeds = self.feeds.lock().unwrap_or_else(|e| e.into_inner());
         // Another watch may have opened one meanwhile: use it, drop ours.
         if let Some(feed) = feeds.get(prefix).and_then(Weak::upgrade) {
-            return Ok(feed);
+            return Ok((feed, None));
         }
         let (changed, _) = watch::channel(start);
         let feed = Arc::new(Feed {
@@ -122,7 +127,7 @@ impl WatchCache {
             feed.clone(),
             source,
         ));
-        Ok(feed)
+        Ok((feed, Some(start)))
     }
 
     fn existing(&self, prefix: &str) -> Option<Arc<Feed>> {
@@ -217,18 +222,9 @@ async fn follow(
         // Only this task and the map's weak reference: nobody watches.
         if Arc::strong_count(&feed) == 1 {
             let since = *unwatched_since.get_or_insert_with(Instant::now);
-            if since.elapsed() >= LINGER {
-                let mut map = feeds.lock().unwrap_or_else(|e| e.into_inner());
-                // A watcher may have found the feed since: only then stay.
-                if Arc::strong_count(&feed) == 1 {
-                    if map
-                        .get(&prefix)
-                        .is_some_and(|w| std::ptr::eq(w.as_ptr(), Arc::as_ptr(&feed)))
-                    {
-                        map.remove(&prefix);
-                    }
-                    return;
-                }
+            // A watcher may find the feed meanwhile: only an unwatched one goes.
+            if since.elapsed() >= LINGER && remove(&feeds, &prefix, &feed, true) {
+                return;
             }
         } else {
             unwatched_since = None;
@@ -244,7 +240,7 @@ async fn follow(
                 | Err(error @ StorageError::FutureRevision { .. }) => {
                     tracing::warn!(prefix, %error, "watch cache: cannot resume, ending its watchers");
                     feed.end(error);
-                    remove(&feeds, &prefix, &feed);
+                    remove(&feeds, &prefix, &feed, false);
                     return;
                 }
                 Err(error) => {
@@ -264,7 +260,7 @@ async fn follow(
             Some(Err(error @ StorageError::Compacted { .. })) => {
                 tracing::warn!(prefix, %error, "watch cache: fell behind a compaction, ending its watchers");
                 feed.end(error);
-                remove(&feeds, &prefix, &feed);
+                remove(&feeds, &prefix, &feed, false);
                 return;
             }
             Some(Err(error)) => {
@@ -278,14 +274,26 @@ async fn follow(
     }
 }
 
-fn remove(feeds: &Mutex<HashMap<String, Weak<Feed>>>, prefix: &str, feed: &Arc<Feed>) {
+/// Takes `feed` out of the map (when it is still the prefix's), only if nobody watches
+/// it when `unwatched_only`; whether it was taken out. Checked under the map's lock, so
+/// no watcher finds it meanwhile.
+fn remove(
+    feeds: &Mutex<HashMap<String, Weak<Feed>>>,
+    prefix: &str,
+    feed: &Arc<Feed>,
+    unwatched_only: bool,
+) -> bool {
     let mut map = feeds.lock().unwrap_or_else(|e| e.into_inner());
+    if unwatched_only && Arc::strong_count(feed) > 1 {
+        return false;
+    }
     if map
         .get(prefix)
         .is_some_and(|w| std::ptr::eq(w.as_ptr(), Arc::as_ptr(feed)))
     {
         map.remove(prefix);
     }
+    true
 }
 
 /// One watcher's position in a feed.
@@ -382,7 +390,7 @@ impl Storage for WatchCache {
 
     async fn watch(&self, prefix: &str, after: Revision) -> Result<WatchStream, StorageError> {
         let after = after.max(0);
-        let feed = self.feed(prefix, after).await?;
+        let (feed, opened_at) = self.feed(prefix, after).await?;
         let (floor, head) = {
             let window = feed.lock();
             (window.floor, window.head)
@@ -393,7 +401,9 @@ impl Storage for WatchCache {
         }
         // From now, or from a revision the feed has not reached yet: the store says
         // where now is (and refuses a revision in its future).
-        let position = if after == 0 || after > head {
+        let position = if let Some(start) = opened_at {
+            start
+        } else if after == 0 || after > head {
             let current = self.inner.current_revision().await?;
             if after > current {
                 return Err(StorageError::FutureRevision {
