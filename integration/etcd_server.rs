@@ -1566,3 +1566,106 @@ fn client_watches_of_one_resource_share_one_etcd_watch() {
         );
     }
 }
+
+/// kube's cacher answers lists at `resourceVersion=0` from memory: with a resource
+/// watched, such lists (whole collection, one namespace, a page) and a watch from
+/// `resourceVersion=0` are served while etcd answers nothing, and equal what etcd
+/// gave before it froze.
+#[test]
+fn lists_at_resource_version_0_are_served_from_the_watch_cache_while_etcd_is_frozen() {
+    let (etcd, server) = widgets_on_etcd(&[]);
+    let http = server.http();
+    expect_status(
+        http.send_json(
+            "POST",
+            "/api/v1/namespaces",
+            &json!({"metadata": {"name": "blue"}}),
+        ),
+        201,
+    );
+    let blue = "/apis/example.com/v1/namespaces/blue/widgets";
+    for name in ["a", "b", "c", "d"] {
+        expect_status(http.send_json("POST", WIDGETS, &red_widget(name)), 201);
+    }
+    for name in ["e", "f"] {
+        expect_status(http.send_json("POST", blue, &red_widget(name)), 201);
+    }
+    let all = "/apis/example.com/v1/widgets";
+    let from = resource_version(&expect_status(http.get(all), 200));
+    let mut watch = Watch::open(&http, &format!("{all}?watch=true&resourceVersion={from}"));
+    // Changes after the watch opened: the cache keeps its objects current.
+    let patched = expect_status(
+        http.merge_patch(
+            &format!("{WIDGETS}/b"),
+            &json!({"spec": {"color": "green"}}),
+        ),
+        200,
+    );
+    expect_status(delete(&http, &format!("{WIDGETS}/c")), 200);
+    let mut last = String::new();
+    for _ in 0..2 {
+        last = resource_version(&watch.next_event()["object"]);
+    }
+    let consistent = expect_status(http.get(all), 200);
+    let summary = |list: &Value| -> Vec<(String, String, String)> {
+        list["items"]
+            .as_array()
+            .unwrap_or_else(|| panic!("no items: {list}"))
+            .iter()
+            .map(|o| {
+                (
+                    o["metadata"]["namespace"].as_str().unwrap_or("").to_owned(),
+                    name_of(o).to_owned(),
+                    resource_version(o),
+                )
+            })
+            .collect()
+    };
+    let want = summary(&consistent);
+    assert_eq!(want.len(), 5, "{consistent}");
+    assert!(want.contains(&(
+        "default".to_owned(),
+        "b".to_owned(),
+        resource_version(&patched)
+    )));
+
+    etcd.signal("STOP");
+    let (listed, took) = timed(|| http.get(&format!("{all}?resourceVersion=0")));
+    let listed = expect_status(listed, 200);
+    assert_eq!(summary(&listed), want);
+    assert!(
+        resource_version(&listed).parse::<i64>().unwrap() >= last.parse::<i64>().unwrap(),
+        "list at {} is older than the last change {last}",
+        resource_version(&listed)
+    );
+    assert!(
+        took < ETCD_REQUEST_TIMEOUT,
+        "the list waited for etcd: {took:?}"
+    );
+    let in_blue = expect_status(http.get(&format!("{blue}?resourceVersion=0")), 200);
+    assert_eq!(summary(&in_blue), want[..2].to_vec());
+    let page = expect_status(http.get(&format!("{all}?resourceVersion=0&limit=3")), 200);
+    assert_eq!(summary(&page), want[..3].to_vec());
+    assert_eq!(page["metadata"]["remainingItemCount"], json!(2), "{page}");
+    assert!(page["metadata"]["continue"].is_string(), "{page}");
+    let mut from_zero = Watch::open(&http, &format!("{WIDGETS}?watch=true&resourceVersion=0"));
+    let added: Vec<String> = (0..3)
+        .map(|_| {
+            let event = from_zero.next_event();
+            assert_eq!(event["type"], "ADDED", "{event}");
+            name_of(&event["object"]).to_owned()
+        })
+        .collect();
+    assert_eq!(added, ["a", "b", "d"]);
+    // A consistent read needs etcd.
+    let consistent = http.get(all);
+    assert_ne!(consistent.status, 200, "{}", consistent.text());
+
+    etcd.signal("CONT");
+    let ready = http.wait_for_status("/readyz", 200, Duration::from_secs(30));
+    assert_eq!(ready.status, 200, "{}", ready.text());
+    // The page's continue token reads the rest from etcd at the page's revision.
+    let token = page["metadata"]["continue"].as_str().unwrap();
+    let rest = expect_status(http.get(&format!("{all}?limit=3&continue={token}")), 200);
+    assert_eq!(summary(&rest), want[3..].to_vec());
+}

@@ -881,3 +881,73 @@ fn hostile_protobuf_bodies_get_400s_and_the_server_stays_up() {
     assert_eq!(http.get("/healthz").status, 200);
     assert!(server.exited().is_none());
 }
+
+/// Watchers of a built-in kind in protobuf get each change as the same frame bytes
+/// (made once for all of them, as JSON lines are), and the frames decode to the
+/// changes.
+#[test]
+fn protobuf_watchers_of_a_kind_get_the_same_frames() {
+    let server = TestServer::start();
+    let http = server.http();
+    let pool = pool();
+    let path = "/api/v1/namespaces/default/configmaps";
+    let rv = http.get(path).json().unwrap()["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let watchers: Vec<_> = (0..3)
+        .map(|_| {
+            let (http, rv) = (server.http(), rv.clone());
+            std::thread::spawn(move || {
+                let q = [
+                    ("watch".to_string(), "true".to_string()),
+                    ("timeoutSeconds".to_string(), "3".to_string()),
+                    ("resourceVersion".to_string(), rv),
+                ];
+                let w = http
+                    .request("GET", path, &q, &pb_headers(false), None)
+                    .unwrap();
+                assert_eq!(w.status, 200, "{}", w.text());
+                w.body
+            })
+        })
+        .collect();
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "data": {"k": "1"}});
+    assert_eq!(http.send_json("POST", path, &cm).status, 201);
+    let patched = http.merge_patch(&format!("{path}/c"), &json!({"data": {"k": "2"}}));
+    assert_eq!(patched.status, 200, "{}", patched.text());
+    let deleted = http
+        .request("DELETE", &format!("{path}/c"), &[], &[], None)
+        .unwrap();
+    assert_eq!(deleted.status, 200, "{}", deleted.text());
+    let bodies: Vec<Vec<u8>> = watchers.into_iter().map(|t| t.join().unwrap()).collect();
+    assert!(
+        bodies.iter().all(|b| *b == bodies[0]),
+        "watchers got different bytes"
+    );
+    let mut rest = &bodies[0][..];
+    let mut seen = Vec::new();
+    while !rest.is_empty() {
+        let n = u32::from_be_bytes(rest[..4].try_into().unwrap()) as usize;
+        let ev = DynamicMessage::decode(
+            desc(&pool, "k8s.io.apimachinery.pkg.apis.meta.v1.WatchEvent"),
+            &rest[4..4 + n],
+        )
+        .unwrap();
+        rest = &rest[4 + n..];
+        let raw = match get(&ev, 2).get_field_by_number(1).unwrap().into_owned() {
+            PValue::Bytes(b) => b,
+            other => panic!("{other:?}"),
+        };
+        let (_, kind, cm) = open(&pool, &raw, "k8s.io.api.core.v1.ConfigMap");
+        assert_eq!(kind, "ConfigMap");
+        let data = map(&cm, 2);
+        seen.push((string(&ev, 1), data.get("k").cloned().unwrap_or_default()));
+    }
+    let want: Vec<(String, String)> = [("ADDED", "1"), ("MODIFIED", "2"), ("DELETED", "2")]
+        .iter()
+        .map(|(t, k)| (t.to_string(), k.to_string()))
+        .collect();
+    assert_eq!(seen, want);
+}

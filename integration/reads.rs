@@ -525,3 +525,53 @@ fn built_in_kinds_read_through_the_cache_keep_each_versions_form() {
         }
     }
 }
+
+/// kube's list `resourceVersion` semantics: `Exact`, and (legacy) a revision with a
+/// `limit` but no match, read at that revision; a revision without `limit`, or with
+/// `NotOlderThan`, at least as new (here the newest); `0` any.
+#[test]
+fn list_resource_versions_read_exactly_or_at_least_as_kube_does() {
+    let server = with_gadgets(None);
+    let http = server.http();
+    for name in ["g0", "g1"] {
+        let g = json!({"apiVersion": "reads.example.com/v1", "kind": "Gadget",
+            "metadata": {"name": name}, "spec": {"size": 1}});
+        let r = http.send_json("POST", GADGETS, &g);
+        assert_eq!(r.status, 201, "{}", r.text());
+    }
+    let list = |query: &str| -> Value {
+        let r = http.get(&format!("{GADGETS}?{query}"));
+        assert_eq!(r.status, 200, "{query}: {}", r.text());
+        r.json().unwrap()
+    };
+    let rv_of = |v: &Value| {
+        v["metadata"]["resourceVersion"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    let g0_in = |l: &Value| rv_of(&l["items"][0]);
+    let before = list("");
+    let old = g0_in(&before);
+    let r = http.merge_patch(&format!("{GADGETS}/g0"), &json!({"spec": {"size": 2}}));
+    assert_eq!(r.status, 200, "{}", r.text());
+    let new = rv_of(&r.json().unwrap());
+    let at = rv_of(&before);
+    for query in [
+        format!("resourceVersion={at}&resourceVersionMatch=Exact"),
+        format!("resourceVersion={at}&limit=10"),
+    ] {
+        let l = list(&query);
+        assert_eq!((g0_in(&l), rv_of(&l)), (old.clone(), at.clone()), "{query}");
+    }
+    for query in [
+        format!("resourceVersion={at}"),
+        format!("resourceVersion={at}&resourceVersionMatch=NotOlderThan&limit=10"),
+        "resourceVersion=0".to_owned(),
+        "resourceVersion=0&limit=10".to_owned(),
+    ] {
+        let l = list(&query);
+        assert_eq!(g0_in(&l), new, "{query}");
+        assert!(rv_of(&l).parse::<i64>().unwrap() >= new.parse::<i64>().unwrap());
+    }
+}

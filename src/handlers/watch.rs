@@ -82,10 +82,10 @@ impl Watcher {
         crate::rest::watch_objects::event_line(ty, &object)
     }
 
-    /// Whether events go out as the object's own JSON (no Table, metadata-only or
-    /// protobuf form): then a shared object's line is sent as it was made.
-    fn plain_json(&self) -> bool {
-        !self.protobuf && !matches!(self.output, Output::Table(_) | Output::PartialMetadata(..))
+    /// Whether events go out as the object itself (no Table or metadata-only form):
+    /// then a shared object's JSON line or protobuf frame is sent as it was made.
+    fn plain(&self) -> bool {
+        !matches!(self.output, Output::Table(_) | Output::PartialMetadata(..))
     }
 
     /// A BOOKMARK: an empty object of the kind at `rv`, transformed as every event of
@@ -168,10 +168,11 @@ impl Framing {
         match &ev {
             WatchEvent::Added(o) | WatchEvent::Modified(o) | WatchEvent::Deleted(o) => {
                 self.last_rv = self.last_rv.max(o.revision());
-                let shared = watcher
-                    .plain_json()
-                    .then(|| o.json_line(ev.type_name()))
-                    .flatten();
+                let shared = match (watcher.plain(), watcher.protobuf) {
+                    (false, _) => None,
+                    (true, false) => o.json_line(ev.type_name()),
+                    (true, true) => o.shared_frame(ev.type_name(), protobuf_frame),
+                };
                 Framed::Send(match shared {
                     Some(line) => line,
                     None => watcher.event(ev.type_name(), o.value()),
@@ -235,11 +236,17 @@ pub async fn watch(
     // Initial state: without a resourceVersion (or "0"), kube first sends the current
     // objects as ADDED; with one, only changes after it.
     let (initial, start_rv) = if rv.is_empty() || rv == "0" || send_initial {
+        // At `resourceVersion=0` any recent state will do, at `N` one at least as new
+        // (the watch cache may serve both); without one, the current state.
         let mut all = opts.clone();
         all.limit = 0;
         all.continue_token = None;
-        all.resource_version = None;
-        all.resource_version_match = None;
+        all.resource_version = Some(rv.clone()).filter(|rv| !rv.is_empty());
+        all.resource_version_match = all
+            .resource_version
+            .as_ref()
+            .filter(|rv| *rv != "0")
+            .map(|_| "NotOlderThan".to_owned());
         let page = api.store.list(kind, &namespace, &all).await?;
         (page.items, page.resource_version)
     } else {

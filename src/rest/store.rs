@@ -469,6 +469,7 @@ impl Store {
         // kube's tokens name the first key of the next page: the last one sent plus
         // "\0" (the storage range starts strictly after the last one sent).
         let mut continue_from = None;
+        let mut min_revision = None;
         let (mut revision, mut start_after) = match &opts.continue_token {
             Some(t) if !t.is_empty() => {
                 if opts
@@ -488,7 +489,11 @@ impl Store {
                 // A negative revision (a token offered with a 410) lists the latest.
                 (rv.max(0), Some(after))
             }
-            _ => (self.list_revision(opts).await?, None),
+            _ => {
+                let (exact, at_least) = list_revision(opts)?;
+                min_revision = at_least;
+                (exact, None)
+            }
         };
         let filtering = opts.labels.as_ref().is_some_and(|l| !l.is_empty())
             || opts.fields.as_ref().is_some_and(|f| !f.is_empty());
@@ -512,6 +517,7 @@ impl Store {
                         start_after: start_after.clone(),
                         limit: want,
                         revision,
+                        min_revision,
                     },
                 )
                 .await
@@ -527,7 +533,9 @@ impl Store {
                     }
                     (other, _) => storage_status(other, &d.gr, ""),
                 })?;
+            // Later pages (filtering fills the limit) read where the first one did.
             revision = res.revision;
+            min_revision = None;
             let last_key = res.items.last().map(|kv| kv.key.clone());
             if let (Some(form), Some(out)) = (served_form, encoded.as_mut()) {
                 for kv in &res.items {
@@ -580,16 +588,6 @@ impl Store {
             remaining,
             encoded,
         })
-    }
-
-    async fn list_revision(&self, opts: &ListOptions) -> Result<Revision, Status> {
-        match (opts.resource_version.as_deref(), opts.resource_version_match.as_deref()) {
-            (Some(rv), Some("Exact")) if !rv.is_empty() => object::parse_resource_version(rv),
-            (_, Some(m)) if m != "Exact" && m != "NotOlderThan" => Err(Status::bad_request(format!(
-                "resourceVersionMatch: Unsupported value: \"{m}\": supported values: \"Exact\", \"NotOlderThan\""
-            ))),
-            _ => Ok(0),
-        }
     }
 
     /// Whether an object passes the list's selectors.
@@ -984,6 +982,28 @@ impl Store {
             }
         }
         Err(Status::stale(&d.gr, name))
+    }
+}
+
+/// The revision a list reads at (0: the current one) and, for a read that any revision
+/// from some point on satisfies, that point (kube's `ValidateListOptions` and its
+/// watch-cache delegation):
+/// - `resourceVersion` with `Exact`, or (legacy) with a `limit` and no match: that
+///   revision exactly;
+/// - `resourceVersion=0`: any revision; `resourceVersion=N` otherwise: N or later
+///   (`handlers::read::not_older_than` has refused one past the store's);
+/// - none: the current revision (a consistent read).
+fn list_revision(opts: &ListOptions) -> Result<(Revision, Option<Revision>), Status> {
+    let rv = opts.resource_version.as_deref().unwrap_or("");
+    match opts.resource_version_match.as_deref() {
+        Some("Exact") if !rv.is_empty() => Ok((object::parse_resource_version(rv)?, None)),
+        Some(m) if m != "Exact" && m != "NotOlderThan" => Err(Status::bad_request(format!(
+            "resourceVersionMatch: Unsupported value: \"{m}\": supported values: \"Exact\", \"NotOlderThan\""
+        ))),
+        _ if rv.is_empty() => Ok((0, None)),
+        _ if rv == "0" => Ok((0, Some(0))),
+        None if opts.limit > 0 => Ok((object::parse_resource_version(rv)?, None)),
+        _ => Ok((0, Some(object::parse_resource_version(rv)?))),
     }
 }
 

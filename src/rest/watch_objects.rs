@@ -22,6 +22,8 @@ pub struct WatchObject {
     json: Option<Bytes>,
     /// The event lines made of `json`, one per type (`ADDED`, `MODIFIED`, `DELETED`).
     lines: [OnceLock<Bytes>; 3],
+    /// The events in the other shared encoding (protobuf frames), one per type.
+    frames: [OnceLock<Bytes>; 3],
 }
 
 impl WatchObject {
@@ -31,6 +33,7 @@ impl WatchObject {
             revision,
             json,
             lines: Default::default(),
+            frames: Default::default(),
         }
     }
 
@@ -49,14 +52,32 @@ impl WatchObject {
     /// the object is not shared (the handler then encodes it itself).
     pub fn json_line(&self, ty: &str) -> Option<Bytes> {
         let json = self.json.as_ref()?;
-        let slot = match ty {
-            "ADDED" => &self.lines[0],
-            "MODIFIED" => &self.lines[1],
-            "DELETED" => &self.lines[2],
-            _ => return None,
-        };
+        let slot = &self.lines[event_slot(ty)?];
         let object = json.strip_suffix(b"\n").unwrap_or(json);
         Some(slot.get_or_init(|| event_line(ty, object)).clone())
+    }
+
+    /// The event of type `ty` in another encoding (the handler's protobuf frame),
+    /// made by `encode` from the object once and then the same bytes for every
+    /// watcher that sends it. `None` when the object is not shared.
+    pub fn shared_frame(
+        &self,
+        ty: &str,
+        encode: impl FnOnce(&str, &Value) -> Bytes,
+    ) -> Option<Bytes> {
+        self.json.as_ref()?;
+        let slot = &self.frames[event_slot(ty)?];
+        Some(slot.get_or_init(|| encode(ty, &self.value)).clone())
+    }
+}
+
+/// The slot of an event type in a [`WatchObject`]'s per-type encodings.
+fn event_slot(ty: &str) -> Option<usize> {
+    match ty {
+        "ADDED" => Some(0),
+        "MODIFIED" => Some(1),
+        "DELETED" => Some(2),
+        _ => None,
     }
 }
 
@@ -184,5 +205,41 @@ pub(super) fn conversion_error(s: Status) -> Status {
         Status::internal(s.message)
     } else {
         s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    #[test]
+    fn a_shared_object_is_encoded_once_per_event_type_and_encoding() {
+        let shared = WatchObject::new(json!({"a": 1}), 7, Some(Bytes::from_static(b"{\"a\":1}\n")));
+        let made = AtomicUsize::new(0);
+        let encode = |ty: &str, v: &Value| {
+            made.fetch_add(1, Ordering::Relaxed);
+            Bytes::from(format!("{ty}:{v}"))
+        };
+        let frames: Vec<Bytes> = (0..3)
+            .map(|_| shared.shared_frame("MODIFIED", encode).unwrap())
+            .collect();
+        assert_eq!(made.load(Ordering::Relaxed), 1);
+        assert!(frames.iter().all(|f| f.as_ptr() == frames[0].as_ptr()));
+        assert_eq!(&frames[0][..], b"MODIFIED:{\"a\":1}");
+        assert_eq!(
+            &shared.shared_frame("DELETED", encode).unwrap()[..],
+            b"DELETED:{\"a\":1}"
+        );
+        assert_eq!(made.load(Ordering::Relaxed), 2);
+        assert_eq!(
+            &shared.json_line("ADDED").unwrap()[..],
+            b"{\"type\":\"ADDED\",\"object\":{\"a\":1}}\n"
+        );
+        // An object made for one watcher alone is not kept.
+        let own = WatchObject::new(json!({"a": 1}), 7, None);
+        assert!(own.shared_frame("ADDED", encode).is_none());
+        assert!(own.json_line("ADDED").is_none());
     }
 }

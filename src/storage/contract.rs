@@ -242,6 +242,7 @@ pub async fn list_pagination_at_fixed_revision(
         start_after: start_after.map(|kv| kv.key.clone()),
         limit: 3,
         revision,
+        min_revision: None,
     };
 
     let first = store.list(prefix, &page(None, 0)).await?;

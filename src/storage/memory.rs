@@ -475,6 +475,10 @@ impl Storage for MemoryStorage {
     async fn ready(&self) -> Result<(), StorageError> {
         Ok(())
     }
+
+    fn in_memory(&self) -> bool {
+        true
+    }
 }
 
 /// The state of one watch stream.
@@ -665,6 +669,7 @@ mod tests {
             start_after: Some(start_after.to_owned()),
             limit: 1,
             revision,
+            min_revision: None,
         };
         let now = store.list("/k/", &page("/k/a", 0)).await.unwrap();
         assert_eq!(now.items[0].key, "/k/b");

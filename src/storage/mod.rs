@@ -53,6 +53,11 @@ pub struct ListOptions {
     /// Read at this revision (0 = the current one). Older than the compacted
     /// revision fails with `StorageError::Compacted`.
     pub revision: Revision,
+    /// With `revision` 0: an answer at any revision at least this one will do (kube's
+    /// `resourceVersion=0` and `NotOlderThan`), so a cache may serve it. `None` asks
+    /// for the current revision (a consistent read). Backends read the current
+    /// revision either way, which satisfies both.
+    pub min_revision: Option<Revision>,
 }
 
 /// What happened to a key, as seen by a watcher.
@@ -188,6 +193,12 @@ pub trait Storage: Send + Sync + 'static {
 
     /// Whether the backend is reachable (for `/readyz`).
     async fn ready(&self) -> Result<(), StorageError>;
+
+    /// Whether the backend holds its data in this process's memory (then a cache of
+    /// its objects would only copy them).
+    fn in_memory(&self) -> bool {
+        false
+    }
 }
 
 /// `Retry-After` seconds of a 503 for a request storage did not process: about one

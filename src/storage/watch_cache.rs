@@ -19,13 +19,25 @@
 //! in order with the events (see `etcd`'s `learn_progress_order`), so a watcher never
 //! hears of progress past an event it has not been sent.
 //!
+//! Lists (kube's cacher serves them too): over a backend that is not itself in memory
+//! (etcd), each feed also keeps the current objects under its prefix, read once at
+//! the revision it opened at and kept current by its changes. A list that any
+//! revision from some point on satisfies (`resourceVersion=0`, `NotOlderThan`) is
+//! answered from the feed of its prefix (or of a prefix above it, as a namespace's
+//! list from its resource's feed) when that feed has reached the point; everything
+//! else (consistent reads, `Exact`, continue tokens, a prefix nobody watches) reads
+//! the backend. The embedded store is its own cache: its lists read it directly.
+//!
 //! Invariant: a watcher sees every change under its prefix after its start revision,
 //! in revision order, exactly once, or its stream ends (the contract in `contract.rs`,
 //! run against both backends through this cache in `integration/etcd.rs` and the unit
 //! tests below); through HTTP and etcd's faults by `check_watches` in the 3-member
-//! cluster tests of `integration/etcd_server.rs`.
+//! cluster tests of `integration/etcd_server.rs`. A list served by a feed equals the
+//! backend's list at the revision it reports (`lists_from_a_feed_equal_the_backend_s`
+//! below; through HTTP with etcd stopped in `integration/etcd_server.rs`).
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::ops::Bound;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
@@ -35,8 +47,8 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 
 use super::{
-    Event, KeyValue, ListOptions, ListResult, Revision, Storage, StorageError, WatchItem,
-    WatchStream,
+    Event, EventKind, KeyValue, ListOptions, ListResult, Revision, Storage, StorageError,
+    WatchItem, WatchStream,
 };
 
 /// Most changes a feed's window keeps (kube's watch cache holds up to 100,000 per
@@ -59,16 +71,26 @@ pub struct WatchCache {
     inner: Arc<dyn Storage>,
     feeds: Arc<Mutex<HashMap<String, Weak<Feed>>>>,
     window_events: usize,
+    /// Whether feeds keep their prefix's objects and serve lists.
+    lists: bool,
 }
 
 impl WatchCache {
-    /// Wraps `inner`.
+    /// Wraps `inner`; lists are served from feeds unless `inner` is held in memory.
     pub fn new(inner: Arc<dyn Storage>) -> WatchCache {
         WatchCache {
+            lists: !inner.in_memory(),
             inner,
             feeds: Arc::default(),
             window_events: WINDOW_EVENTS,
         }
+    }
+
+    /// Whether feeds keep their prefix's objects and serve lists (for tests over the
+    /// embedded store).
+    pub fn with_lists(mut self, lists: bool) -> WatchCache {
+        self.lists = lists;
+        self
     }
 
     /// Keeps at most `events` changes per prefix (at least 1); for tests of watchers
@@ -100,6 +122,23 @@ impl WatchCache {
         } else {
             after
         };
+        // The objects at the start revision, then the changes after it.
+        let objects = if self.lists {
+            let all = ListOptions {
+                revision: start,
+                ..ListOptions::default()
+            };
+            let listed = self.inner.list(prefix, &all).await?;
+            Some(
+                listed
+                    .items
+                    .into_iter()
+                    .map(|kv| (kv.key.clone(), kv))
+                    .collect(),
+            )
+        } else {
+            None
+        };
         let source = self.inner.watch(prefix, start).await?;
         let mut feeds = self.feeds.lock().unwrap_or_else(|e| e.into_inner());
         // Another watch may have opened one meanwhile: use it, drop ours.
@@ -114,6 +153,7 @@ impl WatchCache {
                 head: start,
                 reports: 0,
                 ended: None,
+                objects,
             }),
             changed,
             limit: self.window_events,
@@ -133,6 +173,55 @@ impl WatchCache {
     fn existing(&self, prefix: &str) -> Option<Arc<Feed>> {
         let feeds = self.feeds.lock().unwrap_or_else(|e| e.into_inner());
         feeds.get(prefix).and_then(Weak::upgrade)
+    }
+
+    /// The feed of `prefix` or of the nearest prefix above it (cut at a `/`).
+    fn covering(&self, prefix: &str) -> Option<Arc<Feed>> {
+        let feeds = self.feeds.lock().unwrap_or_else(|e| e.into_inner());
+        let above = prefix
+            .char_indices()
+            .rev()
+            .filter(|&(i, c)| c == '/' && i + 1 < prefix.len())
+            .map(|(i, _)| &prefix[..=i]);
+        std::iter::once(prefix)
+            .chain(above)
+            .find_map(|p| feeds.get(p).and_then(Weak::upgrade))
+    }
+
+    /// A list answered from a feed's objects, when a feed covers `prefix` and has
+    /// reached `min` (and has not ended).
+    fn cached_list(&self, prefix: &str, opts: &ListOptions, min: Revision) -> Option<ListResult> {
+        if !self.lists {
+            return None;
+        }
+        let feed = self.covering(prefix)?;
+        let window = feed.lock();
+        if window.ended.is_some() || window.head < min {
+            return None;
+        }
+        let objects = window.objects.as_ref()?;
+        let from = match &opts.start_after {
+            Some(key) if key.as_str() >= prefix => Bound::Excluded(key.clone()),
+            _ => Bound::Included(prefix.to_owned()),
+        };
+        let mut matching = objects
+            .range((from, Bound::Unbounded))
+            .take_while(|(key, _)| key.starts_with(prefix))
+            .map(|(_, kv)| kv);
+        let items: Vec<KeyValue> = if opts.limit > 0 {
+            matching
+                .by_ref()
+                .take(opts.limit as usize)
+                .cloned()
+                .collect()
+        } else {
+            matching.by_ref().cloned().collect()
+        };
+        Some(ListResult {
+            items,
+            revision: window.head,
+            remaining: matching.count() as i64,
+        })
     }
 }
 
@@ -156,6 +245,8 @@ struct Window {
     reports: u64,
     /// Why the feed ended, when it did: its watchers end with this error.
     ended: Option<StorageError>,
+    /// The objects under the prefix at `head`, when the feed serves lists.
+    objects: Option<BTreeMap<String, KeyValue>>,
 }
 
 impl Feed {
@@ -175,6 +266,12 @@ impl Feed {
                     return;
                 }
                 window.head = revision;
+                if let Some(objects) = window.objects.as_mut() {
+                    match event.kind {
+                        EventKind::Delete => objects.remove(&event.kv.key),
+                        _ => objects.insert(event.kv.key.clone(), event.kv.clone()),
+                    };
+                }
                 let now = Instant::now();
                 window.events.push_back((Arc::new(event), now));
                 // Beyond the count bound, the oldest go once they are old enough;
@@ -364,6 +461,11 @@ impl Storage for WatchCache {
     }
 
     async fn list(&self, prefix: &str, opts: &ListOptions) -> Result<ListResult, StorageError> {
+        if let (0, Some(min)) = (opts.revision, opts.min_revision) {
+            if let Some(listed) = self.cached_list(prefix, opts, min) {
+                return Ok(listed);
+            }
+        }
         self.inner.list(prefix, opts).await
     }
 
@@ -514,5 +616,71 @@ mod tests {
         for kv in &written[seen.len()..] {
             assert_eq!(&contract::next_event(&mut resumed).await.unwrap().kv, kv);
         }
+    }
+
+    #[tokio::test]
+    async fn lists_from_a_feed_equal_the_backend_s() {
+        let cache = WatchCache::new(Arc::new(MemoryStorage::new())).with_lists(true);
+        for key in ["/p/a/1", "/p/a/2", "/p/b/1", "/q/1"] {
+            cache.create(key, b"0".to_vec()).await.unwrap();
+        }
+        let _watch = cache.watch("/p/", 0).await.unwrap();
+        // Changes after the feed opened: a modify, a delete, a create.
+        let first = cache.get("/p/a/1").await.unwrap().unwrap();
+        cache
+            .update("/p/a/1", b"1".to_vec(), first.mod_revision)
+            .await
+            .unwrap();
+        cache.delete("/p/a/2", None).await.unwrap();
+        let last = cache.create("/p/b/2", b"2".to_vec()).await.unwrap();
+        cache.create("/q/2", b"2".to_vec()).await.unwrap();
+        let any = |start_after: Option<&str>, limit| ListOptions {
+            start_after: start_after.map(str::to_owned),
+            limit,
+            min_revision: Some(last.mod_revision),
+            ..ListOptions::default()
+        };
+        // Until the feed has taken the last change in, the backend answers.
+        let listed = loop {
+            if let Some(listed) = cache.cached_list("/p/", &any(None, 0), last.mod_revision) {
+                break listed;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        };
+        let at = |start_after: Option<&str>, limit| ListOptions {
+            revision: listed.revision,
+            ..any(start_after, limit)
+        };
+        let backend = cache.inner.list("/p/", &at(None, 0)).await.unwrap();
+        assert_eq!(listed, backend);
+        assert_eq!(listed.items.len(), 3);
+        // A namespace's list from its resource's feed; pages.
+        for (prefix, start_after, limit) in [
+            ("/p/b/", None, 0),
+            ("/p/", None, 2),
+            ("/p/", Some("/p/a/1"), 1),
+            ("/p/a/", Some("/p/"), 5),
+        ] {
+            let cached = cache
+                .cached_list(prefix, &any(start_after, limit), 0)
+                .unwrap();
+            let backend = cache
+                .inner
+                .list(prefix, &at(start_after, limit))
+                .await
+                .unwrap();
+            assert_eq!(
+                cached, backend,
+                "{prefix} after {start_after:?}, limit {limit}"
+            );
+        }
+        // Nobody watches `/q/`; a feed behind the minimum is not asked.
+        assert!(cache.cached_list("/q/", &any(None, 0), 0).is_none());
+        assert!(cache
+            .cached_list("/p/", &any(None, 0), last.mod_revision + 5)
+            .is_none());
+        // Through `list`: the same answers.
+        let through = cache.list("/p/", &any(None, 0)).await.unwrap();
+        assert_eq!(through.items, backend.items);
     }
 }
