@@ -1669,3 +1669,42 @@ fn lists_at_resource_version_0_are_served_from_the_watch_cache_while_etcd_is_fro
     let rest = expect_status(http.get(&format!("{all}?limit=3&continue={token}")), 200);
     assert_eq!(summary(&rest), want[3..].to_vec());
 }
+
+/// Snapshots need the embedded store: on etcd the endpoints and flags say so.
+#[test]
+fn snapshots_on_etcd_are_refused_with_a_clear_error() {
+    let (etcd, server) = widgets_on_etcd(&[]);
+    let http = server.http();
+    for path in [
+        "/admin/snapshots?name=s",
+        "/admin/snapshots/s/restore",
+        "/admin/snapshots/s/fork",
+    ] {
+        let r = http
+            .request("POST", path, &[], &common::json_accept(), None)
+            .unwrap_or_else(|e| panic!("{e}"));
+        let status = expect_status(r, 400);
+        assert_eq!(
+            status["message"],
+            "snapshots need the embedded store; this server stores its objects in etcd",
+            "{path}"
+        );
+    }
+    let out = std::process::Command::new(common::server_binary())
+        .args([
+            "--port",
+            "0",
+            "--etcd-servers",
+            &etcd.url(),
+            "--snapshot-in",
+            "/nonexistent",
+        ])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("snapshots need the embedded store"),
+        "{stderr}"
+    );
+}

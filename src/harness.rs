@@ -643,6 +643,44 @@ impl TestServer {
         Ok(())
     }
 
+    fn snapshots(&self) -> Result<Arc<crate::snapshots::Snapshots>, Error> {
+        self.api()
+            .snapshots
+            .get()
+            .cloned()
+            .ok_or_else(|| Error::Api(crate::snapshots::SnapshotError::NotEmbedded.into()))
+    }
+
+    /// Freeze the server's current state (objects, CRDs, RBAC, admission
+    /// configuration) as the snapshot `name`; costs no copy. Embedded store only.
+    pub fn snapshot(&self, name: &str) -> Result<crate::storage::Revision, Error> {
+        Ok(self.snapshots()?.take(name).map_err(Status::from)?)
+    }
+
+    /// Put the server back to the snapshot `name` in place: the next request sees
+    /// exactly its objects, CRDs and RBAC, at resourceVersions newer than any handed
+    /// out; open watches end with 410. Costs what changed since the snapshot.
+    pub fn restore(&self, name: &str) -> Result<crate::snapshots::Restored, Error> {
+        Ok(self
+            .snapshots()?
+            .restore(self.api(), name)
+            .map_err(Status::from)?)
+    }
+
+    /// A new server (own port, temp dir and kubeconfig) started from the snapshot
+    /// `name`: writes to either are invisible to the other.
+    pub async fn fork(&self, name: &str) -> Result<TestServer, Error> {
+        let forked = self
+            .snapshots()?
+            .start_fork(name)
+            .await
+            .map_err(Status::from)?;
+        match forked.into_any().downcast::<Server>() {
+            Ok(server) => TestServer::adopt(*server),
+            Err(_) => Err(Error::Api(Status::internal("a fork is not a Server"))),
+        }
+    }
+
     /// Stop the server and wait until it has (open requests finish, watches end).
     pub async fn shutdown(mut self) {
         if let Some(server) = self.server.take() {

@@ -21,6 +21,7 @@ pub mod registry;
 pub mod remote;
 pub mod rest;
 pub mod server;
+pub mod snapshots;
 pub mod storage;
 pub mod tls;
 pub mod webhook;

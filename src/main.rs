@@ -211,6 +211,14 @@ struct Flags {
     /// Apply every YAML/JSON manifest in DIR at start-up (repeatable; CRDs first).
     #[arg(long = "load", value_name = "DIR")]
     load: Vec<PathBuf>,
+    /// Start from a snapshot file written by --snapshot-out (embedded store only); it
+    /// is kept as the snapshot `initial` (POST /admin/snapshots/initial/restore).
+    #[arg(long = "snapshot-in", value_name = "FILE")]
+    snapshot_in: Option<PathBuf>,
+    /// Once started and --load applied, write a snapshot of the store to FILE and exit
+    /// (load a suite's fixtures once; start every server from them with --snapshot-in).
+    #[arg(long = "snapshot-out", value_name = "FILE")]
+    snapshot_out: Option<PathBuf>,
     /// Comma-separated etcd endpoints; without it objects live in the embedded store.
     #[arg(long = "etcd-servers", value_delimiter = ',')]
     etcd_servers: Vec<String>,
@@ -350,6 +358,7 @@ async fn main() {
             Ok(c) => c,
             Err(e) => fail(&e.to_string()),
         };
+    let flags_snapshot_out = flags.snapshot_out.clone();
     let config = Config {
         cluster: crd_apiserver::cluster::ClusterOptions {
             controllers,
@@ -376,6 +385,8 @@ async fn main() {
         service_node_port_range: flags.service_node_port_range,
         kubeconfig_out: flags.kubeconfig_out,
         load: flags.load,
+        snapshot_in: flags.snapshot_in,
+        snapshot_out: flags.snapshot_out.clone(),
         etcd_servers: flags
             .etcd_servers
             .into_iter()
@@ -401,6 +412,11 @@ async fn main() {
             std::process::exit(1);
         }
     };
+    if let Some(path) = &flags_snapshot_out {
+        println!("crd-apiserver: snapshot written to {}", path.display());
+        server.shutdown().await;
+        return;
+    }
     {
         let mut out = std::io::stdout().lock();
         let _ = writeln!(out, "crd-apiserver ready at {}", server.url());

@@ -224,7 +224,7 @@ fn set_validity(params: &mut rcgen::CertificateParams) {
 
 /// Write a file only its owner may read (keys, credentials).
 #[cfg(unix)]
-pub fn write_private(path: &Path, contents: &str) -> std::io::Result<()> {
+pub fn write_private(path: &Path, contents: impl AsRef<[u8]>) -> std::io::Result<()> {
     use std::io::Write;
     use std::os::unix::fs::OpenOptionsExt;
     let mut f = std::fs::OpenOptions::new()
@@ -233,12 +233,12 @@ pub fn write_private(path: &Path, contents: &str) -> std::io::Result<()> {
         .truncate(true)
         .mode(0o600)
         .open(path)?;
-    f.write_all(contents.as_bytes())
+    f.write_all(contents.as_ref())
 }
 
 /// Write a file only its owner may read (keys, credentials).
 #[cfg(not(unix))]
-pub fn write_private(path: &Path, contents: &str) -> std::io::Result<()> {
+pub fn write_private(path: &Path, contents: impl AsRef<[u8]>) -> std::io::Result<()> {
     std::fs::write(path, contents)
 }
 

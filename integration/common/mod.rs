@@ -111,6 +111,11 @@ impl TestServer {
         TestServer::start_listening(&["--port", "0"], extra, false)
     }
 
+    /// [`TestServer::start_secure`] on the embedded store whatever `TEST_BACKEND` says.
+    pub fn start_embedded_secure(extra: &[&str]) -> TestServer {
+        TestServer::start_listening(&["--secure-port", "0"], extra, false)
+    }
+
     /// Starts the server serving only HTTPS (`--secure-port 0`) plus `extra`; its URL
     /// is `https://127.0.0.1:PORT` and its kubeconfig carries the CA and admin token.
     pub fn start_secure(extra: &[&str]) -> TestServer {

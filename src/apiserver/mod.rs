@@ -94,6 +94,8 @@ pub struct ApiServer {
     pub authorizer: Arc<dyn crate::auth::authz::Authorizer>,
     /// Services' cluster IP and node port allocators.
     pub service_allocators: crate::rest::builtin::service::ServiceAllocators,
+    /// Snapshots of this server's store, when it can take them (set once at start).
+    pub snapshots: std::sync::OnceLock<Arc<crate::snapshots::Snapshots>>,
     /// Every built-in kind by `(group, version, resource)` (`registry::builtin::resources()`).
     builtins: std::sync::RwLock<std::collections::HashMap<BuiltinKey, Arc<dyn ResourceKind>>>,
     /// The storage revision at which CRDs were loaded and system namespaces ensured
@@ -219,6 +221,7 @@ impl ApiServer {
             rbac,
             authorizer,
             service_allocators,
+            snapshots: Default::default(),
             builtins: Default::default(),
             bootstrapped: tokio::sync::watch::Sender::new(None),
             undecodable: Default::default(),
@@ -905,6 +908,37 @@ impl ApiServer {
                 self.admission.policies.written(which, obj, deleted);
             }
         }
+    }
+
+    /// A change written to storage behind the REST layer's back (a snapshot restore):
+    /// what follows storage (the CRD catalog, admission's caches, RBAC, policies)
+    /// takes it in now, as after a write through this server, not when its watch
+    /// would have told it.
+    pub fn written_behind(self: &Arc<Self>, change: &crate::storage::Event) {
+        let key = change.kv.key.as_str();
+        let kinds: Vec<Arc<dyn ResourceKind>> = match self.builtins.read() {
+            Ok(map) => map.values().cloned().collect(),
+            Err(_) => return,
+        };
+        let own: [Arc<dyn ResourceKind>; 4] = [
+            self.crds.clone(),
+            self.namespaces.clone(),
+            self.mutating_webhooks.clone(),
+            self.validating_webhooks.clone(),
+        ];
+        let Some(kind) = own.into_iter().chain(kinds).find(|k| {
+            key.strip_prefix(k.descriptor().key_root.as_str())
+                .is_some_and(|rest| rest.starts_with('/'))
+        }) else {
+            // A custom resource: nothing follows those.
+            return;
+        };
+        let Ok(mut obj) = decode_stored(&change.kv) else {
+            return;
+        };
+        object::set_resource_version(&mut obj, change.kv.mod_revision);
+        let deleted = change.kind == crate::storage::EventKind::Delete;
+        self.after_write(kind.descriptor(), &obj, deleted);
     }
 
     /// Keep the catalog in step with a CRD write made through this server.

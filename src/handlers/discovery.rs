@@ -117,6 +117,7 @@ pub async fn non_resource(
         },
         ["openapi", ..] => return super::openapi::serve(api, req, &parts[1..]),
         ["debug", "crd-apiserver", "clock"] => clock(api, req)?,
+        ["admin", "snapshots", rest @ ..] => return super::admin::snapshots(api, req, rest).await,
         ["api"] => match req.output {
             Output::AggregatedDiscovery(v) => {
                 return Ok(aggregated(discovery::aggregated_core(served), v))

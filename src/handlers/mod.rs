@@ -1,6 +1,7 @@
 //! Handlers: one file per verb family, each a short script over the REST layer.
 //! `dispatch` routes a parsed request to the right one.
 
+pub mod admin;
 pub mod binding;
 pub mod component_status;
 pub mod create;

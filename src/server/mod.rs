@@ -99,6 +99,11 @@ pub struct Config {
     /// `--enable-aggregator-routing`: reach APIService backends at an endpoint of their
     /// Service's EndpointSlices rather than its cluster IP.
     pub enable_aggregator_routing: bool,
+    /// `--snapshot-in`: start from this snapshot file (embedded store only), kept as
+    /// the snapshot `initial`.
+    pub snapshot_in: Option<PathBuf>,
+    /// `--snapshot-out`: once started (and `--load` applied), write a snapshot file.
+    pub snapshot_out: Option<PathBuf>,
 }
 
 impl Default for Config {
@@ -108,6 +113,8 @@ impl Default for Config {
             port: 8080,
             kubeconfig_out: None,
             load: Vec::new(),
+            snapshot_in: None,
+            snapshot_out: None,
             etcd_servers: Vec::new(),
             etcd_prefix: "/registry".into(),
             log_pipeline: false,
@@ -178,6 +185,14 @@ pub enum StartError {
     /// The runtime servers run on could not be built.
     #[error("runtime: {0}")]
     Runtime(String),
+    /// A snapshot file could not be read or written, or needs the embedded store.
+    #[error("snapshot {path}: {message}")]
+    Snapshot {
+        /// The file.
+        path: String,
+        /// What went wrong.
+        message: String,
+    },
     /// The kubeconfig could not be written.
     #[error("writing kubeconfig {path}: {source}")]
     Kubeconfig {
@@ -255,8 +270,52 @@ impl Server {
     }
 
     async fn start_here(config: Config) -> Result<Server, StartError> {
-        let storage: Arc<dyn Storage> = if config.etcd_servers.is_empty() {
-            Arc::new(MemoryStorage::new().with_history(config.watch_history))
+        let snapshot_error = |path: &PathBuf, message: String| StartError::Snapshot {
+            path: path.display().to_string(),
+            message,
+        };
+        if !config.etcd_servers.is_empty() {
+            if let Some(path) = config.snapshot_in.as_ref().or(config.snapshot_out.as_ref()) {
+                return Err(snapshot_error(
+                    path,
+                    crate::snapshots::SnapshotError::NotEmbedded.to_string(),
+                ));
+            }
+        }
+        let (storage, memory): (Arc<dyn Storage>, Option<MemoryStorage>) = if config
+            .etcd_servers
+            .is_empty()
+        {
+            let (memory, initial) = match &config.snapshot_in {
+                Some(path) => {
+                    let bytes =
+                        std::fs::read(path).map_err(|e| snapshot_error(path, e.to_string()))?;
+                    let (snapshot, written_at) = crate::storage::memory::Snapshot::decode(&bytes)
+                        .map_err(|e| snapshot_error(path, e))?;
+                    // Above every revision the server that wrote it could have handed
+                    // out since (fewer than one write a microsecond), so resourceVersions
+                    // never go back across the restart.
+                    let since = (unix_micros() - written_at).max(0);
+                    let floor = snapshot.revision().saturating_add(since);
+                    let store = MemoryStorage::from_snapshot(&snapshot, floor);
+                    (store, Some(snapshot))
+                }
+                None => (MemoryStorage::new(), None),
+            };
+            let memory = memory.with_history(config.watch_history);
+            let storage: Arc<dyn Storage> = Arc::new(memory.clone());
+            let server = Self::start_over(config.clone(), storage, Some(memory.clone())).await?;
+            if let Some(snapshot) = initial {
+                if let Some(snapshots) = server.api.snapshots.get() {
+                    let _ = snapshots.insert("initial", snapshot);
+                }
+            }
+            if let Some(path) = &config.snapshot_out {
+                let bytes = memory.snapshot().encode(unix_micros());
+                crate::tls::write_private(path, &bytes)
+                    .map_err(|e| snapshot_error(path, e.to_string()))?;
+            }
+            return Ok(server);
         } else {
             let mut etcd_config = EtcdConfig::new(config.etcd_servers.clone());
             if config.etcd_cafile.is_some()
@@ -275,9 +334,9 @@ impl Server {
             if !config.etcd_compaction_interval.is_zero() {
                 tokio::spawn(etcd.clone().run_compactor(config.etcd_compaction_interval));
             }
-            Arc::new(etcd)
+            (Arc::new(etcd), None)
         };
-        Self::start_with_storage_here(config, storage).await
+        Self::start_over(config, storage, memory).await
     }
 
     /// Start a server over a given storage backend (on the server runtime, as
@@ -286,12 +345,23 @@ impl Server {
         config: Config,
         storage: Arc<dyn Storage>,
     ) -> Result<Server, StartError> {
-        on_server_runtime(Self::start_with_storage_here(config, storage)).await
+        on_server_runtime(Self::start_over(config, storage, None)).await
+    }
+
+    /// Starts a server over `storage`; `memory` is the same store when it is the
+    /// embedded one (then the server can take snapshots of it and fork).
+    fn start_over(
+        config: Config,
+        storage: Arc<dyn Storage>,
+        memory: Option<MemoryStorage>,
+    ) -> futures::future::BoxFuture<'static, Result<Server, StartError>> {
+        Box::pin(Self::start_with_storage_here(config, storage, memory))
     }
 
     async fn start_with_storage_here(
         config: Config,
         storage: Arc<dyn Storage>,
+        memory: Option<MemoryStorage>,
     ) -> Result<Server, StartError> {
         let listeners = Listeners::bind(&config).await?;
         let addr = listeners.primary_addr();
@@ -349,12 +419,15 @@ impl Server {
         let metrics = Arc::new(Metrics::new());
         let raw_storage = storage.clone();
         // Watches of one prefix share one backend watch (`storage::watch_cache`).
-        let storage: Arc<dyn Storage> =
-            Arc::new(crate::storage::watch_cache::WatchCache::new(storage));
+        let cache = Arc::new(crate::storage::watch_cache::WatchCache::new(storage));
+        let snapshots = Arc::new(crate::snapshots::Snapshots::new(memory, cache.clone()));
+        let storage: Arc<dyn Storage> = cache;
         let storage = metrics.instrument_storage(storage, &options.prefix);
         let api = ApiServer::start(storage, options)
             .await
             .map_err(|s| StartError::Storage(s.message))?;
+        snapshots.set_forker(forker(&config));
+        let _ = api.snapshots.set(snapshots);
         authenticator.service_accounts = api.token_authenticator();
         let gate = Arc::new(gate::Gate {
             authenticator,
@@ -406,7 +479,7 @@ impl Server {
         };
         if let Some(path) = &config.kubeconfig_out {
             // It may hold the admin token: owner-only, like a key.
-            crate::tls::write_private(path, &server.kubeconfig()).map_err(|source| {
+            crate::tls::write_private(path, server.kubeconfig()).map_err(|source| {
                 StartError::Kubeconfig {
                     path: path.display().to_string(),
                     source,
@@ -994,4 +1067,53 @@ pub async fn apply_manifest(api: &Arc<ApiServer>, mut doc: Value) -> Result<Valu
     };
     api.after_write(&d, &written.object, written.deleted);
     Ok(written.object)
+}
+
+/// Microseconds since the Unix epoch (snapshot files record when they were written).
+fn unix_micros() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_micros()).unwrap_or(i64::MAX))
+}
+
+/// How this server starts forks: as itself (same flags, auth and certificates), on
+/// free ports, over the forked store, loading nothing.
+fn forker(config: &Config) -> crate::snapshots::Forker {
+    let mut config = config.clone();
+    config.port = 0;
+    if let Some(secure) = config.secure.as_mut() {
+        secure.port = 0;
+    }
+    config.kubeconfig_out = None;
+    config.load.clear();
+    config.snapshot_in = None;
+    config.snapshot_out = None;
+    Arc::new(move |store: MemoryStorage| {
+        let config = config.clone();
+        Box::pin(async move {
+            let storage: Arc<dyn Storage> = Arc::new(store.clone());
+            let server = Server::start_over(config, storage, Some(store))
+                .await
+                .map_err(|e| e.to_string())?;
+            Ok(Box::new(server) as Box<dyn crate::snapshots::Forked>)
+        })
+    })
+}
+
+impl crate::snapshots::Forked for Server {
+    fn url(&self) -> String {
+        Server::url(self)
+    }
+
+    fn kubeconfig(&self) -> String {
+        Server::kubeconfig(self)
+    }
+
+    fn stop(&self) {
+        Server::stop(self)
+    }
+
+    fn into_any(self: Box<Self>) -> Box<dyn std::any::Any + Send> {
+        self
+    }
 }

@@ -1,6 +1,10 @@
 //! The embedded, in-process store: etcd's semantics (MVCC with one global revision,
 //! compare-and-swap on `mod_revision`, watch from a revision, compaction) over a
-//! `BTreeMap` of per-key version histories.
+//! persistent ordered map (`imbl::OrdMap`) of per-key version histories.
+//!
+//! The map shares its structure between clones, so [`MemoryStorage::snapshot`] copies
+//! nothing, and [`MemoryStorage::restore`] finds what changed since a snapshot by
+//! walking only the parts of the two maps that are no longer shared.
 //!
 //! Like etcd, an empty store is at revision 1 and the first write gets revision 2.
 //! History is bounded: only the last `history` revisions stay readable (reads and
@@ -11,7 +15,7 @@
 //! (without an error item), like kube's watch cache closing an unresponsive watcher:
 //! the client re-watches from its last revision. Writers never wait for watchers.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::VecDeque;
 use std::ops::Bound;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
@@ -19,6 +23,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use bytes::Bytes;
 use futures::StreamExt;
+use imbl::OrdMap;
 use tokio::sync::broadcast;
 use tokio::time::Instant;
 
@@ -55,6 +60,93 @@ struct Version {
     create_revision: Revision,
     mod_revision: Revision,
     value: Option<Bytes>,
+}
+
+/// A revision names one write, so two versions with the same revisions are the same.
+impl PartialEq for Version {
+    fn eq(&self, other: &Version) -> bool {
+        self.mod_revision == other.mod_revision && self.create_revision == other.create_revision
+    }
+}
+
+/// A key's versions in revision order. Most keys have one, kept inline (no allocation
+/// of its own, and a clone of the map's node shares its bytes).
+#[derive(Clone, Debug, PartialEq)]
+enum Versions {
+    One(Version),
+    Many(VecDeque<Version>),
+}
+
+impl Versions {
+    fn last(&self) -> Option<&Version> {
+        match self {
+            Versions::One(v) => Some(v),
+            Versions::Many(vs) => vs.back(),
+        }
+    }
+
+    #[cfg(test)]
+    fn len(&self) -> usize {
+        match self {
+            Versions::One(_) => 1,
+            Versions::Many(vs) => vs.len(),
+        }
+    }
+
+    fn push(&mut self, version: Version) {
+        match self {
+            Versions::One(first) => {
+                *self = Versions::Many(VecDeque::from([first.clone(), version]));
+            }
+            Versions::Many(vs) => vs.push_back(version),
+        }
+    }
+
+    /// The version visible at `revision`, if any.
+    fn at(&self, revision: Revision) -> Option<&Version> {
+        match self {
+            Versions::One(v) => (v.mod_revision <= revision).then_some(v),
+            Versions::Many(vs) => {
+                let index = vs.partition_point(|v| v.mod_revision <= revision);
+                vs.get(index.checked_sub(1)?)
+            }
+        }
+    }
+
+    /// Keeps the newest version at or below `revision` (unless it is a tombstone) and
+    /// all later ones; whether none is left.
+    fn compact(&mut self, revision: Revision) -> bool {
+        if let Versions::Many(vs) = self {
+            while vs.len() >= 2 && vs[1].mod_revision <= revision {
+                vs.pop_front();
+            }
+            if vs.len() == 1 {
+                *self = Versions::One(vs[0].clone());
+            }
+        }
+        match self {
+            Versions::One(v) => v.value.is_none() && v.mod_revision <= revision,
+            Versions::Many(vs) => {
+                if vs[0].value.is_none() && vs[0].mod_revision <= revision {
+                    vs.pop_front();
+                }
+                if vs.len() == 1 {
+                    *self = Versions::One(vs[0].clone());
+                }
+                false
+            }
+        }
+    }
+
+    /// The live value with its revisions, when the last version is not a tombstone.
+    fn live(&self) -> Option<Stored> {
+        let version = self.last()?;
+        Some(Stored {
+            value: version.value.clone()?,
+            create_revision: version.create_revision,
+            mod_revision: version.mod_revision,
+        })
+    }
 }
 
 /// A stored value with its revisions, shared between history, log and watchers.
@@ -107,22 +199,19 @@ struct State {
     history: usize,
     /// Per key, its versions in revision order; a key leaves the map once all of its
     /// versions are compacted away.
-    keys: BTreeMap<Arc<str>, VecDeque<Version>>,
+    keys: OrdMap<Arc<str>, Versions>,
     /// Every change with revision >= `compacted`, in revision order (one per revision).
     log: VecDeque<Arc<Change>>,
     /// Live changes for watchers; sent under the lock so receivers see revision order.
     events: broadcast::Sender<Arc<Change>>,
+    /// How many changes a watcher may lag behind (the channel's capacity).
+    watch_buffer: usize,
 }
 
 impl State {
     /// The latest version of `key` if it is live.
     fn live(&self, key: &str) -> Option<Stored> {
-        let version = self.keys.get(key)?.back()?;
-        Some(Stored {
-            value: version.value.clone()?,
-            create_revision: version.create_revision,
-            mod_revision: version.mod_revision,
-        })
+        self.keys.get(key)?.live()
     }
 
     /// Checks that `revision` is readable; 0 means the current one.
@@ -157,11 +246,17 @@ impl State {
             Some((k, _)) => Arc::clone(k),
             None => Arc::from(key),
         };
-        // Most keys have one live version: room for one, not VecDeque's default four.
-        self.keys
-            .entry(Arc::clone(&shared_key))
-            .or_insert_with(|| VecDeque::with_capacity(1))
-            .push_back(version);
+        match self.keys.get_mut(key) {
+            Some(versions) => {
+                versions.push(version);
+                // Versions a snapshot brought in have no log entry to compact them.
+                let _ = versions.compact(self.compacted);
+            }
+            None => {
+                self.keys
+                    .insert(Arc::clone(&shared_key), Versions::One(version));
+            }
+        }
         // A delete reports the last value at the delete revision.
         let value = match (value, &prev) {
             (Some(v), _) => v,
@@ -215,21 +310,10 @@ impl State {
         let Some(versions) = self.keys.get_mut(key) else {
             return;
         };
-        while versions.len() >= 2 && versions[1].mod_revision <= revision {
-            versions.pop_front();
-        }
-        if versions
-            .front()
-            .is_some_and(|v| v.value.is_none() && v.mod_revision <= revision)
-        {
-            versions.pop_front();
-        }
-        if versions.is_empty() {
+        // Back to one inline version once older ones leave the window (memory follows
+        // the live data); gone once only a compacted tombstone is left.
+        if versions.compact(revision) {
             self.keys.remove(key);
-        } else if versions.len() == 1 && versions.capacity() > 1 {
-            // Back to one version once older ones leave the window (memory follows
-            // the live data).
-            versions.shrink_to_fit();
         }
     }
 }
@@ -243,9 +327,10 @@ impl MemoryStorage {
                 revision: 1,
                 compacted: 1,
                 history: DEFAULT_HISTORY,
-                keys: BTreeMap::new(),
+                keys: OrdMap::new(),
                 log: VecDeque::new(),
                 events,
+                watch_buffer: DEFAULT_WATCH_BUFFER,
             })),
             progress_interval: DEFAULT_PROGRESS_INTERVAL,
         }
@@ -271,7 +356,10 @@ impl MemoryStorage {
     /// Sets how many changes a watcher may lag behind before its stream is ended;
     /// call before watching (streams opened earlier end).
     pub fn with_watch_buffer(self, changes: usize) -> Self {
-        self.lock().events = broadcast::channel(changes.max(1)).0;
+        let mut state = self.lock();
+        state.watch_buffer = changes.max(1);
+        state.events = broadcast::channel(state.watch_buffer).0;
+        drop(state);
         self
     }
 
@@ -297,6 +385,173 @@ impl MemoryStorage {
     fn lock(&self) -> MutexGuard<'_, State> {
         // No code panics while holding the lock, so a poisoned state is still whole.
         self.shared.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// The store's objects frozen at one revision ([`MemoryStorage::snapshot`]): shares
+/// its structure with the store, so taking one copies nothing.
+#[derive(Clone)]
+pub struct Snapshot {
+    keys: OrdMap<Arc<str>, Versions>,
+    revision: Revision,
+}
+
+/// What a snapshot file starts with (`--snapshot-out`, [`Snapshot::encode`]).
+const SNAPSHOT_MAGIC: &[u8] = b"crd-apiserver snapshot 1\n";
+
+impl Snapshot {
+    /// The store revision it was taken at.
+    pub fn revision(&self) -> Revision {
+        self.revision
+    }
+
+    /// Its live objects, in key order.
+    pub fn objects(&self) -> impl Iterator<Item = KeyValue> + '_ {
+        self.keys.iter().filter_map(|(key, versions)| {
+            let live = versions.at(self.revision)?;
+            Some(KeyValue {
+                key: key.to_string(),
+                value: live.value.clone()?,
+                create_revision: live.create_revision,
+                mod_revision: live.mod_revision,
+            })
+        })
+    }
+
+    /// The snapshot as a file: a header, its revision, when it is written (`now`, any
+    /// clock the reader uses too), then each live object's key, value and revisions
+    /// (lengths and numbers little-endian).
+    pub fn encode(&self, now: i64) -> Vec<u8> {
+        let mut out = SNAPSHOT_MAGIC.to_vec();
+        out.extend_from_slice(&self.revision.to_le_bytes());
+        out.extend_from_slice(&now.to_le_bytes());
+        for kv in self.objects() {
+            for part in [kv.key.as_bytes(), &kv.value[..]] {
+                out.extend_from_slice(&(part.len() as u64).to_le_bytes());
+                out.extend_from_slice(part);
+            }
+            out.extend_from_slice(&kv.create_revision.to_le_bytes());
+            out.extend_from_slice(&kv.mod_revision.to_le_bytes());
+        }
+        out
+    }
+
+    /// Reads [`Snapshot::encode`]'s form back, with when it was written; what is wrong
+    /// with it, when it is not.
+    pub fn decode(bytes: &[u8]) -> Result<(Snapshot, i64), String> {
+        let mut rest = bytes
+            .strip_prefix(SNAPSHOT_MAGIC)
+            .ok_or("not a crd-apiserver snapshot file")?;
+        fn take<'a>(rest: &mut &'a [u8], n: usize) -> Result<&'a [u8], String> {
+            if rest.len() < n {
+                return Err("snapshot file is truncated".into());
+            }
+            let (head, tail) = rest.split_at(n);
+            *rest = tail;
+            Ok(head)
+        }
+        fn number(rest: &mut &[u8]) -> Result<i64, String> {
+            let bytes = take(rest, 8)?;
+            Ok(i64::from_le_bytes(
+                bytes.try_into().map_err(|_| "bad number")?,
+            ))
+        }
+        let revision = number(&mut rest)?;
+        let written_at = number(&mut rest)?;
+        let mut keys = OrdMap::new();
+        while !rest.is_empty() {
+            let key_len = usize::try_from(number(&mut rest)?).map_err(|_| "bad key length")?;
+            let key =
+                std::str::from_utf8(take(&mut rest, key_len)?).map_err(|_| "a key is not UTF-8")?;
+            let value_len = usize::try_from(number(&mut rest)?).map_err(|_| "bad value length")?;
+            let value = Bytes::copy_from_slice(take(&mut rest, value_len)?);
+            let create_revision = number(&mut rest)?;
+            let mod_revision = number(&mut rest)?;
+            if !(1..=revision).contains(&mod_revision) || create_revision > mod_revision {
+                return Err(format!("object {key} has revisions past the snapshot's"));
+            }
+            let version = Version {
+                create_revision,
+                mod_revision,
+                value: Some(value),
+            };
+            keys.insert(Arc::from(key), Versions::One(version));
+        }
+        Ok((Snapshot { keys, revision }, written_at))
+    }
+}
+
+impl MemoryStorage {
+    /// Freezes the current objects (no copy: the snapshot shares the store's map).
+    pub fn snapshot(&self) -> Snapshot {
+        let state = self.lock();
+        Snapshot {
+            keys: state.keys.clone(),
+            revision: state.revision,
+        }
+    }
+
+    /// A new store holding `snapshot`'s objects, at the snapshot's revision or
+    /// `at_least`, whichever is later (a fork continues above what its source handed
+    /// out). Nothing before that revision is readable.
+    pub fn from_snapshot(snapshot: &Snapshot, at_least: Revision) -> MemoryStorage {
+        let store = MemoryStorage::new();
+        {
+            let mut state = store.lock();
+            state.keys = snapshot.keys.clone();
+            state.revision = snapshot.revision.max(at_least);
+            state.compacted = state.revision;
+        }
+        store
+    }
+
+    /// Puts the store back to `snapshot`, going forward: every key whose live version
+    /// differs is written again (or deleted) at a new revision, so no resourceVersion
+    /// goes back or is used twice. History up to the restore is then compacted away
+    /// and open watches end with `Compacted` (kube's 410 on resume, so informers list
+    /// again). Costs what changed since the snapshot, not the store's size. Returns
+    /// the changes it wrote.
+    pub fn restore(&self, snapshot: &Snapshot) -> Vec<Event> {
+        let mut state = self.lock();
+        let changed: Vec<(Arc<str>, bool, Option<Bytes>)> = state
+            .keys
+            .diff(&snapshot.keys)
+            .filter_map(|item| {
+                let (key, now, then) = match item {
+                    imbl::ordmap::DiffItem::Add(key, then) => (key, None, then.live()),
+                    imbl::ordmap::DiffItem::Update {
+                        old: (key, now),
+                        new: (_, then),
+                    } => (key, now.live(), then.live()),
+                    imbl::ordmap::DiffItem::Remove(key, now) => (key, now.live(), None),
+                };
+                // The same version, or the same bytes written again (as a restore
+                // does): nothing to write.
+                let same = match (&now, &then) {
+                    (Some(a), Some(b)) => a.mod_revision == b.mod_revision || a.value == b.value,
+                    (None, None) => true,
+                    _ => false,
+                };
+                (!same).then(|| (Arc::clone(key), now.is_some(), then.map(|s| s.value)))
+            })
+            .collect();
+        // Watchers of the old state end: they are told of nothing the restore writes.
+        state.events = broadcast::channel(state.watch_buffer).0;
+        let mut written = Vec::with_capacity(changed.len());
+        for (key, live_now, value) in changed {
+            let kind = match (live_now, &value) {
+                (false, Some(_)) => EventKind::Create,
+                (true, Some(_)) => EventKind::Modify,
+                (true, None) => EventKind::Delete,
+                (false, None) => continue,
+            };
+            written.push(state.commit(kind, &key, value).to_event());
+        }
+        let now = state.revision;
+        // Even with nothing to write, history before the restore is gone.
+        state.revision = now + 1;
+        state.compact_to(now + 1);
+        written
     }
 }
 
@@ -326,9 +581,8 @@ fn range_start<'a>(prefix: &'a str, start_after: Option<&'a str>) -> Bound<&'a s
 }
 
 /// The version of a key visible at `revision`, if the key was live then.
-fn visible_at(versions: &VecDeque<Version>, revision: Revision) -> Option<Stored> {
-    let index = versions.partition_point(|v| v.mod_revision <= revision);
-    let version = versions.get(index.checked_sub(1)?)?;
+fn visible_at(versions: &Versions, revision: Revision) -> Option<Stored> {
+    let version = versions.at(revision)?;
     Some(Stored {
         value: version.value.clone()?,
         create_revision: version.create_revision,
@@ -353,7 +607,7 @@ impl Storage for MemoryStorage {
         let start = range_start(prefix, opts.start_after.as_deref());
         let mut visible = state
             .keys
-            .range::<str, _>((start, Bound::Unbounded))
+            .range::<_, str>((start, Bound::Unbounded))
             .take_while(|(key, _)| key.starts_with(prefix))
             .filter_map(|(key, versions)| Some((key, visible_at(versions, revision)?)));
         let items: Vec<KeyValue> = visible
@@ -452,6 +706,7 @@ impl Storage for MemoryStorage {
                 .collect()
         };
         let watcher = Watcher {
+            store: Arc::downgrade(&self.shared),
             prefix: prefix.to_owned(),
             replay,
             live,
@@ -463,7 +718,7 @@ impl Storage for MemoryStorage {
         drop(state);
         let stream = futures::stream::unfold(watcher, |mut watcher| async move {
             let item = watcher.next_item().await?;
-            Some((Ok(item), watcher))
+            Some((item, watcher))
         });
         Ok(stream.boxed())
     }
@@ -483,6 +738,9 @@ impl Storage for MemoryStorage {
 
 /// The state of one watch stream.
 struct Watcher {
+    /// The store, to tell a restore (which closes the channel and compacts past
+    /// `seen`) from the store going away.
+    store: std::sync::Weak<Mutex<State>>,
     prefix: String,
     /// History to send before live changes.
     replay: VecDeque<Arc<Change>>,
@@ -500,24 +758,36 @@ struct Watcher {
 
 impl Watcher {
     /// The next item, or `None` when the watch ends (store gone or watcher lagged).
-    async fn next_item(&mut self) -> Option<WatchItem> {
+    async fn next_item(&mut self) -> Option<Result<WatchItem, StorageError>> {
         if let Some(change) = self.replay.pop_front() {
             self.last_sent = Instant::now();
-            return Some(WatchItem::Event(change.to_event()));
+            return Some(Ok(WatchItem::Event(change.to_event())));
         }
         loop {
             tokio::select! {
                 received = self.live.recv() => {
                     // Lagged: changes were lost for this watcher, so end it rather than
-                    // send a gap; Closed: the store is gone.
-                    let change = received.ok()?;
+                    // send a gap; Closed: the store is gone, or was restored to a
+                    // snapshot (history up to the restore compacted: kube's 410).
+                    let change = match received {
+                        Ok(change) => change,
+                        Err(broadcast::error::RecvError::Closed) => {
+                            let store = self.store.upgrade()?;
+                            let compacted = store.lock().unwrap_or_else(PoisonError::into_inner).compacted;
+                            return (compacted > self.seen + 1).then_some(Err(StorageError::Compacted {
+                                requested: self.seen,
+                                compacted,
+                            }));
+                        }
+                        Err(broadcast::error::RecvError::Lagged(_)) => return None,
+                    };
                     if change.revision() <= self.seen {
                         continue;
                     }
                     self.seen = change.revision();
                     if change.key.starts_with(&self.prefix) {
                         self.last_sent = Instant::now();
-                        return Some(WatchItem::Event(change.to_event()));
+                        return Some(Ok(WatchItem::Event(change.to_event())));
                     }
                 }
                 () = self.timer.as_mut() => {
@@ -529,7 +799,7 @@ impl Watcher {
                     }
                     self.last_sent = now;
                     self.timer.as_mut().reset(now + self.interval);
-                    return Some(WatchItem::Progress(self.seen));
+                    return Some(Ok(WatchItem::Progress(self.seen)));
                 }
             }
         }
@@ -830,7 +1100,7 @@ mod tests {
         }
         let state = store.lock();
         assert_eq!(state.log.len(), 5);
-        assert_eq!(state.keys.get("/k/a").map(VecDeque::len), Some(5));
+        assert_eq!(state.keys.get("/k/a").map(Versions::len), Some(5));
         // The deleted key's tombstone fell out of the window with everything before it.
         assert!(!state.keys.contains_key(doomed.key.as_str()));
         assert_eq!(state.keys.len(), 1);
@@ -942,5 +1212,132 @@ mod tests {
             .await
             .unwrap();
         assert!(items.is_empty());
+    }
+
+    async fn live(store: &MemoryStorage) -> Vec<KeyValue> {
+        store
+            .list("/", &ListOptions::default())
+            .await
+            .unwrap()
+            .items
+    }
+
+    #[tokio::test]
+    async fn restore_goes_back_to_a_snapshot_at_new_revisions_and_ends_watches() {
+        let store = fast();
+        store.create("/k/kept", b"1".to_vec()).await.unwrap();
+        let changed = store.create("/k/changed", b"1".to_vec()).await.unwrap();
+        store.create("/k/deleted", b"1".to_vec()).await.unwrap();
+        let snapshot = store.snapshot();
+        let frozen: Vec<KeyValue> = snapshot.objects().collect();
+        assert_eq!(frozen, live(&store).await);
+
+        store
+            .update("/k/changed", b"2".to_vec(), changed.mod_revision)
+            .await
+            .unwrap();
+        store.delete("/k/deleted", None).await.unwrap();
+        store.create("/k/added", b"1".to_vec()).await.unwrap();
+        let mut watch = store.watch("/k/", 0).await.unwrap();
+        let before = store.current_revision().await.unwrap();
+
+        let mut written: Vec<String> = store
+            .restore(&snapshot)
+            .into_iter()
+            .map(|e| e.kv.key)
+            .collect();
+        written.sort();
+        assert_eq!(written, ["/k/added", "/k/changed", "/k/deleted"]);
+        let now = live(&store).await;
+        let values: Vec<(&str, &[u8])> = now
+            .iter()
+            .map(|kv| (kv.key.as_str(), &kv.value[..]))
+            .collect();
+        let want: Vec<(&str, &[u8])> = frozen
+            .iter()
+            .map(|kv| (kv.key.as_str(), &kv.value[..]))
+            .collect();
+        assert_eq!(values, want);
+        for kv in &now {
+            if kv.key == "/k/kept" {
+                assert_eq!(kv, &frozen[2], "an unchanged key keeps its revision");
+            } else {
+                assert!(kv.mod_revision > before, "{kv:?} went back");
+            }
+        }
+        // Watches of the old state end with kube's 410; so does resuming one.
+        let ended = tokio::time::timeout(Duration::from_secs(5), watch.next())
+            .await
+            .unwrap();
+        assert!(
+            matches!(ended, Some(Err(StorageError::Compacted { .. }))),
+            "{ended:?}"
+        );
+        assert!(matches!(
+            store.watch("/k/", before).await.err(),
+            Some(StorageError::Compacted { .. })
+        ));
+        // Writes go on above every revision handed out.
+        let next = store.create("/k/next", b"1".to_vec()).await.unwrap();
+        assert!(next.mod_revision > store.snapshot().revision() - 1);
+        assert!(next.mod_revision > before);
+        // Restoring again gives the same objects back; nothing else changed.
+        let again = store.restore(&snapshot);
+        assert_eq!(again.len(), 1);
+        assert_eq!(
+            (again[0].kind.clone(), again[0].kv.key.as_str()),
+            (EventKind::Delete, "/k/next")
+        );
+        assert!(store.restore(&snapshot).is_empty());
+    }
+
+    #[tokio::test]
+    async fn a_store_from_a_snapshot_is_independent_of_its_source() {
+        let source = MemoryStorage::new();
+        source.create("/k/a", b"1".to_vec()).await.unwrap();
+        let snapshot = source.snapshot();
+        let fork =
+            MemoryStorage::from_snapshot(&snapshot, source.current_revision().await.unwrap());
+        assert_eq!(live(&fork).await, live(&source).await);
+        let a = fork.get("/k/a").await.unwrap().unwrap();
+        fork.update("/k/a", b"fork".to_vec(), a.mod_revision)
+            .await
+            .unwrap();
+        source.create("/k/b", b"source".to_vec()).await.unwrap();
+        assert_eq!(&fork.get("/k/a").await.unwrap().unwrap().value[..], b"fork");
+        assert_eq!(&source.get("/k/a").await.unwrap().unwrap().value[..], b"1");
+        assert!(fork.get("/k/b").await.unwrap().is_none());
+        assert_eq!(snapshot.objects().count(), 1);
+        // The fork starts above the revision it was given.
+        let fork = MemoryStorage::from_snapshot(&snapshot, 100);
+        assert_eq!(fork.current_revision().await.unwrap(), 100);
+        assert_eq!(fork.create("/k/c", vec![]).await.unwrap().mod_revision, 101);
+    }
+
+    #[tokio::test]
+    async fn a_snapshot_file_reads_back_and_bad_ones_are_refused() {
+        let store = MemoryStorage::new().with_history(3);
+        for i in 0..10 {
+            store
+                .create(&format!("/k/{i}"), vec![i; i as usize])
+                .await
+                .unwrap();
+        }
+        store.delete("/k/3", None).await.unwrap();
+        let snapshot = store.snapshot();
+        let bytes = snapshot.encode(42);
+        let (read, written_at) = Snapshot::decode(&bytes).unwrap();
+        assert_eq!(written_at, 42);
+        assert_eq!(read.revision(), snapshot.revision());
+        assert_eq!(
+            read.objects().collect::<Vec<_>>(),
+            snapshot.objects().collect::<Vec<_>>()
+        );
+        assert_eq!(read.objects().count(), 9);
+        assert!(Snapshot::decode(b"something else").is_err());
+        assert!(Snapshot::decode(&bytes[..bytes.len() - 3]).is_err());
+        let mut huge = bytes[..SNAPSHOT_MAGIC.len() + 16].to_vec();
+        huge.extend_from_slice(&u64::MAX.to_le_bytes());
+        assert!(Snapshot::decode(&huge).is_err());
     }
 }

@@ -106,6 +106,23 @@ impl WatchCache {
         feeds.values().filter(|f| f.strong_count() > 0).count()
     }
 
+    /// Ends every feed now, with `Compacted` at `compacted` (kube's 410 Expired): for a
+    /// backend put back to a snapshot behind the feeds' backs. Their watchers get that
+    /// error next, before any change they still hold; the next watch opens a new feed.
+    pub fn end_all(&self, compacted: Revision) {
+        let feeds: Vec<Arc<Feed>> = {
+            let mut map = self.feeds.lock().unwrap_or_else(|e| e.into_inner());
+            map.drain().filter_map(|(_, feed)| feed.upgrade()).collect()
+        };
+        for feed in feeds {
+            let requested = feed.lock().head;
+            feed.end(StorageError::Compacted {
+                requested,
+                compacted,
+            });
+        }
+    }
+
     /// The prefix's feed, opened from `after` when there is none; with the revision it
     /// opened at when this call opened it.
     async fn feed(
@@ -157,6 +174,7 @@ impl WatchCache {
             }),
             changed,
             limit: self.window_events,
+            halted: Default::default(),
         });
         feeds.insert(prefix.to_owned(), Arc::downgrade(&feed));
         drop(feeds);
@@ -228,6 +246,9 @@ impl WatchCache {
 /// One prefix's shared watch.
 struct Feed {
     window: Mutex<Window>,
+    /// Set when the feed ends: its readers drop what they took from the window and
+    /// not handed out yet (see [`WatchCache::end_all`]).
+    halted: std::sync::atomic::AtomicBool,
     /// The window's head revision, told to watchers waiting for more.
     changed: watch::Sender<Revision>,
     limit: usize,
@@ -297,6 +318,8 @@ impl Feed {
 
     fn end(&self, error: StorageError) {
         self.lock().ended = Some(error);
+        self.halted
+            .store(true, std::sync::atomic::Ordering::Release);
         self.changed.send_modify(|_| {});
     }
 }
@@ -412,6 +435,9 @@ const BATCH: usize = 256;
 impl Reader {
     async fn next(&mut self) -> Option<Result<WatchItem, StorageError>> {
         loop {
+            if self.feed.halted.load(std::sync::atomic::Ordering::Acquire) {
+                self.ready.clear();
+            }
             if let Some(event) = self.ready.pop_front() {
                 self.position = event.kv.mod_revision;
                 return Some(Ok(WatchItem::Event(Event::clone(&event))));
