@@ -560,14 +560,7 @@ fn three_member_cluster_keeps_serving_with_one_member_killed() {
 
     cluster.members[0].stop();
     // Not one request fails, not even a first one that writes without reading first.
-    expect_status(
-        http.send_json(
-            "POST",
-            "/api/v1/namespaces",
-            &json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "first-write"}}),
-        ),
-        201,
-    );
+    create_namespace(&http, "first-write");
     create_update_get(&http, "follower-down", 5);
     assert_eq!(http.get("/readyz").status, 200);
 
@@ -964,14 +957,7 @@ fn create_update_get(http: &Http, prefix: &str, count: usize) {
 fn keys_in_etcd_follow_kube_layout_without_resource_version() {
     let (etcd, server) = widgets_on_etcd(&[]);
     let http = server.http();
-    expect_status(
-        http.send_json(
-            "POST",
-            "/api/v1/namespaces",
-            &json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "layout"}}),
-        ),
-        201,
-    );
+    create_namespace(&http, "layout");
     let namespaced = "/apis/example.com/v1/namespaces/layout/widgets";
     expect_status(
         http.send_json("POST", namespaced, &widget("w1", "red")),
@@ -1237,6 +1223,12 @@ fn install_widgets(http: &Http) {
 fn wait_served(http: &Http, path: &str) -> Value {
     let response = http.wait_for_status(path, 200, SERVED_TIMEOUT);
     expect_status(response, 200)
+}
+
+/// Creates the namespace `name` (201).
+fn create_namespace(http: &Http, name: &str) {
+    let body = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}});
+    expect_status(http.send_json("POST", "/api/v1/namespaces", &body), 201);
 }
 
 /// The body of `response` as JSON, failing unless it has status `want`.
@@ -1518,14 +1510,7 @@ fn client_watches_of_one_resource_share_one_etcd_watch() {
     let (etcd, server) = widgets_on_etcd(&[]);
     let http = server.http();
     for ns in ["blue", "green"] {
-        expect_status(
-            http.send_json(
-                "POST",
-                "/api/v1/namespaces",
-                &json!({"metadata": {"name": ns}}),
-            ),
-            201,
-        );
+        create_namespace(&http, ns);
     }
     let before = etcd.watchers();
     let collection = |ns: &str| format!("/apis/example.com/v1/namespaces/{ns}/widgets");
@@ -1575,14 +1560,7 @@ fn client_watches_of_one_resource_share_one_etcd_watch() {
 fn lists_at_resource_version_0_are_served_from_the_watch_cache_while_etcd_is_frozen() {
     let (etcd, server) = widgets_on_etcd(&[]);
     let http = server.http();
-    expect_status(
-        http.send_json(
-            "POST",
-            "/api/v1/namespaces",
-            &json!({"metadata": {"name": "blue"}}),
-        ),
-        201,
-    );
+    create_namespace(&http, "blue");
     let blue = "/apis/example.com/v1/namespaces/blue/widgets";
     for name in ["a", "b", "c", "d"] {
         expect_status(http.send_json("POST", WIDGETS, &red_widget(name)), 201);

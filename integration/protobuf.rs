@@ -486,24 +486,10 @@ fn protobuf_watch_frames_decode_frame_by_frame() {
         w.header("content-type").as_deref(),
         Some("application/vnd.kubernetes.protobuf;stream=watch")
     );
-    let mut rest = &w.body[..];
-    let mut seen = Vec::new();
-    while !rest.is_empty() {
-        let n = u32::from_be_bytes(rest[..4].try_into().unwrap()) as usize;
-        let ev = DynamicMessage::decode(
-            desc(&pool, "k8s.io.apimachinery.pkg.apis.meta.v1.WatchEvent"),
-            &rest[4..4 + n],
-        )
-        .unwrap();
-        rest = &rest[4 + n..];
-        let raw = match get(&ev, 2).get_field_by_number(1).unwrap().into_owned() {
-            PValue::Bytes(b) => b,
-            other => panic!("{other:?}"),
-        };
-        let (_, kind, cm) = open(&pool, &raw, "k8s.io.api.core.v1.ConfigMap");
-        assert_eq!(kind, "ConfigMap");
-        seen.push((string(&ev, 1), string(&get(&cm, 1), 1), map(&cm, 2)));
-    }
+    let seen: Vec<_> = configmap_events(&pool, &w.body)
+        .into_iter()
+        .map(|(ty, cm)| (ty, string(&get(&cm, 1), 1), map(&cm, 2)))
+        .collect();
     assert_eq!(
         seen,
         vec![
@@ -519,6 +505,29 @@ fn protobuf_watch_frames_decode_frame_by_frame() {
             ),
         ]
     );
+}
+
+/// The events of a protobuf ConfigMap watch body: each frame's type and ConfigMap.
+fn configmap_events(pool: &DescriptorPool, body: &[u8]) -> Vec<(String, DynamicMessage)> {
+    let mut rest = body;
+    let mut events = Vec::new();
+    while !rest.is_empty() {
+        let n = u32::from_be_bytes(rest[..4].try_into().unwrap()) as usize;
+        let ev = DynamicMessage::decode(
+            desc(pool, "k8s.io.apimachinery.pkg.apis.meta.v1.WatchEvent"),
+            &rest[4..4 + n],
+        )
+        .unwrap();
+        rest = &rest[4 + n..];
+        let raw = match get(&ev, 2).get_field_by_number(1).unwrap().into_owned() {
+            PValue::Bytes(b) => b,
+            other => panic!("{other:?}"),
+        };
+        let (_, kind, cm) = open(pool, &raw, "k8s.io.api.core.v1.ConfigMap");
+        assert_eq!(kind, "ConfigMap");
+        events.push((string(&ev, 1), cm));
+    }
+    events
 }
 
 /// `obj` without what differs between two creates of the same object.
@@ -926,25 +935,10 @@ fn protobuf_watchers_of_a_kind_get_the_same_frames() {
         bodies.iter().all(|b| *b == bodies[0]),
         "watchers got different bytes"
     );
-    let mut rest = &bodies[0][..];
-    let mut seen = Vec::new();
-    while !rest.is_empty() {
-        let n = u32::from_be_bytes(rest[..4].try_into().unwrap()) as usize;
-        let ev = DynamicMessage::decode(
-            desc(&pool, "k8s.io.apimachinery.pkg.apis.meta.v1.WatchEvent"),
-            &rest[4..4 + n],
-        )
-        .unwrap();
-        rest = &rest[4 + n..];
-        let raw = match get(&ev, 2).get_field_by_number(1).unwrap().into_owned() {
-            PValue::Bytes(b) => b,
-            other => panic!("{other:?}"),
-        };
-        let (_, kind, cm) = open(&pool, &raw, "k8s.io.api.core.v1.ConfigMap");
-        assert_eq!(kind, "ConfigMap");
-        let data = map(&cm, 2);
-        seen.push((string(&ev, 1), data.get("k").cloned().unwrap_or_default()));
-    }
+    let seen: Vec<(String, String)> = configmap_events(&pool, &bodies[0])
+        .into_iter()
+        .map(|(ty, cm)| (ty, map(&cm, 2).get("k").cloned().unwrap_or_default()))
+        .collect();
     let want: Vec<(String, String)> = [("ADDED", "1"), ("MODIFIED", "2"), ("DELETED", "2")]
         .iter()
         .map(|(t, k)| (t.to_string(), k.to_string()))

@@ -661,10 +661,9 @@ impl TestServer {
     /// exactly its objects, CRDs and RBAC, at resourceVersions newer than any handed
     /// out; open watches end with 410. Costs what changed since the snapshot.
     pub fn restore(&self, name: &str) -> Result<crate::snapshots::Restored, Error> {
-        Ok(self
-            .snapshots()?
-            .restore(self.api(), name)
-            .map_err(Status::from)?)
+        let api = self.api();
+        let restored = self.snapshots()?.restore(name, |change| api.written_behind(change));
+        Ok(restored.map_err(Status::from)?)
     }
 
     /// A new server (own port, temp dir and kubeconfig) started from the snapshot

@@ -8,8 +8,8 @@
 //! through the compile cache. A restore writes back, at new revisions, only the keys
 //! that differ, so no resourceVersion a client has seen is reused or goes back; it
 //! then ends every open watch with kube's 410 (informers list again) and hands each
-//! change to what follows storage (`ApiServer::written_behind`), so the next request
-//! sees the snapshot's CRDs, roles and webhooks.
+//! change to what follows storage (the caller passes `ApiServer::written_behind`), so
+//! the next request sees the snapshot's CRDs, roles and webhooks.
 //!
 //! Invariant: after a restore, the server serves exactly the snapshot's objects,
 //! discovery and OpenAPI, and resourceVersions only grow (`integration/snapshots.rs`).
@@ -19,11 +19,10 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use futures::future::BoxFuture;
 
-use crate::apiserver::ApiServer;
 use crate::status::Status;
 use crate::storage::memory::{MemoryStorage, Snapshot};
 use crate::storage::watch_cache::WatchCache;
-use crate::storage::Revision;
+use crate::storage::{Event, Revision};
 
 /// A server started from a snapshot, kept running by the server that forked it.
 pub trait Forked: Send + Sync {
@@ -148,15 +147,20 @@ impl Snapshots {
             .collect())
     }
 
-    /// Puts the server back to the snapshot `name` (see the module's documentation).
-    pub fn restore(&self, api: &Arc<ApiServer>, name: &str) -> Result<Restored, SnapshotError> {
+    /// Puts the server back to the snapshot `name` (see the module's documentation);
+    /// `written_behind` takes each change the restore wrote.
+    pub fn restore(
+        &self,
+        name: &str,
+        written_behind: impl Fn(&Event),
+    ) -> Result<Restored, SnapshotError> {
         let snapshot = self.get(name)?;
         let memory = self.memory()?;
         let changes = memory.restore(&snapshot);
         let revision = memory.compacted_revision();
         self.cache.end_all(revision);
         for change in &changes {
-            api.written_behind(change);
+            written_behind(change);
         }
         Ok(Restored {
             written: changes.len(),

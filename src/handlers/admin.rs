@@ -48,7 +48,7 @@ pub async fn snapshots(
             )
         }
         (&Method::POST, [name, "restore"]) => {
-            let restored = snapshots.restore(api, name)?;
+            let restored = snapshots.restore(name, |change| api.written_behind(change))?;
             (
                 StatusCode::OK,
                 json!({

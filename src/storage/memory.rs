@@ -113,6 +113,18 @@ impl Versions {
         }
     }
 
+    /// Whether [`Versions::compact`] at `revision` would change anything.
+    fn compactable(&self, revision: Revision) -> bool {
+        match self {
+            Versions::One(v) => v.value.is_none() && v.mod_revision <= revision,
+            Versions::Many(vs) => {
+                vs.len() < 2
+                    || vs[1].mod_revision <= revision
+                    || (vs[0].value.is_none() && vs[0].mod_revision <= revision)
+            }
+        }
+    }
+
     /// Keeps the newest version at or below `revision` (unless it is a tombstone) and
     /// all later ones; whether none is left.
     fn compact(&mut self, revision: Revision) -> bool {
@@ -250,7 +262,9 @@ impl State {
             Some(versions) => {
                 versions.push(version);
                 // Versions a snapshot brought in have no log entry to compact them.
-                let _ = versions.compact(self.compacted);
+                if versions.compactable(self.compacted) {
+                    let _ = versions.compact(self.compacted);
+                }
             }
             None => {
                 self.keys
@@ -307,6 +321,11 @@ impl State {
 
     /// Keeps the newest version of `key` at or below `revision` and all later ones.
     fn compact_key(&mut self, key: &str, revision: Revision) {
+        // Only a key with something to drop is taken out of sharing (`get_mut` copies
+        // the map's path to it, unsharing it from snapshots).
+        if !self.keys.get(key).is_some_and(|v| v.compactable(revision)) {
+            return;
+        }
         let Some(versions) = self.keys.get_mut(key) else {
             return;
         };
