@@ -575,3 +575,85 @@ fn list_resource_versions_read_exactly_or_at_least_as_kube_does() {
         assert!(rv_of(&l).parse::<i64>().unwrap() >= new.parse::<i64>().unwrap());
     }
 }
+
+/// A list pinned to one name reads that object's keys only: names that merely start
+/// with it (`g1`, `g10`), other namespaces and cluster-wide lists still answer as a
+/// full scan would.
+#[test]
+fn lists_by_name_answer_exactly_that_object() {
+    let server = with_gadgets(None);
+    let http = server.http();
+    let r = http.send_json(
+        "POST",
+        "/api/v1/namespaces",
+        &json!({"metadata": {"name": "other"}}),
+    );
+    assert_eq!(r.status, 201, "{}", r.text());
+    for (ns, name) in [
+        ("default", "g"),
+        ("default", "g1"),
+        ("default", "g10"),
+        ("other", "g"),
+    ] {
+        let g = json!({"apiVersion": "reads.example.com/v1", "kind": "Gadget",
+            "metadata": {"name": name, "namespace": ns}, "spec": {"size": 1}});
+        let path = format!("/apis/reads.example.com/v1/namespaces/{ns}/gadgets");
+        let r = http.send_json("POST", &path, &g);
+        assert_eq!(r.status, 201, "{}", r.text());
+    }
+    let names = |path: &str| -> Vec<(String, String)> {
+        let r = http.get(path);
+        assert_eq!(r.status, 200, "{path}: {}", r.text());
+        r.json().unwrap()["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|o| {
+                (
+                    o["metadata"]["namespace"].as_str().unwrap().to_owned(),
+                    o["metadata"]["name"].as_str().unwrap().to_owned(),
+                )
+            })
+            .collect()
+    };
+    let pair = |ns: &str, n: &str| (ns.to_owned(), n.to_owned());
+    assert_eq!(
+        names(&format!("{GADGETS}?fieldSelector=metadata.name%3Dg")),
+        [pair("default", "g")]
+    );
+    assert_eq!(
+        names(&format!("{GADGETS}?fieldSelector=metadata.name%3Dg1")),
+        [pair("default", "g1")]
+    );
+    assert_eq!(
+        names("/apis/reads.example.com/v1/gadgets?fieldSelector=metadata.name%3Dg"),
+        [pair("default", "g"), pair("other", "g")]
+    );
+    assert!(names(&format!("{GADGETS}?fieldSelector=metadata.name%3Dg2")).is_empty());
+    assert_eq!(
+        names(&format!("{GADGETS}?fieldSelector=metadata.name!%3Dg")),
+        [pair("default", "g1"), pair("default", "g10")]
+    );
+    // CRDs (cluster-scoped) by name, as `kubectl wait` asks.
+    let crds = names_of(
+        &http,
+        &format!("{CRDS}?fieldSelector=metadata.name%3Dgadgets.reads.example.com"),
+    );
+    assert_eq!(crds, ["gadgets.reads.example.com"]);
+    assert!(names_of(
+        &http,
+        &format!("{CRDS}?fieldSelector=metadata.name%3Dgadgets")
+    )
+    .is_empty());
+}
+
+fn names_of(http: &common::Http, path: &str) -> Vec<String> {
+    let r = http.get(path);
+    assert_eq!(r.status, 200, "{path}: {}", r.text());
+    r.json().unwrap()["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["metadata"]["name"].as_str().unwrap().to_owned())
+        .collect()
+}

@@ -662,7 +662,9 @@ impl TestServer {
     /// out; open watches end with 410. Costs what changed since the snapshot.
     pub fn restore(&self, name: &str) -> Result<crate::snapshots::Restored, Error> {
         let api = self.api();
-        let restored = self.snapshots()?.restore(name, |change| api.written_behind(change));
+        let restored = self
+            .snapshots()?
+            .restore(name, |change| api.written_behind(change));
         Ok(restored.map_err(Status::from)?)
     }
 

@@ -464,7 +464,17 @@ impl Store {
         opts: &ListOptions,
     ) -> Result<ListPage, Status> {
         let d = kind.descriptor();
-        let prefix = d.list_prefix(namespace);
+        let mut prefix = d.list_prefix(namespace);
+        // A list pinned to one name (`fieldSelector=metadata.name=N`, as `kubectl wait`
+        // and single-object informers send) reads only the keys that start with that
+        // object's (kube's registry narrows it to the key too), not the resource.
+        let pinned = opts
+            .fields
+            .as_ref()
+            .and_then(|f| f.requires_exact_match("metadata.name"));
+        if let Some(name) = pinned.filter(|_| !d.namespaced || !namespace.is_empty()) {
+            prefix = d.key(namespace, name);
+        }
         let root = format!("{}/", d.key_root);
         // kube's tokens name the first key of the next page: the last one sent plus
         // "\0" (the storage range starts strictly after the last one sent).
