@@ -29,7 +29,9 @@
 //! another connection at the limit; the output says how many. `WIRE_WATCH_HTTP=1` gives
 //! each watcher its own HTTP/1.1 connection. Each run prints the write rate asked and
 //! reached, events delivered per second, delivery latency p50/p99, events never
-//! delivered, and the growth of the process's resident set (`VmRSS`); on etcd the
+//! delivered, and the growth of the process's resident set (`VmRSS`; with
+//! `WIRE_WATCH_HTTP=1` also of the server alone, its watchers in a child process run
+//! as this binary with `WIRE_WATCH_CLIENT` set); on etcd the
 //! writers first run alone for as long, and the rate they reach beside the watchers is
 //! compared with it. Client and server share this process and its cores (two on the
 //! reference machine): the watchers' TLS and line reading compete with the server's
@@ -1058,8 +1060,155 @@ async fn watch_phases(client: &Client, backend: &str, etcd: bool, seconds: Durat
         } else {
             None
         };
+        if load.http == WatchHttp::One {
+            // First (before this process's own watchers have grown its heap): the same
+            // watches from another process, so the growth is the server's own.
+            server_rss_with_watchers_elsewhere(client, &collection, &load).await;
+        }
         watch_run(client, &collection, backend, load, alone).await;
     }
+}
+
+/// Env var that makes this binary a watch client only (see [`watch_client_process`]).
+const WATCH_CLIENT_ENV: &str = "WIRE_WATCH_CLIENT";
+
+/// HTTP/1.1 watches held by a child process (this binary as [`watch_client_process`])
+/// while the writers write: this process then holds the server alone, so the growth
+/// of its resident set is the server's.
+async fn server_rss_with_watchers_elsewhere(client: &Client, collection: &str, load: &WatchLoad) {
+    use std::io::BufRead;
+    let mut s = client.connect().await;
+    let (status, list) = client.send(&mut s, &Req::get(collection.to_string())).await;
+    assert_eq!(status, 200, "list");
+    let path = format!(
+        "{collection}?watch=true&resourceVersion={}",
+        resource_version(&list)
+    );
+    let rss_before = process_rss();
+    let exe = std::env::current_exe().expect("current exe");
+    let mut child = std::process::Command::new(exe)
+        .env(
+            WATCH_CLIENT_ENV,
+            format!(
+                "{}|{}|{}|{}",
+                client.addr, client.token, path, load.watchers
+            ),
+        )
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("watch client process");
+    let stdout = child.stdout.take().expect("stdout");
+    let mut lines = std::io::BufReader::new(stdout).lines();
+    let (lines, first) = tokio::task::spawn_blocking(move || {
+        let first = lines.next();
+        (lines, first)
+    })
+    .await
+    .expect("read");
+    assert_eq!(
+        first.and_then(Result::ok).as_deref(),
+        Some("connected"),
+        "watch client"
+    );
+    let rss_connected = process_rss();
+    let clock = Instant::now();
+    let start = since(clock) + WATCH_WARMUP.as_nanos() as u64;
+    let (written, _) = watch_writers(
+        client,
+        collection,
+        clock,
+        load,
+        (start, start + load.seconds.as_nanos() as u64),
+    )
+    .await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let rss_open = process_rss();
+    drop(child.stdin.take());
+    let mut lines = lines;
+    let events = tokio::task::spawn_blocking(move || lines.next())
+        .await
+        .expect("read")
+        .and_then(Result::ok)
+        .unwrap_or_default();
+    let _ = child.wait();
+    let growth = rss_open as i64 - rss_before as i64;
+    println!(
+        "  server alone (the {} HTTP/1.1 watches in another process; {written} writes, {events}): RSS {:+.1} MiB with the watches open ({:.1} -> {:.1} MiB connected -> {:.1} MiB after the writes) {}",
+        load.watchers,
+        growth as f64 / (1 << 20) as f64,
+        mib(rss_before),
+        mib(rss_connected),
+        mib(rss_open),
+        if load.watchers >= 1000 && load.rate <= 100 {
+            format!("target: growth < 100 MiB: {}", verdict(growth < 100 << 20))
+        } else {
+            String::new()
+        }
+    );
+}
+
+/// The child of [`server_rss_with_watchers_elsewhere`]: opens the watches
+/// (`addr|token|path|count` in [`WATCH_CLIENT_ENV`]), prints `connected` once all are
+/// answered, reads them until its stdin closes, then prints the events it got.
+fn watch_client_process(spec: &str) {
+    let parts: Vec<&str> = spec.splitn(4, '|').collect();
+    let [addr, token, path, count] = parts[..] else {
+        panic!("{WATCH_CLIENT_ENV}={spec:?}")
+    };
+    let client = Client::new(addr.parse().expect("addr"), token);
+    let count: usize = count.parse().expect("count");
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    runtime.block_on(async move {
+        let events = Arc::new(AtomicU64::new(0));
+        let ready = Arc::new(tokio::sync::Semaphore::new(0));
+        let connecting = Arc::new(tokio::sync::Semaphore::new(64));
+        for _ in 0..count {
+            let (client, path) = (client.clone(), path.to_string());
+            let (events, ready, connecting) = (events.clone(), ready.clone(), connecting.clone());
+            tokio::spawn(async move {
+                let permit = connecting.acquire().await.expect("permit");
+                let mut sender = client.connect().await;
+                drop(permit);
+                let _ = sender.ready().await;
+                let request = http::Request::builder()
+                    .uri(&path)
+                    .header("Host", "127.0.0.1")
+                    .header("Accept", "application/json")
+                    .header("Authorization", format!("Bearer {}", client.token))
+                    .body(Full::new(Bytes::new()))
+                    .expect("request");
+                let response = sender.send_request(request).await.expect("watch");
+                assert_eq!(response.status(), 200);
+                ready.add_permits(1);
+                let mut body = response.into_body();
+                while let Some(Ok(frame)) = body.frame().await {
+                    if let Some(data) = frame.data_ref() {
+                        let lines = data.iter().filter(|b| **b == b'\n').count();
+                        events.fetch_add(lines as u64, Ordering::Relaxed);
+                    }
+                }
+                drop(sender);
+            });
+        }
+        ready
+            .acquire_many(count as u32)
+            .await
+            .expect("ready")
+            .forget();
+        println!("connected");
+        tokio::task::spawn_blocking(|| {
+            let mut sink = String::new();
+            while std::io::stdin().read_line(&mut sink).is_ok_and(|n| n > 0) {}
+        })
+        .await
+        .expect("stdin");
+        println!("{} events received", events.load(Ordering::Relaxed));
+    });
 }
 
 /// Watch fan-out, one shape: `load.watchers` watchers watch one namespace's collection
@@ -1386,6 +1535,9 @@ async fn etcd_put_rate(url: &str, connections: usize, seconds: Duration) -> f64 
 }
 
 fn main() {
+    if let Ok(spec) = std::env::var(WATCH_CLIENT_ENV) {
+        return watch_client_process(&spec);
+    }
     // `cargo bench` passes `--bench`; a name filter selects nothing here.
     let seconds = Duration::from_secs(env_or("WIRE_SECONDS", 5));
     let connections = env_or("WIRE_CONNECTIONS", 32);
