@@ -217,6 +217,17 @@ impl Client {
         sender
     }
 
+    /// A GET of `path` as an HTTP/1.1 request (origin-form URI and `Host`).
+    fn h1_get(&self, path: &str) -> http::Request<Full<Bytes>> {
+        http::Request::builder()
+            .uri(path)
+            .header("Host", "127.0.0.1")
+            .header("Accept", "application/json")
+            .header("Authorization", format!("Bearer {}", self.token))
+            .body(Full::new(Bytes::new()))
+            .expect("request")
+    }
+
     /// A GET of `path` as an HTTP/2 request: the URI carries scheme and authority
     /// (`:scheme` and `:authority`, which stand for HTTP/1's `Host`).
     fn h2_get(&self, path: &str) -> http::Request<Full<Bytes>> {
@@ -875,14 +886,7 @@ async fn watcher(
             let mut sender = client.connect().await;
             drop(permit);
             let _ = sender.ready().await;
-            let request = http::Request::builder()
-                .uri(&path)
-                .header("Host", "127.0.0.1")
-                .header("Accept", "application/json")
-                .header("Authorization", format!("Bearer {}", client.token))
-                .body(Full::new(Bytes::new()))
-                .expect("request");
-            let response = sender.send_request(request).await;
+            let response = sender.send_request(client.h1_get(&path)).await;
             _http1 = Some(sender);
             response
         }
@@ -1175,14 +1179,10 @@ fn watch_client_process(spec: &str) {
                 let mut sender = client.connect().await;
                 drop(permit);
                 let _ = sender.ready().await;
-                let request = http::Request::builder()
-                    .uri(&path)
-                    .header("Host", "127.0.0.1")
-                    .header("Accept", "application/json")
-                    .header("Authorization", format!("Bearer {}", client.token))
-                    .body(Full::new(Bytes::new()))
-                    .expect("request");
-                let response = sender.send_request(request).await.expect("watch");
+                let response = sender
+                    .send_request(client.h1_get(&path))
+                    .await
+                    .expect("watch");
                 assert_eq!(response.status(), 200);
                 ready.add_permits(1);
                 let mut body = response.into_body();

@@ -602,11 +602,7 @@ fn lists_by_name_answer_exactly_that_object() {
         assert_eq!(r.status, 201, "{}", r.text());
     }
     let names = |path: &str| -> Vec<(String, String)> {
-        let r = http.get(path);
-        assert_eq!(r.status, 200, "{path}: {}", r.text());
-        r.json().unwrap()["items"]
-            .as_array()
-            .unwrap()
+        items_of(&http, path)
             .iter()
             .map(|o| {
                 (
@@ -648,12 +644,15 @@ fn lists_by_name_answer_exactly_that_object() {
 }
 
 fn names_of(http: &common::Http, path: &str) -> Vec<String> {
-    let r = http.get(path);
-    assert_eq!(r.status, 200, "{path}: {}", r.text());
-    r.json().unwrap()["items"]
-        .as_array()
-        .unwrap()
+    items_of(http, path)
         .iter()
         .map(|o| o["metadata"]["name"].as_str().unwrap().to_owned())
         .collect()
+}
+
+/// The `items` of the list at `path` (200).
+fn items_of(http: &common::Http, path: &str) -> Vec<Value> {
+    let r = http.get(path);
+    assert_eq!(r.status, 200, "{path}: {}", r.text());
+    r.json().unwrap()["items"].as_array().unwrap().clone()
 }
