@@ -26,6 +26,7 @@ const LAYERS: &[&[&str]] = &[
     &["remote"],
     &["registry"],
     &["http"],
+    &["snapshots"],
     &["storage", "tls", "protobuf"],
 ];
 
