@@ -94,6 +94,8 @@ pub struct ApiServer {
     pub authorizer: Arc<dyn crate::auth::authz::Authorizer>,
     /// Services' cluster IP and node port allocators.
     pub service_allocators: crate::rest::builtin::service::ServiceAllocators,
+    /// The OpenAPI documents made from the catalog, kept until it changes.
+    pub openapi: crate::registry::openapi::Documents,
     /// Snapshots of this server's store, when it can take them (set once at start).
     pub snapshots: std::sync::OnceLock<Arc<crate::snapshots::Snapshots>>,
     /// Every built-in kind by `(group, version, resource)` (`registry::builtin::resources()`).
@@ -222,6 +224,7 @@ impl ApiServer {
             authorizer,
             service_allocators,
             snapshots: Default::default(),
+            openapi: Default::default(),
             builtins: Default::default(),
             bootstrapped: tokio::sync::watch::Sender::new(None),
             undecodable: Default::default(),

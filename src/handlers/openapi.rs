@@ -162,7 +162,8 @@ pub fn serve(
     req: &ApiRequest,
     parts: &[&str],
 ) -> Result<Response<Body>, Status> {
-    let crds = api.catalog.infos();
+    // The generation first: a document kept under it is made from CRDs at least as new.
+    let generation = api.catalog.generation();
     let accept = req.header("accept");
     match parts {
         ["v2"] => {
@@ -174,7 +175,9 @@ pub fn serve(
             let Some(form) = negotiate(accept, &served) else {
                 return not_acceptable();
             };
-            let doc = openapi::openapi_v2(&api.options.served, &crds);
+            let doc = api.openapi.v2(generation, || {
+                openapi::openapi_v2(&api.options.served, &api.catalog.infos())
+            });
             let json = json_bytes(&doc)?;
             let hash = openapi::hash(&json);
             let (content_type, body) = match form {
@@ -184,7 +187,9 @@ pub fn serve(
             document(req, &hash, content_type, body, Caching::NoCache)
         }
         ["v3"] => {
-            let mut index = openapi::openapi_v3_index(&api.options.served, &crds);
+            let mut index = Value::clone(&api.openapi.v3_index(generation, || {
+                openapi::openapi_v3_index(&api.options.served, &api.catalog.infos())
+            }));
             // The backends' group-versions, at the URLs their backends give.
             for backend in api.aggregator.backends().values() {
                 let Some(url) = &backend.openapi_url else {
@@ -201,7 +206,10 @@ pub fn serve(
         }
         ["v3", rest @ ..] => {
             let gv = rest.join("/");
-            let Some(doc) = openapi::openapi_v3_path(&api.options.served, &gv, &crds) else {
+            let doc = api.openapi.v3_path(generation, &gv, || {
+                openapi::openapi_v3_path(&api.options.served, &gv, &api.catalog.infos())
+            });
+            let Some(doc) = doc else {
                 return bare(StatusCode::NOT_FOUND);
             };
             if negotiate(accept, &[("json", Form::Json)]).is_none() {

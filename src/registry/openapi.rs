@@ -32,7 +32,7 @@ use bytes::Bytes;
 use serde_json::{json, Map, Value};
 use sha2::{Digest, Sha512};
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 /// The `info.version` of `/openapi/v2`: kube's emulation version, `<major>.<minor>`.
 const INFO_VERSION: &str = "1.36";
@@ -1197,6 +1197,70 @@ fn builtin_v3() -> &'static BTreeMap<String, Served> {
             .map(|(gv, bytes)| (gv.clone(), Served::new(Bytes::from_static(bytes))))
             .collect()
     })
+}
+
+/// The documents made from the CRD catalog, kept until the catalog changes (as
+/// kube-openapi keeps its documents between changes of the specs): each is made once
+/// per catalog generation, not per request. Only documents that exist are kept, so
+/// what clients ask for cannot grow it.
+#[derive(Default)]
+pub struct Documents {
+    made: std::sync::Mutex<Made>,
+}
+
+#[derive(Default)]
+struct Made {
+    /// The catalog generation the documents below were made at.
+    generation: u64,
+    v2: Option<Arc<Value>>,
+    v3_index: Option<Arc<Value>>,
+    v3: std::collections::HashMap<String, Served>,
+}
+
+impl Documents {
+    /// What was made at `generation` (a newer generation empties it first). Readers
+    /// take the generation before the CRDs they make from, so a document kept under a
+    /// generation is at least that new.
+    fn at(&self, generation: u64) -> std::sync::MutexGuard<'_, Made> {
+        let mut made = self.made.lock().unwrap_or_else(|e| e.into_inner());
+        if made.generation != generation {
+            *made = Made {
+                generation,
+                ..Made::default()
+            };
+        }
+        made
+    }
+
+    /// `/openapi/v2`, made by `make` once per generation.
+    pub fn v2(&self, generation: u64, make: impl FnOnce() -> Value) -> Arc<Value> {
+        let mut made = self.at(generation);
+        made.v2.get_or_insert_with(|| Arc::new(make())).clone()
+    }
+
+    /// `/openapi/v3`, made by `make` once per generation.
+    pub fn v3_index(&self, generation: u64, make: impl FnOnce() -> Value) -> Arc<Value> {
+        let mut made = self.at(generation);
+        made.v3_index
+            .get_or_insert_with(|| Arc::new(make()))
+            .clone()
+    }
+
+    /// `/openapi/v3/{gv}`, made by `make` once per generation when it exists.
+    pub fn v3_path(
+        &self,
+        generation: u64,
+        gv: &str,
+        make: impl FnOnce() -> Option<Served>,
+    ) -> Option<Served> {
+        let mut made = self.at(generation);
+        if let Some(doc) = made.v3.get(gv) {
+            return Some(doc.clone());
+        }
+        let doc = make()?;
+        made.v3.insert(gv.to_owned(), doc.clone());
+        Some(doc)
+    }
 }
 
 /// `GET /openapi/v3/{gv}` where `gv` is `api/v1` or `apis/{group}/{version}`; `None`
