@@ -66,6 +66,17 @@ async fn create(server: &TestServer, namespace: &str, prefix: &str, count: usize
         .await;
 }
 
+/// How long each of `n` runs of `run` took.
+fn times(n: usize, mut run: impl FnMut()) -> Vec<Duration> {
+    (0..n)
+        .map(|_| {
+            let t = Instant::now();
+            run();
+            t.elapsed()
+        })
+        .collect()
+}
+
 /// Median and worst of `samples`.
 fn summary(mut samples: Vec<Duration>) -> String {
     samples.sort();
@@ -83,13 +94,9 @@ async fn sizes() {
         create(&server, "default", "w", size).await;
         let loaded_in = loading.elapsed();
         let before = rss_bytes();
-        let taking: Vec<Duration> = (0..100)
-            .map(|_| {
-                let t = Instant::now();
-                server.snapshot("loaded").expect("snapshot");
-                t.elapsed()
-            })
-            .collect();
+        let taking = times(100, || {
+            server.snapshot("loaded").expect("snapshot");
+        });
         let with_snapshot = rss_bytes();
         let mut after_writes = Vec::new();
         for round in 0..20 {
@@ -111,23 +118,16 @@ async fn sizes() {
             after_writes.push(t.elapsed());
             assert_eq!(restored.written, 10, "round {round}");
         }
-        let unchanged: Vec<Duration> = (0..100)
-            .map(|_| {
-                let t = Instant::now();
-                server.restore("loaded").expect("restore");
-                t.elapsed()
-            })
-            .collect();
+        let unchanged = times(100, || {
+            server.restore("loaded").expect("restore");
+        });
         let snapshots = server.api().snapshots.get().expect("snapshots").clone();
-        let stores: Vec<Duration> = (0..100)
-            .map(|_| {
-                let t = Instant::now();
-                let store = snapshots.fork_store("loaded").expect("fork store");
-                let took = t.elapsed();
-                drop(store);
-                took
-            })
-            .collect();
+        // The stores are dropped after the timings.
+        let mut made = Vec::with_capacity(100);
+        let stores = times(100, || {
+            made.push(snapshots.fork_store("loaded").expect("fork store"));
+        });
+        drop(made);
         let mut forks = Vec::new();
         for _ in 0..5 {
             let t = Instant::now();

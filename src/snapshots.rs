@@ -48,7 +48,7 @@ pub enum SnapshotError {
     #[error("snapshot {0:?} not found")]
     NotFound(String),
     #[error("invalid snapshot name {0:?}: {1}")]
-    InvalidName(String, &'static str),
+    InvalidName(String, String),
     #[error("fork: {0}")]
     Fork(String),
 }
@@ -62,9 +62,6 @@ impl From<SnapshotError> for Status {
         }
     }
 }
-
-/// The longest snapshot name (a DNS label's length, so names fit in URLs and files).
-const MAX_NAME: usize = 63;
 
 /// A server's named snapshots and the forks started from them.
 pub struct Snapshots {
@@ -213,22 +210,11 @@ impl Drop for Snapshots {
     }
 }
 
-/// Names are DNS labels: lowercase letters, digits and '-', at most 63.
+/// Names are DNS labels (kube's `IsDNS1123Label`), so they fit in URLs and files.
 fn check_name(name: &str) -> Result<(), SnapshotError> {
-    let bad = |why| Err(SnapshotError::InvalidName(name.to_owned(), why));
-    if name.is_empty() {
-        return bad("must not be empty");
+    let errs = crate::schema::objectmeta::validate_dns1123_label(name);
+    if errs.is_empty() {
+        return Ok(());
     }
-    if name.len() > MAX_NAME {
-        return bad("must be no more than 63 characters");
-    }
-    if !name
-        .bytes()
-        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-        || name.starts_with('-')
-        || name.ends_with('-')
-    {
-        return bad("must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character");
-    }
-    Ok(())
+    Err(SnapshotError::InvalidName(name.to_owned(), errs.join(", ")))
 }

@@ -270,73 +270,65 @@ impl Server {
     }
 
     async fn start_here(config: Config) -> Result<Server, StartError> {
-        let snapshot_error = |path: &PathBuf, message: String| StartError::Snapshot {
-            path: path.display().to_string(),
-            message,
-        };
-        if !config.etcd_servers.is_empty() {
-            if let Some(path) = config.snapshot_in.as_ref().or(config.snapshot_out.as_ref()) {
-                return Err(snapshot_error(
-                    path,
-                    crate::snapshots::SnapshotError::NotEmbedded.to_string(),
-                ));
-            }
+        if config.etcd_servers.is_empty() {
+            return Self::start_embedded(config).await;
         }
-        let (storage, memory): (Arc<dyn Storage>, Option<MemoryStorage>) = if config
-            .etcd_servers
-            .is_empty()
+        if let Some(path) = config.snapshot_in.as_ref().or(config.snapshot_out.as_ref()) {
+            let message = crate::snapshots::SnapshotError::NotEmbedded.to_string();
+            return Err(snapshot_error(path, message));
+        }
+        let mut etcd_config = EtcdConfig::new(config.etcd_servers.clone());
+        if config.etcd_cafile.is_some()
+            || config.etcd_certfile.is_some()
+            || config.etcd_keyfile.is_some()
         {
-            let (memory, initial) = match &config.snapshot_in {
-                Some(path) => {
-                    let bytes =
-                        std::fs::read(path).map_err(|e| snapshot_error(path, e.to_string()))?;
-                    let (snapshot, written_at) = crate::storage::memory::Snapshot::decode(&bytes)
-                        .map_err(|e| snapshot_error(path, e))?;
-                    // Above every revision the server that wrote it could have handed
-                    // out since (fewer than one write a microsecond), so resourceVersions
-                    // never go back across the restart.
-                    let since = (unix_micros() - written_at).max(0);
-                    let floor = snapshot.revision().saturating_add(since);
-                    let store = MemoryStorage::from_snapshot(&snapshot, floor);
-                    (store, Some(snapshot))
-                }
-                None => (MemoryStorage::new(), None),
-            };
-            let memory = memory.with_history(config.watch_history);
-            let storage: Arc<dyn Storage> = Arc::new(memory.clone());
-            let server = Self::start_over(config.clone(), storage, Some(memory.clone())).await?;
-            if let Some(snapshot) = initial {
-                if let Some(snapshots) = server.api.snapshots.get() {
-                    let _ = snapshots.insert("initial", snapshot);
-                }
+            etcd_config.tls = Some(EtcdTls {
+                ca_file: config.etcd_cafile.clone(),
+                cert_file: config.etcd_certfile.clone(),
+                key_file: config.etcd_keyfile.clone(),
+            });
+        }
+        let etcd = EtcdStorage::connect(etcd_config)
+            .await
+            .map_err(|e| StartError::Storage(e.to_string()))?;
+        if !config.etcd_compaction_interval.is_zero() {
+            tokio::spawn(etcd.clone().run_compactor(config.etcd_compaction_interval));
+        }
+        Self::start_over(config, Arc::new(etcd), None).await
+    }
+
+    /// A server on the embedded store, from `--snapshot-in` when given (kept as the
+    /// snapshot `initial`), writing `--snapshot-out` once started.
+    async fn start_embedded(config: Config) -> Result<Server, StartError> {
+        let (memory, initial) = match &config.snapshot_in {
+            Some(path) => {
+                let bytes = std::fs::read(path).map_err(|e| snapshot_error(path, e.to_string()))?;
+                let (snapshot, written_at) = crate::storage::memory::Snapshot::decode(&bytes)
+                    .map_err(|e| snapshot_error(path, e))?;
+                // Above every revision the server that wrote it could have handed out
+                // since (fewer than one write a microsecond), so resourceVersions never
+                // go back across the restart.
+                let since = (unix_micros() - written_at).max(0);
+                let floor = snapshot.revision().saturating_add(since);
+                (
+                    MemoryStorage::from_snapshot(&snapshot, floor),
+                    Some(snapshot),
+                )
             }
-            if let Some(path) = &config.snapshot_out {
-                let bytes = memory.snapshot().encode(unix_micros());
-                crate::tls::write_private(path, &bytes)
-                    .map_err(|e| snapshot_error(path, e.to_string()))?;
-            }
-            return Ok(server);
-        } else {
-            let mut etcd_config = EtcdConfig::new(config.etcd_servers.clone());
-            if config.etcd_cafile.is_some()
-                || config.etcd_certfile.is_some()
-                || config.etcd_keyfile.is_some()
-            {
-                etcd_config.tls = Some(EtcdTls {
-                    ca_file: config.etcd_cafile.clone(),
-                    cert_file: config.etcd_certfile.clone(),
-                    key_file: config.etcd_keyfile.clone(),
-                });
-            }
-            let etcd = EtcdStorage::connect(etcd_config)
-                .await
-                .map_err(|e| StartError::Storage(e.to_string()))?;
-            if !config.etcd_compaction_interval.is_zero() {
-                tokio::spawn(etcd.clone().run_compactor(config.etcd_compaction_interval));
-            }
-            (Arc::new(etcd), None)
+            None => (MemoryStorage::new(), None),
         };
-        Self::start_over(config, storage, memory).await
+        let memory = memory.with_history(config.watch_history);
+        let storage: Arc<dyn Storage> = Arc::new(memory.clone());
+        let server = Self::start_over(config.clone(), storage, Some(memory.clone())).await?;
+        if let (Some(snapshot), Some(snapshots)) = (initial, server.api.snapshots.get()) {
+            let _ = snapshots.insert("initial", snapshot);
+        }
+        if let Some(path) = &config.snapshot_out {
+            let bytes = memory.snapshot().encode(unix_micros());
+            crate::tls::write_private(path, &bytes)
+                .map_err(|e| snapshot_error(path, e.to_string()))?;
+        }
+        Ok(server)
     }
 
     /// Start a server over a given storage backend (on the server runtime, as
@@ -1067,6 +1059,14 @@ pub async fn apply_manifest(api: &Arc<ApiServer>, mut doc: Value) -> Result<Valu
     };
     api.after_write(&d, &written.object, written.deleted);
     Ok(written.object)
+}
+
+/// A snapshot file's failure.
+fn snapshot_error(path: &Path, message: String) -> StartError {
+    StartError::Snapshot {
+        path: path.display().to_string(),
+        message,
+    }
 }
 
 /// Microseconds since the Unix epoch (snapshot files record when they were written).
