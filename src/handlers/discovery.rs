@@ -206,7 +206,7 @@ fn backends(api: &ApiServer) -> Vec<Arc<Backend>> {
 
 fn root_paths(
     served: &crate::registry::builtin::Served,
-    crds: &[crate::registry::crd::CrdInfo],
+    crds: &[Arc<crate::registry::crd::CrdInfo>],
     backends: &[Arc<Backend>],
 ) -> Vec<String> {
     let mut paths = vec![

@@ -187,9 +187,10 @@ pub fn serve(
             document(req, &hash, content_type, body, Caching::NoCache)
         }
         ["v3"] => {
-            let mut index = Value::clone(&api.openapi.v3_index(generation, || {
-                openapi::openapi_v3_index(&api.options.served, &api.catalog.infos())
-            }));
+            let index = api
+                .openapi
+                .v3_index(generation, &api.options.served, &api.catalog.infos());
+            let mut index = Value::clone(&index);
             // The backends' group-versions, at the URLs their backends give.
             for backend in api.aggregator.backends().values() {
                 let Some(url) = &backend.openapi_url else {
@@ -206,9 +207,9 @@ pub fn serve(
         }
         ["v3", rest @ ..] => {
             let gv = rest.join("/");
-            let doc = api.openapi.v3_path(generation, &gv, || {
-                openapi::openapi_v3_path(&api.options.served, &gv, &api.catalog.infos())
-            });
+            let doc = api
+                .openapi
+                .v3_path(&api.options.served, &gv, &api.catalog.infos());
             let Some(doc) = doc else {
                 return bare(StatusCode::NOT_FOUND);
             };

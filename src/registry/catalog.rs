@@ -122,8 +122,8 @@ impl Catalog {
     }
 
     /// Every CRD's typed view, sorted by name (for discovery and OpenAPI documents).
-    pub fn infos(&self) -> Vec<CrdInfo> {
-        self.all().iter().map(|c| (*c.info).clone()).collect()
+    pub fn infos(&self) -> Vec<Arc<CrdInfo>> {
+        self.all().iter().map(|c| c.info.clone()).collect()
     }
 
     /// Changes whenever the set of CRDs changes (cache key for discovery and OpenAPI).

@@ -15,6 +15,7 @@ use crate::registry::builtin::{self, BuiltinResource, Served};
 use crate::registry::crd::{compare_kube_aware_versions, CrdInfo};
 use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 /// Verbs of a custom resource, in the order kube lists them.
 const CR_VERBS: &[&str] = &[
@@ -153,7 +154,7 @@ fn group_version(group: &str, version: &str) -> Value {
 /// The served versions of each CRD group, highest priority first (kube's
 /// `CompareKubeAwareVersionStrings`: GA > beta > alpha, higher numbers first, then
 /// other names alphabetically).
-fn crd_groups(crds: &[CrdInfo]) -> BTreeMap<String, Vec<String>> {
+fn crd_groups(crds: &[Arc<CrdInfo>]) -> BTreeMap<String, Vec<String>> {
     let mut groups: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for crd in crds {
         let versions = groups.entry(crd.group.clone()).or_default();
@@ -199,7 +200,7 @@ fn builtin_groups(served: &Served) -> Vec<Value> {
 /// `GET /apis`: `admissionregistration.k8s.io` and `apiextensions.k8s.io` first, then the CRD groups in the order kube's
 /// aggregator lists equal-priority groups (by the name `<version>.<group>` of their
 /// APIServices).
-pub fn api_group_list(served: &Served, crds: &[CrdInfo]) -> Value {
+pub fn api_group_list(served: &Served, crds: &[Arc<CrdInfo>]) -> Value {
     let mut groups: Vec<(String, Vec<String>)> = crd_groups(crds)
         .into_iter()
         .filter(|(g, _)| !builtin::is_builtin_group(g))
@@ -217,7 +218,7 @@ pub fn api_group_list(served: &Served, crds: &[CrdInfo]) -> Value {
 }
 
 /// `GET /apis/{group}`; `None` (404) for an unknown group.
-pub fn api_group(served: &Served, group: &str, crds: &[CrdInfo]) -> Option<Value> {
+pub fn api_group(served: &Served, group: &str, crds: &[Arc<CrdInfo>]) -> Option<Value> {
     let builtin_versions = builtin_group_versions(served)
         .into_iter()
         .find(|(g, _)| *g == group);
@@ -244,10 +245,11 @@ fn verbs(crd: &CrdInfo) -> &'static [&'static str] {
 }
 
 /// The CRDs serving `group/version`, by resource name.
-fn served_in<'a>(group: &str, version: &str, crds: &'a [CrdInfo]) -> Vec<&'a CrdInfo> {
+fn served_in<'a>(group: &str, version: &str, crds: &'a [Arc<CrdInfo>]) -> Vec<&'a CrdInfo> {
     let mut out: Vec<&CrdInfo> = crds
         .iter()
         .filter(|c| c.group == group && c.served_version(version).is_some())
+        .map(|c| &**c)
         .collect();
     out.sort_by(|a, b| a.plural.cmp(&b.plural));
     out
@@ -258,7 +260,7 @@ pub fn api_resource_list(
     served: &Served,
     group: &str,
     version: &str,
-    crds: &[CrdInfo],
+    crds: &[Arc<CrdInfo>],
 ) -> Option<Value> {
     let resources = if builtin::is_builtin_group(group) {
         let resources = builtin_legacy(served, group, version);
@@ -358,7 +360,7 @@ pub fn aggregated_core(served: &Served) -> Value {
 
 /// Aggregated discovery for `GET /apis`: `admissionregistration.k8s.io` and
 /// `apiextensions.k8s.io` (the higher group priorities), then the CRD groups alphabetically, versions by kube's version priority.
-pub fn aggregated_apis(served: &Served, crds: &[CrdInfo]) -> Value {
+pub fn aggregated_apis(served: &Served, crds: &[Arc<CrdInfo>]) -> Value {
     let mut items: Vec<Value> = builtin_group_versions(served)
         .into_iter()
         .map(|(g, vs)| {
@@ -382,7 +384,7 @@ pub fn aggregated_apis(served: &Served, crds: &[CrdInfo]) -> Value {
     discovery_list(items)
 }
 
-fn aggregated_resources(group: &str, version: &str, crds: &[CrdInfo]) -> Vec<Value> {
+fn aggregated_resources(group: &str, version: &str, crds: &[Arc<CrdInfo>]) -> Vec<Value> {
     let mut out = Vec::new();
     for crd in served_in(group, version, crds) {
         let Some(v) = crd.served_version(version) else {
@@ -523,7 +525,7 @@ mod tests {
             &Served::kube_default(),
             "crud.example.com",
             "v1",
-            &[widgets()],
+            &[Arc::new(widgets())],
         )
         .expect("served");
         assert_eq!(
@@ -544,14 +546,14 @@ mod tests {
             &Served::kube_default(),
             "crud.example.com",
             "v2",
-            &[widgets()]
+            &[Arc::new(widgets())]
         )
         .is_none());
         assert!(api_resource_list(
             &Served::kube_default(),
             "nope.example.com",
             "v1",
-            &[widgets()]
+            &[Arc::new(widgets())]
         )
         .is_none());
     }
@@ -591,7 +593,12 @@ mod tests {
                 ("v0", false, false),
             ],
         );
-        let group = api_group(&Served::kube_default(), "multi.example.com", &[crd]).expect("group");
+        let group = api_group(
+            &Served::kube_default(),
+            "multi.example.com",
+            &[Arc::new(crd)],
+        )
+        .expect("group");
         let versions: Vec<&str> = group["versions"]
             .as_array()
             .unwrap()
@@ -625,7 +632,8 @@ mod tests {
             info("b.example.com", "bs", "B", &[("v1", true, true)]),
             info("a.example.com", "as", "A", &[("v1beta1", true, true)]),
             widgets(),
-        ];
+        ]
+        .map(Arc::new);
         let doc = api_group_list(&Served::kube_default(), &crds);
         let names: Vec<&str> = doc["groups"]
             .as_array()
@@ -655,7 +663,8 @@ mod tests {
             "hs",
             "H",
             &[("v1", false, true)],
-        )];
+        )]
+        .map(Arc::new);
         assert!(api_group(&Served::kube_default(), "hidden.example.com", &crds).is_none());
         assert_eq!(
             api_group_list(&Served::kube_default(), &crds)["groups"]
@@ -684,7 +693,7 @@ mod tests {
         );
         assert_eq!(core["items"][0]["versions"][0]["freshness"], "Current");
 
-        let apis = aggregated_apis(&Served::kube_default(), &[widgets()]);
+        let apis = aggregated_apis(&Served::kube_default(), &[Arc::new(widgets())]);
         let builtins = builtin_group_names();
         for (i, name) in builtins.iter().enumerate() {
             assert_eq!(apis["items"][i]["metadata"]["name"], *name);
@@ -711,8 +720,13 @@ mod tests {
     fn terminating_crds_lose_write_verbs() {
         let mut w = widgets();
         w.terminating = true;
-        let doc = api_resource_list(&Served::kube_default(), "crud.example.com", "v1", &[w])
-            .expect("served");
+        let doc = api_resource_list(
+            &Served::kube_default(),
+            "crud.example.com",
+            "v1",
+            &[Arc::new(w)],
+        )
+        .expect("served");
         assert_eq!(
             doc["resources"][0]["verbs"],
             json!(["delete", "deletecollection", "get", "list", "watch"])

@@ -908,13 +908,13 @@ fn gvk_extension(group: &str, version: &str, kind: &str) -> Value {
 
 /// The published schema of a CR kind (kube's `buildKubeNative`).
 fn kind_schema(crd: &CrdInfo, v: &VersionInfo, flavor: Flavor) -> Value {
-    let preserve_root = v
-        .schema
+    let schema = v.schema.as_ref().map(|s| s.value());
+    let preserve_root = schema
         .as_ref()
         .and_then(|s| s.get("x-kubernetes-preserve-unknown-fields"))
         .and_then(Value::as_bool)
         == Some(true);
-    let mut schema = match &v.schema {
+    let mut schema = match &schema {
         Some(s) if s.is_object() && !(flavor == Flavor::V2 && preserve_root) => {
             let mut published = publish_node(s, flavor);
             if let Some(m) = published.as_object_mut() {
@@ -1058,7 +1058,7 @@ fn publish_builtin(r: &Resource, flavor: Flavor) -> Published {
 fn publish_custom(
     group: &str,
     version: &str,
-    crds: &[CrdInfo],
+    crds: &[Arc<CrdInfo>],
     flavor: Flavor,
 ) -> Option<Published> {
     let mut p = Published {
@@ -1123,7 +1123,7 @@ fn wrap_refs(schema: &mut Value) {
 }
 
 /// The served group-versions of the CRDs, sorted.
-fn custom_group_versions(crds: &[CrdInfo]) -> BTreeMap<(String, String), ()> {
+fn custom_group_versions(crds: &[Arc<CrdInfo>]) -> BTreeMap<(String, String), ()> {
     let mut out = BTreeMap::new();
     for crd in crds.iter().filter(|c| !builtin::is_builtin_group(&c.group)) {
         for v in crd.versions.iter().filter(|v| v.served) {
@@ -1139,7 +1139,7 @@ fn security_definitions() -> Value {
 
 /// `GET /openapi/v2`: one Swagger 2.0 document with namespaces, CRDs and every served
 /// CR version.
-pub fn openapi_v2(served: &builtin::Served, crds: &[CrdInfo]) -> Value {
+pub fn openapi_v2(served: &builtin::Served, crds: &[Arc<CrdInfo>]) -> Value {
     let mut paths = Map::new();
     let mut definitions = Map::new();
     let mut add = |p: Published| {
@@ -1199,13 +1199,15 @@ fn builtin_v3() -> &'static BTreeMap<String, Served> {
     })
 }
 
-/// The documents made from the CRD catalog, kept until the catalog changes (as
-/// kube-openapi keeps its documents between changes of the specs): each is made once
-/// per catalog generation, not per request. Only documents that exist are kept, so
-/// what clients ask for cannot grow it.
+/// The documents made from the CRD catalog, kept between changes as kube-openapi keeps
+/// them between changes of the specs: `/openapi/v2` and the v3 index once per catalog
+/// generation; each CRD group-version's v3 document until a CRD of that group changes
+/// (so a change rebuilds its own group's document, not every group's). Only documents
+/// that exist are kept, so what clients ask for cannot grow it.
 #[derive(Default)]
 pub struct Documents {
     made: std::sync::Mutex<Made>,
+    groups: std::sync::Mutex<std::collections::HashMap<String, GroupDocument>>,
 }
 
 #[derive(Default)]
@@ -1214,7 +1216,14 @@ struct Made {
     generation: u64,
     v2: Option<Arc<Value>>,
     v3_index: Option<Arc<Value>>,
-    v3: std::collections::HashMap<String, Served>,
+}
+
+/// A CRD group-version's v3 document and the CRDs of the group it was made from
+/// (compared by identity: a CRD compiles to a new `CrdInfo` whenever its spec
+/// changes).
+struct GroupDocument {
+    from: Vec<Arc<CrdInfo>>,
+    served: Served,
 }
 
 impl Documents {
@@ -1238,34 +1247,114 @@ impl Documents {
         made.v2.get_or_insert_with(|| Arc::new(make())).clone()
     }
 
-    /// `/openapi/v3`, made by `make` once per generation.
-    pub fn v3_index(&self, generation: u64, make: impl FnOnce() -> Value) -> Arc<Value> {
-        let mut made = self.at(generation);
-        made.v3_index
-            .get_or_insert_with(|| Arc::new(make()))
-            .clone()
-    }
-
-    /// `/openapi/v3/{gv}`, made by `make` once per generation when it exists.
-    pub fn v3_path(
+    /// `/openapi/v3` over `crds` (the catalog at `generation`), made once per
+    /// generation from the group-versions' documents (kept across generations).
+    pub fn v3_index(
         &self,
         generation: u64,
-        gv: &str,
-        make: impl FnOnce() -> Option<Served>,
-    ) -> Option<Served> {
+        served: &builtin::Served,
+        crds: &[Arc<CrdInfo>],
+    ) -> Arc<Value> {
         let mut made = self.at(generation);
-        if let Some(doc) = made.v3.get(gv) {
-            return Some(doc.clone());
+        if let Some(index) = &made.v3_index {
+            return index.clone();
         }
-        let doc = make()?;
-        made.v3.insert(gv.to_owned(), doc.clone());
-        Some(doc)
+        let by_group = by_group(crds);
+        let index = openapi_v3_index_with(served, crds, |group, version| {
+            let gv = format!("apis/{group}/{version}");
+            let of_group = by_group.get(group).map_or(&[][..], Vec::as_slice);
+            self.v3_custom(&gv, group, version, of_group)
+                .map(|doc| doc.hash)
+        });
+        // Documents of group-versions no longer served go.
+        let paths = index.get("paths").and_then(Value::as_object);
+        self.groups
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .retain(|gv, _| paths.is_some_and(|p| p.contains_key(gv)));
+        let index = Arc::new(index);
+        made.v3_index = Some(index.clone());
+        index
     }
+
+    /// `/openapi/v3/{gv}` over `crds` (the catalog); `None` (404) when nothing is
+    /// served there.
+    pub fn v3_path(
+        &self,
+        served: &builtin::Served,
+        gv: &str,
+        crds: &[Arc<CrdInfo>],
+    ) -> Option<Served> {
+        match custom_gv(gv) {
+            Some((group, version)) => {
+                let of_group: Vec<Arc<CrdInfo>> =
+                    crds.iter().filter(|c| c.group == group).cloned().collect();
+                self.v3_custom(gv, group, version, &of_group)
+            }
+            None => openapi_v3_path(served, gv, crds),
+        }
+    }
+
+    /// The document of a CRD group-version from the CRDs of its group: the one kept
+    /// when made from the same CRDs, else made now and kept.
+    fn v3_custom(
+        &self,
+        gv: &str,
+        group: &str,
+        version: &str,
+        of_group: &[Arc<CrdInfo>],
+    ) -> Option<Served> {
+        let mut groups = self.groups.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(kept) = groups.get(gv) {
+            let same = kept.from.len() == of_group.len()
+                && kept
+                    .from
+                    .iter()
+                    .zip(of_group)
+                    .all(|(a, b)| Arc::ptr_eq(a, b));
+            if same {
+                return Some(kept.served.clone());
+            }
+        }
+        let Some(doc) = openapi_v3_custom(group, version, of_group) else {
+            groups.remove(gv);
+            return None;
+        };
+        let (bytes, _) = encode(&doc);
+        let served = Served::new(Bytes::from(bytes));
+        groups.insert(
+            gv.to_owned(),
+            GroupDocument {
+                from: of_group.to_vec(),
+                served: served.clone(),
+            },
+        );
+        Some(served)
+    }
+}
+
+/// `apis/{group}/{version}` of a group that is not built in: its group and version.
+fn custom_gv(gv: &str) -> Option<(&str, &str)> {
+    let (group, version) = gv.strip_prefix("apis/")?.split_once('/')?;
+    (!version.contains('/') && !builtin::is_builtin_group(group)).then_some((group, version))
+}
+
+/// The CRDs by group, each group's in the catalog's order.
+fn by_group(crds: &[Arc<CrdInfo>]) -> BTreeMap<&str, Vec<Arc<CrdInfo>>> {
+    let mut out: BTreeMap<&str, Vec<Arc<CrdInfo>>> = BTreeMap::new();
+    for crd in crds {
+        out.entry(crd.group.as_str()).or_default().push(crd.clone());
+    }
+    out
 }
 
 /// `GET /openapi/v3/{gv}` where `gv` is `api/v1` or `apis/{group}/{version}`; `None`
 /// (404) when nothing is served there.
-pub fn openapi_v3_path(served: &builtin::Served, gv: &str, crds: &[CrdInfo]) -> Option<Served> {
+pub fn openapi_v3_path(
+    served: &builtin::Served,
+    gv: &str,
+    crds: &[Arc<CrdInfo>],
+) -> Option<Served> {
     if gv == "api/v1" {
         return builtin_v3().get(gv).cloned();
     }
@@ -1286,13 +1375,25 @@ pub fn openapi_v3_path(served: &builtin::Served, gv: &str, crds: &[CrdInfo]) -> 
 }
 
 /// The document of a CRD group-version; `None` when no CRD serves it.
-pub fn openapi_v3_custom(group: &str, version: &str, crds: &[CrdInfo]) -> Option<Value> {
+pub fn openapi_v3_custom(group: &str, version: &str, crds: &[Arc<CrdInfo>]) -> Option<Value> {
     publish_custom(group, version, crds, Flavor::V3).map(v3_document)
 }
 
 /// `GET /openapi/v3`: each group-version with the URL of its document, whose `hash`
 /// is the [`hash`] of the bytes served.
-pub fn openapi_v3_index(served: &builtin::Served, crds: &[CrdInfo]) -> Value {
+pub fn openapi_v3_index(served: &builtin::Served, crds: &[Arc<CrdInfo>]) -> Value {
+    openapi_v3_index_with(served, crds, |group, version| {
+        openapi_v3_path(served, &format!("apis/{group}/{version}"), crds).map(|doc| doc.hash)
+    })
+}
+
+/// [`openapi_v3_index`] with the hash of each CRD group-version's document given by
+/// `custom_hash(group, version)` (`None`: not served).
+fn openapi_v3_index_with(
+    served: &builtin::Served,
+    crds: &[Arc<CrdInfo>],
+    mut custom_hash: impl FnMut(&str, &str) -> Option<String>,
+) -> Value {
     let mut paths = Map::new();
     let mut add = |gv: &str, hash: &str| {
         paths.insert(
@@ -1310,9 +1411,8 @@ pub fn openapi_v3_index(served: &builtin::Served, crds: &[CrdInfo]) -> Value {
         }
     }
     for (group, version) in custom_group_versions(crds).into_keys() {
-        let gv = format!("apis/{group}/{version}");
-        if let Some(doc) = openapi_v3_path(served, &gv, crds) {
-            add(&gv, &doc.hash);
+        if let Some(hash) = custom_hash(&group, &version) {
+            add(&format!("apis/{group}/{version}"), &hash);
         }
     }
     json!({"paths": paths})
@@ -1417,7 +1517,7 @@ mod tests {
 
     #[test]
     fn v3_document_for_custom_resources() {
-        let crds = [widget_crd(false)];
+        let crds = [Arc::new(widget_crd(false))];
         let doc = openapi_v3_custom("crud.example.com", "v1", &crds).expect("served");
         assert_eq!(doc["openapi"], "3.0.0");
         let schemas = doc["components"]["schemas"].as_object().expect("schemas");
@@ -1533,7 +1633,7 @@ mod tests {
 
     #[test]
     fn v3_operations_carry_actions_gvk_and_field_validation() {
-        let crds = [widget_crd(false)];
+        let crds = [Arc::new(widget_crd(false))];
         let doc = openapi_v3_custom("crud.example.com", "v1", &crds).expect("served");
         let paths = doc["paths"].as_object().expect("paths");
         let mut keys: Vec<&str> = paths.keys().map(String::as_str).collect();
@@ -1634,7 +1734,7 @@ mod tests {
 
     #[test]
     fn v2_document_applies_kube_v2_rules() {
-        let crds = [widget_crd(true)];
+        let crds = [Arc::new(widget_crd(true))];
         let doc = openapi_v2(&builtin::Served::kube_default(), &crds);
         assert_eq!(doc["swagger"], "2.0");
         let defs = doc["definitions"].as_object().expect("definitions");
@@ -1705,7 +1805,7 @@ mod tests {
 
     #[test]
     fn index_links_each_group_version_with_its_hash() {
-        let crds = [widget_crd(true)];
+        let crds = [Arc::new(widget_crd(true))];
         let index = openapi_v3_index(&builtin::Served::kube_default(), &crds);
         let paths = index["paths"].as_object().expect("paths");
         let keys: Vec<&str> = paths.keys().map(String::as_str).collect();

@@ -556,7 +556,7 @@ fn decl(ty: Type) -> Arc<Decl> {
 fn object_decl(name: &str, fields: BTreeMap<String, Arc<Decl>>) -> Arc<Decl> {
     decl(Type::Object(Arc::new(ObjectType {
         name: name.to_string(),
-        fields,
+        fields: fields.into_iter().collect(),
     })))
 }
 
@@ -569,7 +569,7 @@ fn fields(list: &[(&str, Type)]) -> BTreeMap<String, Arc<Decl>> {
 fn object_type(name: &str, list: &[(&str, Type)]) -> Type {
     Type::Object(Arc::new(ObjectType {
         name: name.to_string(),
-        fields: fields(list),
+        fields: fields(list).into_iter().collect(),
     }))
 }
 

@@ -699,8 +699,11 @@ fn assert_rules_hold(rules: &[&str]) {
     let mut failures = Vec::new();
     for rule in rules {
         let mut crd_schema = json!({"type": "object"});
-        crd_schema["properties"] =
-            c.object["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"].clone();
+        crd_schema["properties"] = c.info.versions[0]
+            .schema
+            .as_ref()
+            .map(|s| s.value()["properties"].clone())
+            .unwrap_or_default();
         crd_schema["properties"]["spec"]["x-kubernetes-validations"] = json!([{"rule": rule}]);
         let with_rule = crd("Lib", crd_schema);
         let _ = s;

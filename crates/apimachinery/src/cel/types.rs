@@ -4,6 +4,7 @@
 //! many values of their minimum size fit in a 3 MiB request).
 
 use super::value::escape;
+use crate::schema::sorted_map::SortedMap;
 use crate::schema::structural::Structural;
 use std::collections::BTreeMap;
 use std::fmt;
@@ -59,7 +60,7 @@ pub struct ObjectType {
     /// The type name (`selfType0.spec`).
     pub name: String,
     /// Fields by escaped name.
-    pub fields: BTreeMap<String, Arc<Decl>>,
+    pub fields: SortedMap<Arc<Decl>>,
 }
 
 impl Type {
@@ -347,7 +348,7 @@ fn decl(s: &Structural, resource_root: bool, name: &str) -> Option<Arc<Decl>> {
             Some(Arc::new(Decl {
                 ty: Type::Object(Arc::new(ObjectType {
                     name: name.to_string(),
-                    fields,
+                    fields: fields.into_iter().collect(),
                 })),
                 elem: None,
                 key: None,

@@ -9,11 +9,11 @@
 
 use super::library::Ext;
 use crate::goformat::go_type_name;
+use crate::schema::sorted_map::SortedMap;
 use crate::schema::structural::Structural;
 use chrono::{DateTime, Utc};
 use serde_json::{Map as JsonMap, Value};
 use std::cmp::Ordering;
-use std::collections::BTreeMap;
 use std::rc::Rc;
 
 /// How a schema node turns JSON into CEL values (the runtime half of kube's decl types).
@@ -31,7 +31,7 @@ pub enum ShapeKind {
     /// `x-kubernetes-int-or-string`.
     IntOrString,
     /// An object with `properties` (or an embedded resource): fields by their CEL name.
-    Object(BTreeMap<String, Shape>),
+    Object(SortedMap<Shape>),
     /// An object with an `additionalProperties` schema: a CEL map.
     Map(Box<Shape>),
     /// An object with neither: a map whose keys are all hidden.
@@ -102,7 +102,7 @@ impl Shape {
             match s.type_.as_str() {
                 "object" => {
                     if resource_root || s.x_embedded_resource || !s.properties.is_empty() {
-                        let mut props: BTreeMap<String, Shape> = s
+                        let mut props: SortedMap<Shape> = s
                             .properties
                             .iter()
                             .map(|(k, v)| (k.clone(), Shape::of(v, v.x_embedded_resource)))
@@ -160,7 +160,7 @@ impl Shape {
 /// kube's `WithTypeAndObjectMeta`: unless the schema already declares them as strings,
 /// `kind`, `apiVersion` and `metadata` (with only `name` and `generateName`) replace
 /// whatever the schema says.
-fn with_type_and_object_meta(props: &mut BTreeMap<String, Shape>) {
+fn with_type_and_object_meta(props: &mut SortedMap<Shape>) {
     let string = || Shape::plain(ShapeKind::String(StringFormat::Plain));
     let is_string = |s: Option<&Shape>| {
         s.is_some_and(|s| matches!(s.kind, ShapeKind::String(StringFormat::Plain)))
@@ -174,7 +174,7 @@ fn with_type_and_object_meta(props: &mut BTreeMap<String, Shape>) {
     }
     props.insert("kind".into(), string());
     props.insert("apiVersion".into(), string());
-    let meta: BTreeMap<String, Shape> = [
+    let meta: SortedMap<Shape> = [
         ("name".to_string(), string()),
         ("generateName".to_string(), string()),
     ]

@@ -74,29 +74,25 @@ impl CompiledSpec {
         let mut versions = Vec::new();
         for v in &info.versions {
             let props = match &v.schema {
-                Some(s) => JSONSchemaProps::from_value(s).map_err(|error| CrdError::Schema {
-                    version: v.name.clone(),
-                    error,
-                })?,
+                Some(s) => {
+                    JSONSchemaProps::from_value(&s.value()).map_err(|error| CrdError::Schema {
+                        version: v.name.clone(),
+                        error,
+                    })?
+                }
                 None => JSONSchemaProps {
                     type_: Some("object".into()),
                     x_preserve_unknown_fields: Some(true),
                     ..Default::default()
                 },
             };
-            let structural = Structural::from_props(&props);
-            let status_validator = props
-                .properties
-                .as_ref()
-                .and_then(|p| p.get("status"))
-                .map(Validator::new);
+            let structural = Arc::new(Structural::from_props(&props));
             let schema = VersionSchema {
                 group: info.group.clone(),
                 version: v.name.clone(),
                 kind: info.kind.clone(),
                 namespaced: info.namespaced,
-                validator: Validator::new(&props),
-                status_validator,
+                validator: Validator::with_structural(&props, structural.clone()),
                 immutability: ImmutabilityPlan::compile(&structural),
                 cel: crate::cel::CompiledRules::compile(&structural).map(Arc::new),
                 structural,
@@ -146,7 +142,9 @@ pub struct CompiledCrd {
     pub info: Arc<CrdInfo>,
     /// Compiled versions, in the CRD's order (shared likewise).
     pub versions: Arc<[CompiledVersion]>,
-    /// The CRD object as stored.
+    /// The CRD object as stored, less what is kept compiled or is not read from the
+    /// catalog: its versions' schemas and its managed fields (a large CRD's schema
+    /// would otherwise be held once more, parsed, per CRD).
     pub object: Value,
     /// Storage revision of `object`.
     pub revision: i64,
@@ -165,7 +163,8 @@ impl CompiledCrd {
 
     /// A CRD object with its spec compiled already (`spec` must be the compilation of
     /// `CompileInput::of(&object)`, e.g. from a cache keyed on it).
-    pub fn with_spec(object: Value, revision: i64, spec: &CompiledSpec) -> CompiledCrd {
+    pub fn with_spec(mut object: Value, revision: i64, spec: &CompiledSpec) -> CompiledCrd {
+        trim(&mut object);
         let name = object
             .pointer("/metadata/name")
             .and_then(Value::as_str)
@@ -190,5 +189,21 @@ impl CompiledCrd {
         self.versions
             .iter()
             .position(|v| v.served && v.schema.version == version)
+    }
+}
+
+/// What [`CompiledCrd::object`] keeps of a CRD: all but `metadata.managedFields` and
+/// `spec.versions[*].schema`.
+fn trim(object: &mut Value) {
+    if let Some(meta) = object.get_mut("metadata").and_then(Value::as_object_mut) {
+        meta.remove("managedFields");
+    }
+    let versions = object
+        .pointer_mut("/spec/versions")
+        .and_then(Value::as_array_mut);
+    for version in versions.into_iter().flatten() {
+        if let Some(v) = version.as_object_mut() {
+            v.remove("schema");
+        }
     }
 }

@@ -92,8 +92,8 @@ pub struct VersionInfo {
     pub deprecated: bool,
     /// Custom deprecation warning.
     pub deprecation_warning: Option<String>,
-    /// `schema.openAPIV3Schema` as written.
-    pub schema: Option<Value>,
+    /// `schema.openAPIV3Schema` as written, kept as JSON text.
+    pub schema: Option<SchemaText>,
     /// `subresources.status` is enabled.
     pub status_subresource: bool,
     /// `subresources.scale`, if enabled.
@@ -102,6 +102,27 @@ pub struct VersionInfo {
     pub printer_columns: Vec<PrinterColumn>,
     /// `selectableFields[*].jsonPath`.
     pub selectable_fields: Vec<String>,
+}
+
+/// A version's schema kept as its JSON text: a few times smaller than the parsed
+/// tree, and read only when a document is made from it (OpenAPI, compilation), whose
+/// results are kept.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SchemaText(std::sync::Arc<str>);
+
+impl SchemaText {
+    /// The text of `schema`.
+    pub fn of(schema: &Value) -> SchemaText {
+        // Schemas may nest as deep as kube allows (10,000 levels): stack to match.
+        let text = stacker::maybe_grow(1 << 20, 64 << 20, || schema.to_string());
+        SchemaText(text.into())
+    }
+
+    /// The schema, parsed again, however deep (`Null` never: the text was written
+    /// from a value).
+    pub fn value(&self) -> Value {
+        crate::codec::decode_stored_json(self.0.as_bytes()).unwrap_or(Value::Null)
+    }
 }
 
 /// The facts about a CRD that serving, discovery and OpenAPI need.
@@ -264,7 +285,7 @@ fn version_info(v: &Value) -> Result<VersionInfo, CrdError> {
         schema: v
             .pointer("/schema/openAPIV3Schema")
             .filter(|s| !s.is_null())
-            .cloned(),
+            .map(SchemaText::of),
         status_subresource: sub.and_then(|s| non_null(s.get("status"))).is_some(),
         scale,
         printer_columns,
@@ -520,7 +541,10 @@ pub(crate) mod tests {
         );
         assert_eq!(v.printer_columns[0].priority, 1);
         assert_eq!(v.selectable_fields, vec![".spec.color"]);
-        assert!(v.schema.as_ref().is_some_and(|s| s["type"] == "object"));
+        assert!(v
+            .schema
+            .as_ref()
+            .is_some_and(|s| s.value()["type"] == "object"));
         assert!(info.served_version("v2").is_none());
     }
 }

@@ -48,12 +48,11 @@ pub struct VersionSchema {
     pub kind: String,
     /// Namespaced or cluster-scoped.
     pub namespaced: bool,
-    /// The structural schema (pruning, defaulting).
-    pub structural: Structural,
-    /// The OpenAPI validator for the whole object.
+    /// The structural schema (pruning, defaulting), shared with `validator`.
+    pub structural: std::sync::Arc<Structural>,
+    /// The OpenAPI validator for the whole object, and for `status` alone on status
+    /// subresource writes ([`Validator::validate_property_update`]).
     pub validator: Validator,
-    /// The OpenAPI validator for `status` alone (status subresource writes).
-    pub status_validator: Option<Validator>,
     /// Whether the status subresource is on.
     pub status_subresource: bool,
     /// The scale subresource, if on.
@@ -386,9 +385,10 @@ fn validate_status_stage(
         return errs;
     }
     errs.extend(update_errs);
-    if let (Some(validator), Some(status)) = (&s.status_validator, obj.get("status")) {
+    if let Some(status) = obj.get("status") {
         let old_status = old.get("status").unwrap_or(&Value::Null);
-        errs.extend(validator.validate_schema_update(
+        errs.extend(s.validator.validate_property_update(
+            "status",
             status,
             old_status,
             &field::Path::new("status"),

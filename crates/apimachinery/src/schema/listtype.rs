@@ -7,13 +7,13 @@
 //! each other; the schema's `required` (enforced by `schema::validate`) is what makes a
 //! key field mandatory.
 
-use super::props::JSONSchemaProps;
+use super::structural::Structural;
 use crate::field::{Error, ErrorList, Path};
 use serde_json::{Map, Value};
 use std::collections::HashMap;
 
 /// Duplicate set items and duplicate map keys anywhere in `value` (at `path`).
-pub fn validate_list_types(schema: &JSONSchemaProps, value: &Value, path: &Path) -> ErrorList {
+pub fn validate_list_types(schema: &Structural, value: &Value, path: &Path) -> ErrorList {
     match value {
         Value::Object(obj) => validate_object(schema, obj, path),
         Value::Array(items) => validate_array(schema, items, path),
@@ -21,24 +21,26 @@ pub fn validate_list_types(schema: &JSONSchemaProps, value: &Value, path: &Path)
     }
 }
 
-fn validate_object(schema: &JSONSchemaProps, obj: &Map<String, Value>, path: &Path) -> ErrorList {
+fn validate_object(schema: &Structural, obj: &Map<String, Value>, path: &Path) -> ErrorList {
     let mut errs = ErrorList::new();
-    if let Some(additional) = schema.additional_properties_schema() {
+    if let Some(additional) = schema
+        .additional_properties
+        .as_ref()
+        .and_then(|a| a.schema())
+    {
         for (k, v) in obj {
             errs.extend(validate_value(additional, v, &path.key(k)));
         }
     }
-    if let Some(properties) = &schema.properties {
-        for (k, v) in obj {
-            if let Some(sub) = properties.get(k) {
-                errs.extend(validate_value(sub, v, &path.child(k)));
-            }
+    for (k, v) in obj {
+        if let Some(sub) = schema.properties.get(k) {
+            errs.extend(validate_value(sub, v, &path.child(k)));
         }
     }
     errs
 }
 
-fn validate_value(schema: &JSONSchemaProps, value: &Value, path: &Path) -> ErrorList {
+fn validate_value(schema: &Structural, value: &Value, path: &Path) -> ErrorList {
     match value {
         Value::Array(items) => validate_array(schema, items, path),
         Value::Object(obj) => validate_object(schema, obj, path),
@@ -46,7 +48,7 @@ fn validate_value(schema: &JSONSchemaProps, value: &Value, path: &Path) -> Error
     }
 }
 
-fn validate_array(schema: &JSONSchemaProps, items: &[Value], path: &Path) -> ErrorList {
+fn validate_array(schema: &Structural, items: &[Value], path: &Path) -> ErrorList {
     let mut errs = ErrorList::new();
     match schema.x_list_type.as_deref() {
         Some("set") => {
@@ -57,7 +59,7 @@ fn validate_array(schema: &JSONSchemaProps, items: &[Value], path: &Path) -> Err
         Some("map") => errs.extend(validate_list_map(schema, items, path)),
         _ => {}
     }
-    if let Some(item_schema) = schema.items_schema() {
+    if let Some(item_schema) = schema.items.as_deref() {
         for (i, item) in items.iter().enumerate() {
             errs.extend(validate_value(item_schema, item, &path.index(i)));
         }
@@ -108,7 +110,7 @@ fn non_unique_indices(keys: impl Iterator<Item = ItemKey>) -> Vec<usize> {
     out
 }
 
-fn validate_list_map(schema: &JSONSchemaProps, items: &[Value], path: &Path) -> ErrorList {
+fn validate_list_map(schema: &Structural, items: &[Value], path: &Path) -> ErrorList {
     for (i, x) in items.iter().enumerate() {
         if !x.is_null() && !x.is_object() {
             return vec![Error::invalid(
@@ -121,7 +123,7 @@ fn validate_list_map(schema: &JSONSchemaProps, items: &[Value], path: &Path) -> 
     if items.len() <= 1 {
         return ErrorList::new();
     }
-    let key_fields: Vec<String> = schema.x_list_map_keys.clone().unwrap_or_default();
+    let key_fields = &schema.x_list_map_keys;
     if key_fields.len() == 1 {
         let field = &key_fields[0];
         let keys: Vec<Option<&Value>> = items
@@ -148,7 +150,7 @@ fn validate_list_map(schema: &JSONSchemaProps, items: &[Value], path: &Path) -> 
         .map(|x| {
             let mut key = Map::new();
             if let Some(m) = x.as_object() {
-                for f in &key_fields {
+                for f in key_fields {
                     if let Some(v) = m.get(f) {
                         key.insert(f.clone(), v.clone());
                     }
@@ -168,8 +170,8 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn schema() -> JSONSchemaProps {
-        JSONSchemaProps::from_value(&json!({
+    fn schema() -> Structural {
+        let props = crate::schema::props::JSONSchemaProps::from_value(&json!({
             "type": "object",
             "properties": {"spec": {"type": "object", "properties": {
                 "set": {"type": "array", "x-kubernetes-list-type": "set", "items": {"type": "string"}},
@@ -186,7 +188,8 @@ mod tests {
                 }}
             }}}
         }))
-        .expect("schema parses")
+        .expect("schema parses");
+        Structural::from_props(&props)
     }
 
     fn rendered(errs: &ErrorList) -> Vec<String> {

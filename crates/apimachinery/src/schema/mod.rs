@@ -9,5 +9,6 @@ pub mod objectmeta;
 pub mod property_names;
 pub mod props;
 pub mod prune;
+pub mod sorted_map;
 pub mod structural;
 pub mod validate;

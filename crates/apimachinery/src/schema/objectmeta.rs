@@ -12,7 +12,7 @@
 //! The name and label checks reproduce apimachinery's messages exactly. Note the two
 //! length wordings kube uses: DNS names say "characters", label keys/values say "bytes".
 
-use super::props::JSONSchemaProps;
+use super::structural::Structural;
 use crate::field::{BadValue, Error, ErrorList, ErrorType, Path};
 use crate::goformat::go_json;
 use chrono::{DateTime, SecondsFormat, Utc};
@@ -1003,32 +1003,32 @@ pub fn validate_object_meta_update(new: &Value, old: &Value, path: &Path) -> Err
 }
 
 /// Checks of every `x-kubernetes-embedded-resource` object inside `value` (at `path`).
-pub fn validate_embedded_resources(
-    schema: &JSONSchemaProps,
-    value: &Value,
-    path: &Path,
-) -> ErrorList {
+pub fn validate_embedded_resources(schema: &Structural, value: &Value, path: &Path) -> ErrorList {
     let mut errs = ErrorList::new();
     walk_embedded(schema, value, path, &mut errs);
     errs
 }
 
-fn walk_embedded(schema: &JSONSchemaProps, value: &Value, path: &Path, errs: &mut ErrorList) {
+fn walk_embedded(schema: &Structural, value: &Value, path: &Path, errs: &mut ErrorList) {
     match value {
         Value::Object(obj) => {
             if schema.x_embedded_resource {
                 errs.extend(validate_embedded_resource(obj, path));
             }
             for (k, v) in obj {
-                if let Some(prop) = schema.properties.as_ref().and_then(|p| p.get(k)) {
+                if let Some(prop) = schema.properties.get(k) {
                     walk_embedded(prop, v, &path.child(k), errs);
-                } else if let Some(additional) = schema.additional_properties_schema() {
+                } else if let Some(additional) = schema
+                    .additional_properties
+                    .as_ref()
+                    .and_then(|a| a.schema())
+                {
                     walk_embedded(additional, v, &path.key(k), errs);
                 }
             }
         }
         Value::Array(items) => {
-            if let Some(item_schema) = schema.items_schema() {
+            if let Some(item_schema) = schema.items.as_deref() {
                 for (i, v) in items.iter().enumerate() {
                     walk_embedded(item_schema, v, &path.index(i), errs);
                 }
@@ -1254,10 +1254,11 @@ mod tests {
 
     #[test]
     fn embedded_resources() {
-        let schema = JSONSchemaProps::from_value(&json!({"type": "object", "properties": {"spec": {"type": "object", "properties": {
+        let schema = crate::schema::props::JSONSchemaProps::from_value(&json!({"type": "object", "properties": {"spec": {"type": "object", "properties": {
             "template": {"type": "object", "x-kubernetes-embedded-resource": true, "x-kubernetes-preserve-unknown-fields": true}
         }}}}))
         .expect("schema parses");
+        let schema = Structural::from_props(&schema);
         let obj = json!({"spec": {"template": {"kind": "Foo_Bar", "metadata": {"name": "a/b", "labels": {"x": 1}}}}});
         assert_eq!(
             rendered(&validate_embedded_resources(&schema, &obj, &Path::root())),

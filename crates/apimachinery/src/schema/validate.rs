@@ -23,11 +23,12 @@ use super::formats;
 use super::listtype;
 use super::objectmeta;
 use super::props::{JSONSchemaProps, SchemaOrBool};
+use super::structural::Structural;
 use crate::field::{go_quote, Error, ErrorList, Path};
 use crate::goformat::{go_float_f, go_float_v, go_json};
 use regex::Regex;
 use serde_json::{Map, Value};
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, LazyLock, Mutex};
 
 /// Validate `value` (at `path`) against a CRD schema: kube's full create-time set.
@@ -42,7 +43,9 @@ pub fn validate(schema: &JSONSchemaProps, value: &Value, path: &Path) -> ErrorLi
 #[derive(Debug)]
 pub struct Validator {
     root: Node,
-    schema: JSONSchemaProps,
+    /// The structural schema the embedded-resource and list-type checks walk (kube
+    /// runs both over the structural schema); shared with the compiled CRD version.
+    structural: Arc<Structural>,
 }
 
 /// Which of kube's two schema conversions a validator follows.
@@ -58,9 +61,15 @@ enum Flavor {
 impl Validator {
     /// A validator for custom resources of a CRD version with this schema.
     pub fn new(schema: &JSONSchemaProps) -> Self {
+        Self::with_structural(schema, Arc::new(Structural::from_props(schema)))
+    }
+
+    /// [`Validator::new`] given the schema's structural form (`Structural::from_props`
+    /// of the same schema), which it keeps instead of a copy of its own.
+    pub fn with_structural(schema: &JSONSchemaProps, structural: Arc<Structural>) -> Self {
         Validator {
             root: Node::build(schema, Flavor::CustomResource),
-            schema: schema.clone(),
+            structural,
         }
     }
 
@@ -69,7 +78,7 @@ impl Validator {
     pub fn for_defaults(schema: &JSONSchemaProps) -> Self {
         Validator {
             root: Node::build(schema, Flavor::DefaultValue),
-            schema: schema.clone(),
+            structural: Arc::new(Structural::from_props(schema)),
         }
     }
 
@@ -77,11 +86,11 @@ impl Validator {
     pub fn validate(&self, value: &Value, path: &Path) -> ErrorList {
         let mut errs = self.validate_schema(value, path);
         errs.extend(objectmeta::validate_embedded_resources(
-            &self.schema,
+            &self.structural,
             value,
             path,
         ));
-        errs.extend(listtype::validate_list_types(&self.schema, value, path));
+        errs.extend(listtype::validate_list_types(&self.structural, value, path));
         errs
     }
 
@@ -91,7 +100,7 @@ impl Validator {
     pub fn validate_update(&self, new: &Value, old: &Value, path: &Path) -> ErrorList {
         let mut errs = self.validate_schema_update(new, old, path);
         errs.extend(objectmeta::validate_embedded_resources(
-            &self.schema,
+            &self.structural,
             new,
             path,
         ));
@@ -102,11 +111,37 @@ impl Validator {
     /// The list-type invariants (`x-kubernetes-list-type: map`/`set`) of an update:
     /// `new`'s errors, reported only when `old` had none (kube ratchets them as a whole).
     pub fn validate_list_types_update(&self, new: &Value, old: &Value, path: &Path) -> ErrorList {
-        if listtype::validate_list_types(&self.schema, old, path).is_empty() {
-            listtype::validate_list_types(&self.schema, new, path)
+        if listtype::validate_list_types(&self.structural, old, path).is_empty() {
+            listtype::validate_list_types(&self.structural, new, path)
         } else {
             ErrorList::new()
         }
+    }
+
+    /// [`Validator::validate_schema_update`] of the value of the root's property
+    /// `field` alone, with that property's schema as its root (kube's status
+    /// validator for status subresource writes); nothing when the schema has no such
+    /// property.
+    pub fn validate_property_update(
+        &self,
+        field: &str,
+        new: &Value,
+        old: &Value,
+        path: &Path,
+    ) -> ErrorList {
+        let Some(node) = self.root.properties.get(field) else {
+            return ErrorList::new();
+        };
+        let plain = run_node(node, new, "", None, false);
+        if plain.is_valid() {
+            return to_field_errors(plain, path);
+        }
+        let corr = Corr {
+            new,
+            old,
+            schema: node,
+        };
+        to_field_errors(run_node(node, new, "", Some(corr), true), path)
     }
 
     /// Only the OpenAPI schema pass (kube's `ValidateCustomResource`), including map keys.
@@ -147,6 +182,20 @@ enum Additional {
 struct Node {
     types: Vec<String>,
     nullable: bool,
+    required: Vec<String>,
+    properties: super::sorted_map::SortedMap<Node>,
+    additional: Additional,
+    items: Option<Box<Node>>,
+    list_type: Option<String>,
+    list_map_keys: Vec<String>,
+    /// The value checks, allocated only for nodes that have some (most nodes of a
+    /// large schema have none).
+    checks: Checks,
+}
+
+/// The value checks of a [`Node`]: formats, bounds, patterns, enums and junctors.
+#[derive(Debug, Default)]
+struct ValueChecks {
     format: String,
     /// Type and format the number validator range-checks against (kube-openapi).
     number_type: &'static str,
@@ -165,17 +214,53 @@ struct Node {
     enum_values: Vec<Value>,
     max_properties: Option<i64>,
     min_properties: Option<i64>,
-    required: Vec<String>,
-    properties: BTreeMap<String, Node>,
-    additional: Additional,
-    items: Option<Box<Node>>,
     all_of: Vec<Node>,
     any_of: Vec<Node>,
     one_of: Vec<Node>,
     not: Option<Box<Node>>,
-    list_type: Option<String>,
-    list_map_keys: Vec<String>,
     property_names: Option<Box<Node>>,
+}
+
+impl ValueChecks {
+    fn is_empty(&self) -> bool {
+        self.format.is_empty()
+            && self.number_type.is_empty()
+            && self.maximum.is_none()
+            && self.minimum.is_none()
+            && self.multiple_of.is_none()
+            && self.max_length.is_none()
+            && self.min_length.is_none()
+            && self.pattern.is_none()
+            && self.max_items.is_none()
+            && self.min_items.is_none()
+            && !self.unique_items
+            && self.enum_values.is_empty()
+            && self.max_properties.is_none()
+            && self.min_properties.is_none()
+            && self.all_of.is_empty()
+            && self.any_of.is_empty()
+            && self.one_of.is_empty()
+            && self.not.is_none()
+            && self.property_names.is_none()
+    }
+}
+
+/// [`ValueChecks`] when there are some; reads of a node without any see empty ones.
+#[derive(Debug)]
+struct Checks(Option<Box<ValueChecks>>);
+
+impl Checks {
+    fn of(checks: ValueChecks) -> Checks {
+        Checks((!checks.is_empty()).then(|| Box::new(checks)))
+    }
+}
+
+impl std::ops::Deref for Checks {
+    type Target = ValueChecks;
+    fn deref(&self) -> &ValueChecks {
+        static NONE: LazyLock<ValueChecks> = LazyLock::new(ValueChecks::default);
+        self.0.as_deref().unwrap_or(&NONE)
+    }
 }
 
 impl Node {
@@ -202,22 +287,6 @@ impl Node {
         };
         Node {
             nullable: s.nullable,
-            number_type,
-            number_format,
-            maximum: s.maximum,
-            exclusive_maximum: s.exclusive_maximum.unwrap_or(false),
-            minimum: s.minimum,
-            exclusive_minimum: s.exclusive_minimum.unwrap_or(false),
-            multiple_of: s.multiple_of,
-            max_length: s.max_length,
-            min_length: s.min_length,
-            pattern: s.pattern.as_ref().map(|p| (p.clone(), compile_pattern(p))),
-            max_items: s.max_items,
-            min_items: s.min_items,
-            unique_items: s.unique_items.unwrap_or(false),
-            enum_values: s.enum_.clone().unwrap_or_default(),
-            max_properties: s.max_properties,
-            min_properties: s.min_properties,
             required: s.required.clone().unwrap_or_default(),
             properties: s
                 .properties
@@ -233,18 +302,36 @@ impl Node {
                 }
             },
             items: s.items_schema().map(|x| Box::new(Node::build(x, flavor))),
-            all_of: build_all(&s.all_of),
-            any_of: build_all(&s.any_of),
-            one_of: build_all(&s.one_of),
-            not: s.not.as_ref().map(|x| Box::new(Node::build(x, flavor))),
             list_type: s.x_list_type.clone(),
             list_map_keys: s.x_list_map_keys.clone().unwrap_or_default(),
-            property_names: s
-                .x_property_names
-                .as_ref()
-                .map(|x| Box::new(Node::build(x, flavor))),
+            checks: Checks::of(ValueChecks {
+                number_type,
+                number_format,
+                maximum: s.maximum,
+                exclusive_maximum: s.exclusive_maximum.unwrap_or(false),
+                minimum: s.minimum,
+                exclusive_minimum: s.exclusive_minimum.unwrap_or(false),
+                multiple_of: s.multiple_of,
+                max_length: s.max_length,
+                min_length: s.min_length,
+                pattern: s.pattern.as_ref().map(|p| (p.clone(), compile_pattern(p))),
+                max_items: s.max_items,
+                min_items: s.min_items,
+                unique_items: s.unique_items.unwrap_or(false),
+                enum_values: s.enum_.clone().unwrap_or_default(),
+                max_properties: s.max_properties,
+                min_properties: s.min_properties,
+                all_of: build_all(&s.all_of),
+                any_of: build_all(&s.any_of),
+                one_of: build_all(&s.one_of),
+                not: s.not.as_ref().map(|x| Box::new(Node::build(x, flavor))),
+                property_names: s
+                    .x_property_names
+                    .as_ref()
+                    .map(|x| Box::new(Node::build(x, flavor))),
+                format,
+            }),
             types,
-            format,
         }
     }
 
@@ -752,7 +839,7 @@ fn validate_node(
         result.merge(validate_enum(node, data, path));
         return result;
     }
-    if !node.types.is_empty() || !node.format.is_empty() {
+    if !node.types.is_empty() || !node.checks.format.is_empty() {
         result.merge(validate_type(node, data, path));
         result.inc();
     }
@@ -761,9 +848,9 @@ fn validate_node(
     if let Value::String(s) = data {
         result.merge(validate_string(node, s, path));
         result.inc();
-        if formats::is_known_format(&node.format) {
-            if !formats::check_format(&node.format, s) {
-                result.add(invalid_type(path, &node.format, s));
+        if formats::is_known_format(&node.checks.format) {
+            if !formats::check_format(&node.checks.format, s) {
+                result.add(invalid_type(path, &node.checks.format, s));
             }
             result.inc();
         }
@@ -828,10 +915,10 @@ fn validate_type(node: &Node, data: &Value, path: &str) -> OResult {
     };
     let is_int_float = sch_type == "integer" && node.has_type("number");
     let string_or_slice = data.is_string() || data.is_array();
-    let has_format = !node.format.is_empty();
+    let has_format = !node.checks.format.is_empty();
     let type_accepts = node.has_type(sch_type) || is_float_int || is_int_float;
-    if has_format && !string_or_slice && !(type_accepts || format == node.format) {
-        return OResult::single(invalid_type(path, &node.format, format));
+    if has_format && !string_or_slice && !(type_accepts || format == node.checks.format) {
+        return OResult::single(invalid_type(path, &node.checks.format, format));
     }
     let numeric = node.has_type("number") || node.has_type("integer");
     if has_format && string_or_slice && !numeric {
@@ -852,10 +939,10 @@ fn validate_composition(
     ratchet: bool,
 ) -> OResult {
     let mut main = OResult::default();
-    if !node.any_of.is_empty() {
+    if !node.checks.any_of.is_empty() {
         let mut best: Option<OResult> = None;
         let mut first_success: Option<OResult> = None;
-        for sub in &node.any_of {
+        for sub in &node.checks.any_of {
             let res = validate_node(sub, data, path, corr, ratchet);
             if res.is_valid() {
                 best = None;
@@ -881,11 +968,11 @@ fn validate_composition(
             main.merge(f);
         }
     }
-    if !node.one_of.is_empty() {
+    if !node.checks.one_of.is_empty() {
         let mut best: Option<OResult> = None;
         let mut first_success: Option<OResult> = None;
         let mut validated = 0;
-        for sub in &node.one_of {
+        for sub in &node.checks.one_of {
             let res = validate_node(sub, data, path, corr, ratchet);
             if res.is_valid() {
                 validated += 1;
@@ -920,16 +1007,16 @@ fn validate_composition(
             main.merge(f);
         }
     }
-    if !node.all_of.is_empty() {
+    if !node.checks.all_of.is_empty() {
         let mut validated = 0;
-        for sub in &node.all_of {
+        for sub in &node.checks.all_of {
             let res = validate_node(sub, data, path, corr, ratchet);
             if res.is_valid() {
                 validated += 1;
             }
             main.merge(res);
         }
-        if validated != node.all_of.len() {
+        if validated != node.checks.all_of.len() {
             let additional = if validated == 0 {
                 ". None validated"
             } else {
@@ -941,7 +1028,7 @@ fn validate_composition(
             )));
         }
     }
-    if let Some(not) = &node.not {
+    if let Some(not) = &node.checks.not {
         if validate_node(not, data, path, corr, ratchet).is_valid() {
             main.add(OErr::plain(format!(
                 "{} must not validate the schema (not)",
@@ -957,7 +1044,7 @@ fn validate_composition(
 fn validate_string(node: &Node, s: &str, path: &str) -> OResult {
     let value = || Some(Value::String(s.to_string()));
     let runes = s.chars().count() as i64;
-    if let Some(max) = node.max_length {
+    if let Some(max) = node.checks.max_length {
         if runes > max {
             return OResult::single(
                 OErr::new(
@@ -970,7 +1057,7 @@ fn validate_string(node: &Node, s: &str, path: &str) -> OResult {
             );
         }
     }
-    if let Some(min) = node.min_length {
+    if let Some(min) = node.checks.min_length {
         if runes < min {
             return OResult::single(
                 OErr::new(
@@ -983,7 +1070,7 @@ fn validate_string(node: &Node, s: &str, path: &str) -> OResult {
             );
         }
     }
-    if let Some((pattern, compiled)) = &node.pattern {
+    if let Some((pattern, compiled)) = &node.checks.pattern {
         match compiled {
             Ok(re) => {
                 if !re.is_match(s) {
@@ -1038,7 +1125,7 @@ fn range_error(v: Num, type_name: &str, format: &str, prefix: &str, path: &str) 
 
 /// `numberValidator`: numeric format range, multipleOf, minimum, maximum.
 fn validate_number(node: &Node, v: Num, path: &str) -> OResult {
-    let (t, f) = (node.number_type, node.number_format);
+    let (t, f) = (node.checks.number_type, node.checks.number_format);
     let mut res = OResult::default();
     if let Some(e) = range_error(v, t, f, "Checked", path) {
         res.add(e);
@@ -1046,7 +1133,7 @@ fn validate_number(node: &Node, v: Num, path: &str) -> OResult {
     let data = v.as_f64();
 
     let mut res_multiple = OResult::default();
-    if let Some(factor) = node.multiple_of {
+    if let Some(factor) = node.checks.multiple_of {
         if let Some(e) = range_error(Num::F(factor), t, f, "MultipleOf", path) {
             res_multiple.add(e);
             if let Some(e) = multiple_of_float(path, data, factor) {
@@ -1063,18 +1150,18 @@ fn validate_number(node: &Node, v: Num, path: &str) -> OResult {
         }
     }
 
-    let res_minimum = node.minimum.map_or_else(OResult::default, |min| {
+    let res_minimum = node.checks.minimum.map_or_else(OResult::default, |min| {
         let bound = Bound {
             value: min,
-            exclusive: node.exclusive_minimum,
+            exclusive: node.checks.exclusive_minimum,
             lower: true,
         };
         bound_check(&bound, v, t, f, path)
     });
-    let res_maximum = node.maximum.map_or_else(OResult::default, |max| {
+    let res_maximum = node.checks.maximum.map_or_else(OResult::default, |max| {
         let bound = Bound {
             value: max,
-            exclusive: node.exclusive_maximum,
+            exclusive: node.checks.exclusive_maximum,
             lower: false,
         };
         bound_check(&bound, v, t, f, path)
@@ -1228,7 +1315,7 @@ fn validate_array(
         }
     }
     let size = items.len() as i64;
-    if let Some(min) = node.min_items {
+    if let Some(min) = node.checks.min_items {
         if size < min {
             result.add(
                 OErr::new(
@@ -1241,7 +1328,7 @@ fn validate_array(
             );
         }
     }
-    if let Some(max) = node.max_items {
+    if let Some(max) = node.checks.max_items {
         if size > max {
             result.add(
                 OErr::new(
@@ -1254,7 +1341,7 @@ fn validate_array(
             );
         }
     }
-    if node.unique_items {
+    if node.checks.unique_items {
         let duplicate = items
             .iter()
             .enumerate()
@@ -1301,17 +1388,23 @@ fn enum_matches(data: &Value, e: &Value) -> bool {
 
 /// `basicCommonValidator`: enum.
 fn validate_enum(node: &Node, data: &Value, path: &str) -> OResult {
-    if node.enum_values.is_empty() || node.enum_values.iter().any(|e| enum_matches(data, e)) {
+    if node.checks.enum_values.is_empty()
+        || node
+            .checks
+            .enum_values
+            .iter()
+            .any(|e| enum_matches(data, e))
+    {
         return OResult::default();
     }
-    let listed: Vec<String> = node.enum_values.iter().map(go_v).collect();
+    let listed: Vec<String> = node.checks.enum_values.iter().map(go_v).collect();
     let mut e = OErr::new(
         Code::Enum,
         path,
         Some(data.clone()),
         format!("{path} in body should be one of [{}]", listed.join(" ")),
     );
-    e.enum_values = node.enum_values.clone();
+    e.enum_values = node.checks.enum_values.clone();
     OResult::single(e)
 }
 
@@ -1325,7 +1418,7 @@ fn validate_object(
 ) -> OResult {
     let mut res = OResult::default();
     let num_keys = obj.len() as i64;
-    if let Some(min) = node.min_properties {
+    if let Some(min) = node.checks.min_properties {
         if num_keys < min {
             res.add(
                 OErr::new(
@@ -1338,7 +1431,7 @@ fn validate_object(
             );
         }
     }
-    if let Some(max) = node.max_properties {
+    if let Some(max) = node.checks.max_properties {
         if num_keys > max {
             res.add(
                 OErr::new(
@@ -1409,7 +1502,7 @@ fn validate_object(
             ));
         }
     }
-    if let Some(key_schema) = &node.property_names {
+    if let Some(key_schema) = &node.checks.property_names {
         for key in obj.keys() {
             let key_value = Value::String(key.clone());
             let mut key_res = validate_node(

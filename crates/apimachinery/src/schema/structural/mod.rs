@@ -18,8 +18,8 @@ pub use checks::{is_structural, validate_schema, validate_structural, SchemaChec
 pub use go_regexp::{compile_go_regexp, RegexpError};
 
 use crate::schema::props::{JSONSchemaProps, SchemaOrArray, SchemaOrBool, ValidationRule};
+use crate::schema::sorted_map::SortedMap;
 use serde_json::Value;
-use std::collections::BTreeMap;
 
 /// A structural schema node (kube's `schema.Structural`).
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -33,7 +33,7 @@ pub struct Structural {
     /// `items` (only the single-schema form is structural).
     pub items: Option<Box<Structural>>,
     /// `properties`.
-    pub properties: BTreeMap<String, Structural>,
+    pub properties: SortedMap<Structural>,
     /// `additionalProperties`.
     pub additional_properties: Option<AdditionalProperties>,
     /// `x-kubernetes-preserve-unknown-fields: true`.
@@ -57,7 +57,7 @@ pub struct Structural {
     /// `x-kubernetes-validations`.
     pub x_validations: Vec<ValidationRule>,
     /// Value validations of this node (they never shape pruning or defaulting).
-    pub value_validation: ValueValidation,
+    pub value_validation: ValueValidations,
 }
 
 /// `additionalProperties` of a structural node: a bare boolean or a schema.
@@ -76,6 +76,43 @@ impl AdditionalProperties {
             AdditionalProperties::Schema(s) => Some(s),
             AdditionalProperties::Bool(_) => None,
         }
+    }
+}
+
+/// A node's [`ValueValidation`], allocated only when it has one: most nodes of a
+/// large schema have none, and the struct is most of a node's size. Reads see an
+/// empty `ValueValidation` when there is none; writes allocate it.
+#[derive(Clone, Debug, Default)]
+pub struct ValueValidations(Option<Box<ValueValidation>>);
+
+impl From<ValueValidation> for ValueValidations {
+    fn from(v: ValueValidation) -> Self {
+        if v == ValueValidation::default() {
+            ValueValidations(None)
+        } else {
+            ValueValidations(Some(Box::new(v)))
+        }
+    }
+}
+
+impl std::ops::Deref for ValueValidations {
+    type Target = ValueValidation;
+    fn deref(&self) -> &ValueValidation {
+        static NONE: std::sync::LazyLock<ValueValidation> =
+            std::sync::LazyLock::new(ValueValidation::default);
+        self.0.as_deref().unwrap_or(&NONE)
+    }
+}
+
+impl std::ops::DerefMut for ValueValidations {
+    fn deref_mut(&mut self) -> &mut ValueValidation {
+        self.0.get_or_insert_with(Box::default)
+    }
+}
+
+impl PartialEq for ValueValidations {
+    fn eq(&self, other: &Self) -> bool {
+        **self == **other
     }
 }
 
@@ -163,7 +200,7 @@ impl Structural {
             x_immutable: p.x_immutable == Some(Value::Bool(true)),
             x_immutable_keys: p.x_immutable_keys == Some(Value::Bool(true)),
             x_validations: p.x_validations.clone().unwrap_or_default(),
-            value_validation: ValueValidation {
+            value_validation: ValueValidations::from(ValueValidation {
                 format: p.format.clone(),
                 maximum: p.maximum,
                 exclusive_maximum: p.exclusive_maximum.unwrap_or(false),
@@ -184,7 +221,7 @@ impl Structural {
                 one_of: p.one_of.clone().unwrap_or_default(),
                 any_of: p.any_of.clone().unwrap_or_default(),
                 not: p.not.clone(),
-            },
+            }),
         }
     }
 
