@@ -1379,6 +1379,30 @@ fn v3_hashes_follow_the_content() {
         before,
         format!("/openapi/v3/{gv}?hash={}", sha512_hex(&doc.body))
     );
+    // A CRD of another group, whose document must not change with example.com's.
+    let other = http.send_json(
+        "POST",
+        CRDS,
+        &common::testdata_json("crds/kudo-instances.yaml"),
+    );
+    assert_eq!(other.status, 201, "{}", other.text());
+    let other_gv = "apis/kudo.example.com/v1beta1";
+    let other_url = loop {
+        if let Some(url) = index(&server)[other_gv]["serverRelativeURL"].as_str() {
+            break url.to_string();
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{other_gv} never listed"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let other_doc = get(&server, &other_url, "application/json");
+    assert_eq!(other_doc.status, 200);
+    assert_eq!(
+        index(&server)[gv]["serverRelativeURL"].as_str(),
+        Some(before.as_str())
+    );
     let name = created.json().expect("the CRD")["metadata"]["name"]
         .as_str()
         .expect("a name")
@@ -1411,6 +1435,27 @@ fn v3_hashes_follow_the_content() {
     assert_eq!(get_unfollowed(&server, &before), (301, Some(after.clone())));
     let doc = get(&server, &after, "application/json");
     assert!(doc.text().contains("Widgets, described."));
+    // The other group's document is the same, at the same hash.
+    assert_eq!(
+        index(&server)[other_gv]["serverRelativeURL"].as_str(),
+        Some(other_url.as_str())
+    );
+    assert_eq!(
+        get(&server, &other_url, "application/json").body,
+        other_doc.body
+    );
+    // A deleted CRD's group-version leaves the index and its document goes.
+    let deleted = http.request("DELETE", &format!("{CRDS}/{name}"), &[], &[], None);
+    assert!(deleted.is_ok_and(|r| r.status == 200));
+    while index(&server).get(gv).is_some() {
+        assert!(std::time::Instant::now() < deadline, "{gv} stayed listed");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(get_unfollowed(&server, &format!("/openapi/v3/{gv}")).0, 404);
+    assert_eq!(
+        index(&server)[other_gv]["serverRelativeURL"].as_str(),
+        Some(other_url.as_str())
+    );
     // The built-in documents do not change with the CRDs.
     assert_eq!(
         index(&server)["apis/apps/v1"]["serverRelativeURL"].as_str(),

@@ -157,13 +157,12 @@ async fn server_side_apply(
 ) -> Result<Response<Body>, Status> {
     // kube validates the options before it reads the body.
     let opts = write_options(api, req, "PatchOptions")?;
-    let config = decode_apply_config(&req.body)?;
+    let (config, duplicates) = decode_apply_config_and_duplicates(&req.body)?;
     // kube decodes the configuration leniently and then, unless told to ignore them,
     // reports repeated keys: a 400 when strict, else a warning.
     let duplicate_keys = match opts.field_validation {
         FieldValidation::Ignore => None,
-        _ => crate::codec::yaml_duplicate_key_error(&req.body)
-            .map(|e| format!("error converting YAML to JSON: {e}")),
+        _ => duplicates.map(|e| format!("error converting YAML to JSON: {e}")),
     };
     let strict_error = match (&duplicate_keys, opts.field_validation) {
         (Some(e), FieldValidation::Strict) => Some(format!("error strict decoding YAML: {e}")),
@@ -237,14 +236,20 @@ async fn server_side_apply(
 /// The applied configuration, decoded as kube's `yaml.Unmarshal` into a map: `null`
 /// (or an empty body) is an empty configuration, anything but a map a 400.
 pub(super) fn decode_apply_config(body: &[u8]) -> Result<Value, Status> {
-    let config = crate::codec::decode_yaml(body).map_err(|e| {
-        Status::bad_request(format!(
-            "error decoding YAML: error converting YAML to JSON: {e}"
-        ))
-    })?;
+    decode_apply_config_and_duplicates(body).map(|(config, _)| config)
+}
+
+/// [`decode_apply_config`], and kube's text for the repeated keys of the body, if any.
+fn decode_apply_config_and_duplicates(body: &[u8]) -> Result<(Value, Option<String>), Status> {
+    let (config, duplicates) =
+        crate::codec::decode_yaml_with_duplicate_keys(body).map_err(|e| {
+            Status::bad_request(format!(
+                "error decoding YAML: error converting YAML to JSON: {e}"
+            ))
+        })?;
     match config {
-        Value::Object(_) => Ok(config),
-        Value::Null => Ok(Value::Object(serde_json::Map::new())),
+        Value::Object(_) => Ok((config, duplicates)),
+        Value::Null => Ok((Value::Object(serde_json::Map::new()), duplicates)),
         other => Err(Status::bad_request(format!(
             "error decoding YAML: error unmarshaling JSON: while decoding JSON: json: cannot unmarshal {} into Go value of type map[string]interface {{}}",
             crate::goformat::go_json_kind(&other)

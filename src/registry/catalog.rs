@@ -113,6 +113,15 @@ impl Catalog {
             .cloned()
     }
 
+    /// The CRDs of `group`, in no particular order.
+    pub fn in_group(&self, group: &str) -> Vec<Arc<CompiledCrd>> {
+        let crds = self.crds.read().unwrap_or_else(|e| e.into_inner());
+        crds.values()
+            .filter(|c| c.info.group == group)
+            .cloned()
+            .collect()
+    }
+
     /// Every CRD, sorted by name.
     pub fn all(&self) -> Vec<Arc<CompiledCrd>> {
         let crds = self.crds.read().unwrap_or_else(|e| e.into_inner());

@@ -51,8 +51,13 @@ impl CrdKind {
     }
 
     fn status_for(&self, obj: &Value, old_status: &Value) -> Value {
-        let all = self.catalog.all();
-        let others: Vec<&Value> = all
+        // Only CRDs of the same group can conflict on names.
+        let group = obj
+            .pointer("/spec/group")
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        let in_group = self.catalog.in_group(group);
+        let others: Vec<&Value> = in_group
             .iter()
             .filter(|c| c.name != object::name(obj))
             .map(|c| &c.object)

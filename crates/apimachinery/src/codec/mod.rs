@@ -35,7 +35,9 @@ pub use json::{
     json_syntax_error,
 };
 pub use manifests::decode_manifests;
-pub use yaml::{decode_yaml, yaml_duplicate_key_error, MAX_YAML_DEPTH};
+pub use yaml::{
+    decode_yaml, decode_yaml_with_duplicate_keys, yaml_duplicate_key_error, MAX_YAML_DEPTH,
+};
 
 use serde_json::Value;
 

@@ -813,6 +813,22 @@ pub fn decode_yaml(bytes: &[u8]) -> Result<Value, DecodeError> {
     }
 }
 
+/// [`decode_yaml`] and [`yaml_duplicate_key_error`] of the same bytes from one parse
+/// (an apply body is both decoded and checked for repeated keys).
+pub fn decode_yaml_with_duplicate_keys(
+    bytes: &[u8],
+) -> Result<(Value, Option<String>), DecodeError> {
+    let Some(y) = yaml_first_document(bytes)? else {
+        return Ok((Value::Null, None));
+    };
+    let value = y_to_json(&y).map_err(DecodeError::Yaml)?;
+    let mut errs = Vec::new();
+    strict_value_errors(&y, &mut errs);
+    let duplicates =
+        (!errs.is_empty()).then(|| format!("yaml: unmarshal errors:\n  {}", errs.join("\n  ")));
+    Ok((value, duplicates))
+}
+
 /// The error goyaml's strict mode (`yaml.YAMLToJSONStrict`) reports for repeated map
 /// keys, e.g. `yaml: unmarshal errors:\n  line 3: key "a" already set in map`; `None`
 /// when there are none (or the YAML does not parse: the normal decode reports that).

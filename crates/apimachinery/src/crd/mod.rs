@@ -104,24 +104,31 @@ pub struct VersionInfo {
     pub selectable_fields: Vec<String>,
 }
 
-/// A version's schema kept as its JSON text: a few times smaller than the parsed
-/// tree, and read only when a document is made from it (OpenAPI, compilation), whose
-/// results are kept.
+/// A version's schema kept as its JSON text, compressed: large schemas are mostly
+/// descriptions, which compress several times over, and the text is read only when a
+/// document is made from it (OpenAPI, compilation), whose results are kept.
 #[derive(Clone, Debug, PartialEq)]
-pub struct SchemaText(std::sync::Arc<str>);
+pub struct SchemaText(std::sync::Arc<[u8]>);
 
 impl SchemaText {
     /// The text of `schema`.
     pub fn of(schema: &Value) -> SchemaText {
+        use std::io::Write;
         // Schemas may nest as deep as kube allows (10,000 levels): stack to match.
         let text = stacker::maybe_grow(1 << 20, 64 << 20, || schema.to_string());
-        SchemaText(text.into())
+        let mut packed = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::fast());
+        // Writes into a Vec cannot fail.
+        let _ = packed.write_all(text.as_bytes());
+        SchemaText(packed.finish().unwrap_or_default().into())
     }
 
     /// The schema, parsed again, however deep (`Null` never: the text was written
     /// from a value).
     pub fn value(&self) -> Value {
-        crate::codec::decode_stored_json(self.0.as_bytes()).unwrap_or(Value::Null)
+        use std::io::Read;
+        let mut text = Vec::new();
+        let _ = flate2::read::ZlibDecoder::new(&self.0[..]).read_to_end(&mut text);
+        crate::codec::decode_stored_json(&text).unwrap_or(Value::Null)
     }
 }
 
