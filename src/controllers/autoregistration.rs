@@ -17,6 +17,11 @@ const RETRY: Duration = Duration::from_secs(1);
 /// How often to wake without news, to notice the server is gone.
 const IDLE: Duration = Duration::from_secs(5);
 
+/// The least time between two passes: a pass reads every CRD and APIService, so while
+/// hundreds of CRDs are applied one after another, changes that arrive meanwhile are
+/// taken together by the next pass instead of one pass each.
+const MIN_PASS_INTERVAL: Duration = Duration::from_millis(50);
+
 /// Once start-up is done, keep the local APIServices in step until the server is gone.
 pub async fn run(api: Weak<ApiServer>) {
     let Some(progress) = api.upgrade().map(|a| a.bootstrap_progress()) else {
@@ -31,12 +36,21 @@ pub async fn run(api: Weak<ApiServer>) {
     let mut watch: Option<WatchStream> = None;
     // Start-up's pass may have been cut short; and CRDs may have changed since.
     let mut dirty = true;
+    let mut last_pass: Option<tokio::time::Instant> = None;
     loop {
+        if dirty {
+            if let Some(last) = last_pass {
+                tokio::time::sleep_until(last + MIN_PASS_INTERVAL).await;
+            }
+        }
         let Some(strong) = api.upgrade() else { return };
         if watch.is_none() {
             watch = open_watch(&strong).await;
         }
         if dirty {
+            // The pass reads the catalog as it is now: changes so far are taken.
+            crds.borrow_and_update();
+            last_pass = Some(tokio::time::Instant::now());
             dirty = strong.autoregister_api_services().await.is_err();
         }
         drop(strong);
