@@ -356,6 +356,50 @@ impl Report {
     }
 }
 
+/// Applies `set` one by one, then waits for every CRD to be Established, as kubectl
+/// does; reports both per CRD and in all. The server's RSS once all are applied.
+fn apply_and_wait(server: &TestServer, http: &Http, set: &[Generated]) -> f64 {
+    let started = Instant::now();
+    let applies: Vec<Duration> = set.iter().map(|c| apply(http, c)).collect();
+    let applied = started.elapsed();
+    let rss_applied = server.rss_mib();
+    let waits = wait_established(http, set);
+    let usable = started.elapsed();
+    Report.per_crd("apply", &applies, "growth ≤ noise");
+    Report.per_crd("wait (list by name)", &waits, "growth ≤ noise");
+    Report.row(
+        "applied, then all Established",
+        format!(
+            "{:.2} s + {:.2} s = {:.2} s",
+            applied.as_secs_f64(),
+            (usable - applied).as_secs_f64(),
+            usable.as_secs_f64()
+        ),
+        format!("< 10 s: {}", verdict(usable < Duration::from_secs(10))),
+    );
+    rss_applied
+}
+
+/// A get of the CRD `last` and a list pinned to its name, 20 times each: the medians.
+fn lookups(http: &Http, last: &Generated, what: &str) {
+    let gets: Vec<Duration> = (0..20)
+        .map(|_| timed(http, &format!("{CRDS}/{}", last.name)).0)
+        .collect();
+    let by_name: Vec<Duration> = (0..20).map(|_| list_by_name(http, &last.name).0).collect();
+    Report.row(
+        what,
+        format!(
+            "{:.2} ms, {:.2} ms",
+            ms(median(&gets)),
+            ms(median(&by_name))
+        ),
+        format!(
+            "< 5 ms: {}",
+            verdict(median(&gets).max(median(&by_name)) < Duration::from_millis(5))
+        ),
+    );
+}
+
 fn server_on(backend: &str) -> (TestServer, Option<Etcd>) {
     match backend {
         "etcd" => {
@@ -397,41 +441,11 @@ fn large(backend: &str, n: usize) {
     let report = Report;
     let rss_empty = server.rss_mib();
 
-    let started = Instant::now();
-    let applies: Vec<Duration> = set.iter().map(|c| apply(&http, c)).collect();
-    let applied = started.elapsed();
-    let rss_applied = server.rss_mib();
-    let waits = wait_established(&http, &set);
-    let usable = started.elapsed();
-    report.per_crd("apply", &applies, "growth ≤ noise");
-    report.per_crd("wait (list by name)", &waits, "growth ≤ noise");
-    report.row(
-        "applied, then all Established",
-        format!(
-            "{:.2} s + {:.2} s = {:.2} s",
-            applied.as_secs_f64(),
-            (usable - applied).as_secs_f64(),
-            usable.as_secs_f64()
-        ),
-        format!("< 10 s: {}", verdict(usable < Duration::from_secs(10))),
-    );
-
-    let last = &set[set.len() - 1];
-    let gets: Vec<Duration> = (0..20)
-        .map(|_| timed(&http, &format!("{CRDS}/{}", last.name)).0)
-        .collect();
-    let by_name: Vec<Duration> = (0..20).map(|_| list_by_name(&http, &last.name).0).collect();
-    report.row(
+    let rss_applied = apply_and_wait(&server, &http, &set);
+    lookups(
+        &http,
+        &set[set.len() - 1],
         "CRD get, list by name (median of 20)",
-        format!(
-            "{:.2} ms, {:.2} ms",
-            ms(median(&gets)),
-            ms(median(&by_name))
-        ),
-        format!(
-            "< 5 ms: {}",
-            verdict(median(&gets).max(median(&by_name)) < Duration::from_millis(5))
-        ),
     );
     let rss_established = server.rss_mib();
     let (apis, _) = timed(&http, "/apis");
@@ -537,39 +551,11 @@ fn small(backend: &str, n: usize) {
     let (server, _etcd) = server_on(backend);
     let http = server.http();
     let report = Report;
-    let started = Instant::now();
-    let applies: Vec<Duration> = set.iter().map(|c| apply(&http, c)).collect();
-    let applied = started.elapsed();
-    let waits = wait_established(&http, &set);
-    let usable = started.elapsed();
-    report.per_crd("apply", &applies, "growth ≤ noise");
-    report.per_crd("wait (list by name)", &waits, "growth ≤ noise");
-    report.row(
-        "applied, then all Established",
-        format!(
-            "{:.2} s + {:.2} s = {:.2} s",
-            applied.as_secs_f64(),
-            (usable - applied).as_secs_f64(),
-            usable.as_secs_f64()
-        ),
-        format!("< 10 s: {}", verdict(usable < Duration::from_secs(10))),
-    );
-    let last = &set[set.len() - 1];
-    let gets: Vec<Duration> = (0..20)
-        .map(|_| timed(&http, &format!("{CRDS}/{}", last.name)).0)
-        .collect();
-    let by_name: Vec<Duration> = (0..20).map(|_| list_by_name(&http, &last.name).0).collect();
-    report.row(
-        format!("CRD get, list by name, {n} installed (median of 20)"),
-        format!(
-            "{:.2} ms, {:.2} ms",
-            ms(median(&gets)),
-            ms(median(&by_name))
-        ),
-        format!(
-            "< 5 ms: {}",
-            verdict(median(&gets).max(median(&by_name)) < Duration::from_millis(5))
-        ),
+    apply_and_wait(&server, &http, &set);
+    lookups(
+        &http,
+        &set[set.len() - 1],
+        &format!("CRD get, list by name, {n} installed (median of 20)"),
     );
     report.row(
         "server RSS, CPU time",

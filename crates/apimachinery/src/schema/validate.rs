@@ -129,19 +129,10 @@ impl Validator {
         old: &Value,
         path: &Path,
     ) -> ErrorList {
-        let Some(node) = self.root.properties.get(field) else {
-            return ErrorList::new();
-        };
-        let plain = run_node(node, new, "", None, false);
-        if plain.is_valid() {
-            return to_field_errors(plain, path);
+        match self.root.properties.get(field) {
+            Some(node) => schema_update(node, new, old, path),
+            None => ErrorList::new(),
         }
-        let corr = Corr {
-            new,
-            old,
-            schema: node,
-        };
-        to_field_errors(run_node(node, new, "", Some(corr), true), path)
     }
 
     /// Only the OpenAPI schema pass (kube's `ValidateCustomResource`), including map keys.
@@ -152,20 +143,24 @@ impl Validator {
 
     /// The OpenAPI schema pass with ratcheting against `old` (`ValidateCustomResourceUpdate`).
     pub fn validate_schema_update(&self, new: &Value, old: &Value, path: &Path) -> ErrorList {
-        // Ratcheting only forgives errors: an object valid without it (the common case)
-        // needs no second, correlated pass.
-        let plain = run_node(&self.root, new, "", None, false);
-        if plain.is_valid() {
-            return to_field_errors(plain, path);
-        }
-        let corr = Corr {
-            new,
-            old,
-            schema: &self.root,
-        };
-        let res = run_node(&self.root, new, "", Some(corr), true);
-        to_field_errors(res, path)
+        schema_update(&self.root, new, old, path)
     }
+}
+
+/// The schema pass of an update with `node` as the root, ratcheted against `old`.
+fn schema_update(node: &Node, new: &Value, old: &Value, path: &Path) -> ErrorList {
+    // Ratcheting only forgives errors: an object valid without it (the common case)
+    // needs no second, correlated pass.
+    let plain = run_node(node, new, "", None, false);
+    if plain.is_valid() {
+        return to_field_errors(plain, path);
+    }
+    let corr = Corr {
+        new,
+        old,
+        schema: node,
+    };
+    to_field_errors(run_node(node, new, "", Some(corr), true), path)
 }
 
 // ---------------------------------------------------------------------------------
