@@ -1316,12 +1316,10 @@ impl Documents {
                 return Some(kept.served.clone());
             }
         }
-        let Some(doc) = openapi_v3_custom(group, version, of_group) else {
+        let Some(served) = custom_document(group, version, of_group) else {
             groups.remove(gv);
             return None;
         };
-        let (bytes, _) = encode(&doc);
-        let served = Served::new(Bytes::from(bytes));
         groups.insert(
             gv.to_owned(),
             GroupDocument {
@@ -1369,8 +1367,12 @@ pub fn openapi_v3_path(
         }
         return builtin_v3().get(gv).cloned();
     }
-    let doc = openapi_v3_custom(group, version, crds)?;
-    let (bytes, _) = encode(&doc);
+    custom_document(group, version, crds)
+}
+
+/// A CRD group-version's v3 document as served; `None` when no CRD serves it.
+fn custom_document(group: &str, version: &str, crds: &[Arc<CrdInfo>]) -> Option<Served> {
+    let (bytes, _) = encode(&openapi_v3_custom(group, version, crds)?);
     Some(Served::new(Bytes::from(bytes)))
 }
 

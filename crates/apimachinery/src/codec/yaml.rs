@@ -822,21 +822,21 @@ pub fn decode_yaml_with_duplicate_keys(
         return Ok((Value::Null, None));
     };
     let value = y_to_json(&y).map_err(DecodeError::Yaml)?;
+    Ok((value, duplicate_keys(&y)))
+}
+
+/// goyaml's strict-mode text for the repeated map keys of a parsed document, if any.
+fn duplicate_keys(y: &Y) -> Option<String> {
     let mut errs = Vec::new();
-    strict_value_errors(&y, &mut errs);
-    let duplicates =
-        (!errs.is_empty()).then(|| format!("yaml: unmarshal errors:\n  {}", errs.join("\n  ")));
-    Ok((value, duplicates))
+    strict_value_errors(y, &mut errs);
+    (!errs.is_empty()).then(|| format!("yaml: unmarshal errors:\n  {}", errs.join("\n  ")))
 }
 
 /// The error goyaml's strict mode (`yaml.YAMLToJSONStrict`) reports for repeated map
 /// keys, e.g. `yaml: unmarshal errors:\n  line 3: key "a" already set in map`; `None`
 /// when there are none (or the YAML does not parse: the normal decode reports that).
 pub fn yaml_duplicate_key_error(bytes: &[u8]) -> Option<String> {
-    let y = yaml_first_document(bytes).ok()??;
-    let mut errs = Vec::new();
-    strict_value_errors(&y, &mut errs);
-    (!errs.is_empty()).then(|| format!("yaml: unmarshal errors:\n  {}", errs.join("\n  ")))
+    duplicate_keys(&yaml_first_document(bytes).ok()??)
 }
 
 /// Every document of a YAML stream as JSON, for manifest files; an error names its
