@@ -178,13 +178,15 @@ pub fn serve(
             let doc = api.openapi.v2(generation, || {
                 openapi::openapi_v2(&api.options.served, &api.catalog.infos())
             });
-            let json = json_bytes(&doc)?;
-            let hash = openapi::hash(&json);
             let (content_type, body) = match form {
-                Form::Json => ("application/json", json),
-                Form::ProtobufV2 => (PROTOBUF_V2, Bytes::from(openapi_v2_proto::encode(&doc))),
+                Form::Json => ("application/json", doc.bytes),
+                Form::ProtobufV2 => {
+                    let value: Value = crate::codec::decode_stored_json(&doc.bytes)
+                        .map_err(|e| Status::internal(e.to_string()))?;
+                    (PROTOBUF_V2, Bytes::from(openapi_v2_proto::encode(&value)))
+                }
             };
-            document(req, &hash, content_type, body, Caching::NoCache)
+            document(req, &doc.hash, content_type, body, Caching::NoCache)
         }
         ["v3"] => {
             let index = api

@@ -28,6 +28,7 @@
 
 use crate::registry::builtin::{self, BuiltinResource};
 use crate::registry::crd::{CrdInfo, VersionInfo};
+use apimachinery::codec::Packed;
 use bytes::Bytes;
 use serde_json::{json, Map, Value};
 use sha2::{Digest, Sha512};
@@ -1181,7 +1182,9 @@ pub struct Served {
 }
 
 impl Served {
-    fn new(bytes: Bytes) -> Served {
+    /// `doc` encoded to serve.
+    fn of(doc: &Value) -> Served {
+        let bytes = Bytes::from(serde_json::to_vec(doc).unwrap_or_default());
         let hash = hash(&bytes);
         Served { bytes, hash }
     }
@@ -1189,12 +1192,18 @@ impl Served {
 
 /// The built-in group-versions' documents: kube's, as recorded
 /// ([`apimachinery::kube_openapi`]), hashed once.
-fn builtin_v3() -> &'static BTreeMap<String, Served> {
-    static DOCS: OnceLock<BTreeMap<String, Served>> = OnceLock::new();
+fn builtin_v3() -> &'static BTreeMap<String, Kept> {
+    static DOCS: OnceLock<BTreeMap<String, Kept>> = OnceLock::new();
     DOCS.get_or_init(|| {
         apimachinery::kube_openapi::builtin_openapi_v3()
             .iter()
-            .map(|(gv, bytes)| (gv.clone(), Served::new(Bytes::from_static(bytes))))
+            .map(|(gv, packed)| {
+                let kept = Kept {
+                    hash: hash(&packed.unpack()),
+                    packed: packed.clone(),
+                };
+                (gv.clone(), kept)
+            })
             .collect()
     })
 }
@@ -1214,7 +1223,7 @@ pub struct Documents {
 struct Made {
     /// The catalog generation the documents below were made at.
     generation: u64,
-    v2: Option<Arc<Value>>,
+    v2: Option<Kept>,
     v3_index: Option<Arc<Value>>,
 }
 
@@ -1223,7 +1232,33 @@ struct Made {
 /// changes).
 struct GroupDocument {
     from: Vec<Arc<CrdInfo>>,
-    served: Served,
+    kept: Kept,
+}
+
+/// A document kept between requests: its hash, and its bytes compressed (documents
+/// are mostly descriptions: inflating one per request costs a few milliseconds,
+/// keeping kube's built-in ones whole about 20 MB, and those of hundreds of large
+/// CRDs more than the CRDs themselves).
+#[derive(Clone)]
+struct Kept {
+    hash: String,
+    packed: Packed,
+}
+
+impl Kept {
+    fn of(served: &Served) -> Kept {
+        Kept {
+            hash: served.hash.clone(),
+            packed: Packed::pack(&served.bytes),
+        }
+    }
+
+    fn served(&self) -> Served {
+        Served {
+            bytes: Bytes::from(self.packed.unpack()),
+            hash: self.hash.clone(),
+        }
+    }
 }
 
 impl Documents {
@@ -1241,10 +1276,12 @@ impl Documents {
         made
     }
 
-    /// `/openapi/v2`, made by `make` once per generation.
-    pub fn v2(&self, generation: u64, make: impl FnOnce() -> Value) -> Arc<Value> {
+    /// `/openapi/v2` as JSON, made by `make` once per generation.
+    pub fn v2(&self, generation: u64, make: impl FnOnce() -> Value) -> Served {
         let mut made = self.at(generation);
-        made.v2.get_or_insert_with(|| Arc::new(make())).clone()
+        made.v2
+            .get_or_insert_with(|| Kept::of(&Served::of(&make())))
+            .served()
     }
 
     /// `/openapi/v3` over `crds` (the catalog at `generation`), made once per
@@ -1264,7 +1301,7 @@ impl Documents {
             let gv = format!("apis/{group}/{version}");
             let of_group = by_group.get(group).map_or(&[][..], Vec::as_slice);
             self.v3_custom(&gv, group, version, of_group)
-                .map(|doc| doc.hash)
+                .map(|kept| kept.hash)
         });
         // Documents of group-versions no longer served go.
         let paths = index.get("paths").and_then(Value::as_object);
@@ -1290,6 +1327,7 @@ impl Documents {
                 let of_group: Vec<Arc<CrdInfo>> =
                     crds.iter().filter(|c| c.group == group).cloned().collect();
                 self.v3_custom(gv, group, version, &of_group)
+                    .map(|kept| kept.served())
             }
             None => openapi_v3_path(served, gv, crds),
         }
@@ -1303,7 +1341,7 @@ impl Documents {
         group: &str,
         version: &str,
         of_group: &[Arc<CrdInfo>],
-    ) -> Option<Served> {
+    ) -> Option<Kept> {
         let mut groups = self.groups.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(kept) = groups.get(gv) {
             let same = kept.from.len() == of_group.len()
@@ -1313,21 +1351,22 @@ impl Documents {
                     .zip(of_group)
                     .all(|(a, b)| Arc::ptr_eq(a, b));
             if same {
-                return Some(kept.served.clone());
+                return Some(kept.kept.clone());
             }
         }
         let Some(served) = custom_document(group, version, of_group) else {
             groups.remove(gv);
             return None;
         };
+        let kept = Kept::of(&served);
         groups.insert(
             gv.to_owned(),
             GroupDocument {
                 from: of_group.to_vec(),
-                served: served.clone(),
+                kept: kept.clone(),
             },
         );
-        Some(served)
+        Some(kept)
     }
 }
 
@@ -1354,7 +1393,7 @@ pub fn openapi_v3_path(
     crds: &[Arc<CrdInfo>],
 ) -> Option<Served> {
     if gv == "api/v1" {
-        return builtin_v3().get(gv).cloned();
+        return builtin_v3().get(gv).map(Kept::served);
     }
     let rest = gv.strip_prefix("apis/")?;
     let (group, version) = rest.split_once('/')?;
@@ -1365,15 +1404,14 @@ pub fn openapi_v3_path(
         if !served.serves_version(group, version) {
             return None;
         }
-        return builtin_v3().get(gv).cloned();
+        return builtin_v3().get(gv).map(Kept::served);
     }
     custom_document(group, version, crds)
 }
 
 /// A CRD group-version's v3 document as served; `None` when no CRD serves it.
 fn custom_document(group: &str, version: &str, crds: &[Arc<CrdInfo>]) -> Option<Served> {
-    let (bytes, _) = encode(&openapi_v3_custom(group, version, crds)?);
-    Some(Served::new(Bytes::from(bytes)))
+    Some(Served::of(&openapi_v3_custom(group, version, crds)?))
 }
 
 /// The document of a CRD group-version; `None` when no CRD serves it.

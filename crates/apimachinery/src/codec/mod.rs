@@ -12,12 +12,13 @@
 //!   list continue tokens.
 //!
 //! Submodules: `json` (the scanner and decoder), `yaml`, `manifests` (files of many
-//! documents), `errors` (kube's texts around decoding), `continue_token`.
+//! documents), `packed` (bytes kept compressed), `errors` (kube's texts around decoding), `continue_token`.
 
 mod continue_token;
 mod errors;
 mod json;
 mod manifests;
+mod packed;
 pub mod protobuf;
 mod yaml;
 
@@ -35,6 +36,7 @@ pub use json::{
     json_syntax_error,
 };
 pub use manifests::decode_manifests;
+pub use packed::Packed;
 pub use yaml::{
     decode_yaml, decode_yaml_with_duplicate_keys, yaml_duplicate_key_error, MAX_YAML_DEPTH,
 };
