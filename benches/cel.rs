@@ -268,7 +268,11 @@ fn bench(c: &mut Criterion) {
         Ok(c) => c,
         Err(e) => panic!("compiling the CRD: {e}"),
     };
-    let Some(compiled_rules) = compiled.versions.first().and_then(|v| v.schema.cel.clone()) else {
+    let Some(compiled_rules) = compiled
+        .versions
+        .first()
+        .and_then(|v| v.schema().cel.clone())
+    else {
         panic!("the CRD compiled without rules");
     };
 

@@ -126,12 +126,12 @@ fn compiled(marked: bool) -> CompiledCrd {
 fn bench_update(c: &mut Criterion) {
     let plain = compiled(false);
     let marked = compiled(true);
-    assert!(plain.versions[0].schema.immutability.is_none());
-    assert!(marked.versions[0].schema.immutability.is_some());
+    assert!(plain.versions[0].schema().immutability.is_none());
+    assert!(marked.versions[0].schema().immutability.is_some());
     let opts = WriteOptions::default();
     let mut group = c.benchmark_group("immutable/update");
     for (name, crd) in [("without_extensions", &plain), ("with_extensions", &marked)] {
-        let s = &crd.versions[0].schema;
+        let s = &crd.versions[0].schema();
         let (old, new) = scenario(s);
         if let Err(e) = pipeline::update(new.clone(), &old, s, &opts) {
             panic!("{name}: the update must be admitted: {e}");
@@ -147,7 +147,7 @@ fn bench_update(c: &mut Criterion) {
     group.finish();
     paired_overhead(&plain, &marked, &opts);
 
-    let s = &marked.versions[0].schema;
+    let s = &marked.versions[0].schema();
     let (old, new) = scenario(s);
     if let Some(plan) = &s.immutability {
         c.bench_function("immutable/check_alone", |b| {
@@ -160,11 +160,11 @@ fn bench_update(c: &mut Criterion) {
 /// and alternating keeps load changes out of the comparison.
 fn paired_overhead(plain: &CompiledCrd, marked: &CompiledCrd, opts: &WriteOptions) {
     const ROUNDS: usize = 300;
-    let setups: Vec<(&VersionSchema, Value, Value)> = [plain, marked]
+    let setups: Vec<(std::sync::Arc<VersionSchema>, Value, Value)> = [plain, marked]
         .iter()
         .map(|c| {
-            let s = &c.versions[0].schema;
-            let (old, new) = scenario(s);
+            let s = c.versions[0].schema();
+            let (old, new) = scenario(&s);
             (s, old, new)
         })
         .collect();

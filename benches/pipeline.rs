@@ -288,7 +288,7 @@ fn compiled_crd() -> CompiledCrd {
 
 fn stages(c: &mut Criterion) {
     let crd = compiled_crd();
-    let schema = &crd.versions[0].schema;
+    let schema = &crd.versions[0].schema();
     let full = big_object(true, false);
     let request = big_object(false, true);
     let request_bytes = match serde_json::to_vec(&request) {

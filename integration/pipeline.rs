@@ -1441,3 +1441,82 @@ fn added_finalizers_that_are_not_domain_qualified_warn() {
     assert_eq!(refused.status, 422, "{}", refused.text());
     assert_eq!(warnings(&refused), Vec::<String>::new());
 }
+
+/// One sample of `/metrics` (a gauge without labels).
+fn gauge(http: &Http, name: &str) -> f64 {
+    let text = http.get("/metrics").text();
+    text.lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
+        .unwrap_or_else(|| panic!("no {name} in /metrics"))
+}
+
+/// A CRD version's schema is compiled on its first request and dropped past
+/// `--compiled-schemas-budget` (`apimachinery::crd::on_demand`): with a budget of one
+/// byte only the schema a request just compiled is kept, and every request to the
+/// other CRD compiles its schema again — defaults, value validations and CEL rules
+/// must hold each time as with both kept.
+#[test]
+fn schemas_dropped_past_the_budget_are_compiled_again_on_use() {
+    let p = Pipeline::start_with(&["--compiled-schemas-budget", "1"]);
+    let gadgets = "/apis/pipeline.example.com/v1/namespaces/default/gadgets";
+    let gadget_crd = crd(
+        "gadgets",
+        "Gadget",
+        json!({"type": "object", "properties": {"spec": {
+            "type": "object",
+            "x-kubernetes-validations": [{"rule": "self.size <= self.limit", "message": "size over limit"}],
+            "properties": {
+                "size": {"type": "integer", "default": 1},
+                "limit": {"type": "integer", "default": 10, "maximum": 100}
+            }
+        }}}),
+    );
+    let r = p.http.send_json("POST", CRDS, &gadget_crd);
+    assert_eq!(r.status, 201, "{}", r.text());
+    p.wait_served(gadgets);
+    let gadget = |name: &str, spec: Value| json!({"apiVersion": API_VERSION, "kind": "Gadget", "metadata": {"name": name}, "spec": spec});
+    for round in 0..3 {
+        let name = format!("w{round}");
+        let r = p.http.send_json("POST", WIDGETS, &widget(&name, json!({})));
+        assert_eq!(r.status, 201, "round {round}: {}", r.text());
+        assert_eq!(at(&body(&r), "spec.nonNullable"), "filled", "round {round}");
+        assert_eq!(gauge(&p.http, "crd_apiserver_compiled_schemas"), 1.0);
+
+        let r = p
+            .http
+            .send_json("POST", gadgets, &gadget(&name, json!({"size": 3})));
+        assert_eq!(r.status, 201, "round {round}: {}", r.text());
+        assert_eq!(at(&body(&r), "spec.limit"), 10, "round {round}");
+        assert_eq!(gauge(&p.http, "crd_apiserver_compiled_schemas"), 1.0);
+        assert!(gauge(&p.http, "crd_apiserver_compiled_schemas_json_bytes") > 100.0);
+
+        // The Widget schema again (dropped for the Gadget's): its pattern check.
+        let r = p.http.send_json(
+            "POST",
+            WIDGETS,
+            &widget(&format!("bad{round}"), json!({"name": "UPPER"})),
+        );
+        assert_eq!(r.status, 422, "round {round}: {}", r.text());
+        // And the Gadget's rules, compiled once more.
+        let r = p.http.send_json(
+            "POST",
+            gadgets,
+            &gadget(&format!("big{round}"), json!({"size": 11})),
+        );
+        assert_eq!(r.status, 422, "round {round}: {}", r.text());
+        assert!(r.text().contains("size over limit"), "{}", r.text());
+        let r = p.http.send_json(
+            "POST",
+            gadgets,
+            &gadget(&format!("max{round}"), json!({"limit": 101})),
+        );
+        assert_eq!(r.status, 422, "round {round}: {}", r.text());
+        assert!(
+            r.text().contains("spec.limit: Invalid value: 101: spec.limit in body should be less than or equal to 100"),
+            "{}",
+            r.text()
+        );
+        // A read of a stored Widget is defaulted by its (recompiled) schema.
+        assert_eq!(at(&p.get(&name), "spec.withDefaultParent.inner"), 7);
+    }
+}

@@ -29,7 +29,7 @@ pub async fn to_storage_by_webhook(
     let Some(storage) = crd.versions.iter().find(|v| v.storage) else {
         return Ok(());
     };
-    let s = &storage.schema;
+    let s = &storage.schema();
     convert_by_webhook(crd, services, std::slice::from_mut(obj), &s.version).await?;
     coerce(obj, s);
     Ok(())
@@ -46,8 +46,8 @@ pub async fn to_served_by_webhook(
 ) -> Result<(), Status> {
     for obj in objs.iter_mut() {
         if let Some(stored) = version_schema(crd, object_version(obj)) {
-            coerce(obj, stored);
-            if !is_foreign_kind(obj, stored) {
+            coerce(obj, &stored);
+            if !is_foreign_kind(obj, &stored) {
                 default::apply_defaults(obj, &stored.structural);
             }
         }

@@ -160,6 +160,10 @@ struct Flags {
     /// watch cache window); older resourceVersions get 410 Expired. etcd keeps its own.
     #[arg(long = "watch-history", value_name = "REVISIONS", default_value_t = crd_apiserver::storage::memory::DEFAULT_HISTORY)]
     watch_history: usize,
+    /// Bytes of CRD schema JSON whose compiled schemas (validators, CEL programs) are
+    /// kept; past it the least recently used are dropped and compiled again on use.
+    #[arg(long = "compiled-schemas-budget", value_name = "BYTES", default_value_t = crd_apiserver::registry::catalog::on_demand::DEFAULT_BUDGET)]
+    compiled_schemas_budget: usize,
     /// kube's admission plugins to run besides the default ones (comma-separated
     /// names, as kube-apiserver's flag).
     #[arg(long = "enable-admission-plugins", value_delimiter = ',')]
@@ -381,6 +385,7 @@ async fn main() {
         request_timeout: flags.request_timeout,
         event_ttl: flags.event_ttl,
         watch_history: flags.watch_history,
+        compiled_schemas_budget: flags.compiled_schemas_budget,
         service_cluster_ip_range: flags.service_cluster_ip_range,
         service_node_port_range: flags.service_node_port_range,
         kubeconfig_out: flags.kubeconfig_out,

@@ -368,6 +368,7 @@ impl Metrics {
         let mut out = String::with_capacity(16 * 1024);
         self.render_requests(&mut out);
         render_object_counts(&mut out, &counts);
+        render_compiled_schemas(&mut out);
         render_process(&mut out, self.created);
         out
     }
@@ -969,6 +970,27 @@ fn render_object_counts(out: &mut String, counts: &[(String, String, i64)]) {
 }
 
 /// The process collector's metrics that matter here (Linux `/proc`; missing elsewhere).
+/// This server's own gauges of the CRD schemas compiled and kept (kube has none:
+/// it compiles every CRD's schemas up front and keeps them).
+fn render_compiled_schemas(out: &mut String) {
+    let (count, bytes) = crate::registry::catalog::on_demand::held();
+    for (name, help, value) in [
+        (
+            "crd_apiserver_compiled_schemas",
+            "Number of CRD version schemas compiled and kept.",
+            count,
+        ),
+        (
+            "crd_apiserver_compiled_schemas_json_bytes",
+            "Bytes of schema JSON the kept compiled CRD version schemas were made from.",
+            bytes,
+        ),
+    ] {
+        header(out, name, "gauge", help);
+        sample(out, name, NO_LABELS, NO_LABELS, None, value as f64);
+    }
+}
+
 fn render_process(out: &mut String, created: SystemTime) {
     let stat = ProcessStat::read();
     if let Some(s) = &stat {

@@ -40,8 +40,8 @@ impl Versions {
             Some(crd) => crd
                 .versions
                 .iter()
-                .filter(|v| v.served && &v.schema.version != requested)
-                .map(|v| v.schema.version.clone())
+                .filter(|v| v.served && &v.name != requested)
+                .map(|v| v.name.clone())
                 .collect(),
             None => Vec::new(),
         }
@@ -77,8 +77,8 @@ impl Versions {
         let Some(target) = crd
             .versions
             .iter()
-            .find(|v| v.schema.version == version)
-            .map(|v| &v.schema)
+            .find(|v| v.name == version)
+            .map(|v| v.schema())
         else {
             return Ok(obj.clone());
         };
@@ -87,12 +87,12 @@ impl Versions {
             crate::conversion::to_served_by_webhook(
                 &crd,
                 Some(services),
-                target,
+                &target,
                 std::slice::from_mut(&mut out),
             )
             .await?;
         } else {
-            crate::conversion::to_served(&crd, target, &mut out);
+            crate::conversion::to_served(&crd, &target, &mut out);
         }
         Ok(out)
     }

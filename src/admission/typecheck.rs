@@ -33,8 +33,8 @@ fn version_decl(crd: &crate::registry::catalog::CompiledCrd, version: &str) -> O
     let v = crd
         .versions
         .iter()
-        .find(|v| v.schema.version == version && v.served)?;
-    schema_decl(&v.schema.structural, true)
+        .find(|v| v.name == version && v.served)?;
+    schema_decl(&v.schema().structural, true)
 }
 
 impl Schemas for Catalog {

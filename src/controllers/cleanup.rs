@@ -237,7 +237,7 @@ fn namespaced_kinds(api: &ApiServer) -> Vec<(String, Arc<dyn ResourceKind>)> {
             .versions
             .iter()
             .filter(|v| v.served)
-            .map(|v| v.schema.version.as_str())
+            .map(|v| v.name.as_str())
             .collect();
         served.sort_by(|a, b| crate::registry::crd::compare_kube_aware_versions(b, a));
         let Some(version) = served.first() else {

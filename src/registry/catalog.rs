@@ -1,9 +1,11 @@
-//! The live set of CRDs, compiled: per served version the structural schema, the
-//! validators, printer columns and selectable fields — built once when a CRD is
-//! written (or seen through the storage watch), never per request, and shared with
-//! every other catalog of the process holding the same CRD (`crd_cache`).
+//! The live set of CRDs, compiled: read once when a CRD is written (or seen through
+//! the storage watch), never per request, and shared with every other catalog of the
+//! process holding the same CRD (`crd_cache`). Per version the structural schema,
+//! validators, CEL programs and immutability plan are compiled on the version's first
+//! request and kept within the process's budget (`apimachinery::crd::on_demand`).
 
 pub use apimachinery::crd::compiled::{CompiledCrd, CompiledVersion};
+pub use apimachinery::crd::on_demand;
 use apimachinery::crd::{CrdError, CrdInfo};
 use serde_json::Value;
 use std::collections::HashMap;

@@ -7,8 +7,8 @@
 //! Keys are the SHA-256 of exactly what the cached function reads: for compiling,
 //! [`CompileInput`] (the name, whether the CRD is terminating, the spec as JSON); for
 //! validating, the spec. A CRD that differs by one byte is another entry. Values are
-//! shared read-only: a [`CompiledSpec`] (`Arc`s of data with no interior mutability;
-//! what differs per server, the object and its revision, stays in each catalog's
+//! shared: a [`CompiledSpec`] (`Arc`s of data that only its versions' on-demand
+//! schemas change, always to the same; what differs per server, the object and its revision, stays in each catalog's
 //! [`CompiledCrd`]) and the spec's error list (copied out).
 //!
 //! Bounded ([`ContentCache`]): each cache holds at most [`MAX_ENTRIES`] entries and
@@ -136,9 +136,9 @@ mod tests {
     }
 
     fn default_of(spec: &CompiledSpec) -> Value {
-        let s = &spec.versions[0].schema.structural;
+        let s = spec.versions[0].schema();
         let mut obj = json!({"spec": {}});
-        apimachinery::schema::default::apply_defaults(&mut obj, s);
+        apimachinery::schema::default::apply_defaults(&mut obj, &s.structural);
         obj["spec"]["color"].clone()
     }
 

@@ -12,6 +12,8 @@ use std::sync::Arc;
 pub struct CustomResourceKind {
     crd: Arc<CompiledCrd>,
     version: usize,
+    /// The version's compiled schema, taken from the CRD when a stage first needs it.
+    schema: std::sync::OnceLock<Arc<VersionSchema>>,
     descriptor: Descriptor,
     /// Strategy `Webhook` (else `None`: conversion without IO).
     webhook: bool,
@@ -26,13 +28,13 @@ impl CustomResourceKind {
         let v = &crd.versions[version];
         let descriptor = Descriptor {
             gr: crate::status::GroupResource::new(&info.group, &info.plural),
-            version: v.schema.version.clone(),
+            version: v.name.clone(),
             kind: info.kind.clone(),
             list_kind: info.list_kind.clone(),
             singular: info.singular.clone(),
             namespaced: info.namespaced,
             key_root: format!("{prefix}/{}/{}", info.group, info.plural),
-            status_subresource: v.schema.status_subresource,
+            status_subresource: v.status_subresource,
             has_generation: true,
         };
         CustomResourceKind {
@@ -40,6 +42,7 @@ impl CustomResourceKind {
             services: None,
             crd,
             version,
+            schema: std::sync::OnceLock::new(),
             descriptor,
         }
     }
@@ -55,7 +58,8 @@ impl CustomResourceKind {
 
     /// The compiled schema of the addressed version.
     pub fn schema(&self) -> &VersionSchema {
-        &self.crd.versions[self.version].schema
+        self.schema
+            .get_or_init(|| self.crd.versions[self.version].schema())
     }
 
     /// The CRD this kind belongs to.

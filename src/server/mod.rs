@@ -72,6 +72,10 @@ pub struct Config {
     /// Revisions the embedded store keeps for watches and reads at a resourceVersion
     /// (`--watch-history`); older ones are 410 Expired.
     pub watch_history: usize,
+    /// Bytes of schema JSON whose compiled schemas the process keeps
+    /// (`--compiled-schemas-budget`; see `apimachinery::crd::on_demand`). Process-wide:
+    /// the last server started sets it.
+    pub compiled_schemas_budget: usize,
     /// Where Services' cluster IPs come from (`--service-cluster-ip-range`).
     pub service_cluster_ip_range: String,
     /// Where Services' node ports come from (`--service-node-port-range`).
@@ -132,6 +136,7 @@ impl Default for Config {
             request_timeout: crate::http::DEFAULT_REQUEST_TIMEOUT,
             event_ttl: crate::controllers::event_ttl::DEFAULT_TTL,
             watch_history: crate::storage::memory::DEFAULT_HISTORY,
+            compiled_schemas_budget: apimachinery::crd::on_demand::DEFAULT_BUDGET,
             service_cluster_ip_range: crate::service_alloc::DEFAULT_SERVICE_CIDR.into(),
             service_node_port_range: crate::service_alloc::DEFAULT_NODE_PORT_RANGE.into(),
             admission_plugins: Default::default(),
@@ -355,6 +360,7 @@ impl Server {
         storage: Arc<dyn Storage>,
         memory: Option<MemoryStorage>,
     ) -> Result<Server, StartError> {
+        apimachinery::crd::on_demand::set_budget(config.compiled_schemas_budget);
         let listeners = Listeners::bind(&config).await?;
         let addr = listeners.primary_addr();
         let advertised =

@@ -24,8 +24,9 @@ fn crd(kind: &str, schema: Value) -> CompiledCrd {
     CompiledCrd::compile(crd, 1).expect("CRD compiles")
 }
 
-fn schema(c: &CompiledCrd) -> &VersionSchema {
-    &c.versions[0].schema
+/// The CRD's first version's schema, kept for the rest of the test run.
+fn schema(c: &CompiledCrd) -> &'static VersionSchema {
+    Box::leak(Box::new(c.versions[0].schema()))
 }
 
 fn object(kind: &str, name: &str, fields: Value) -> Value {

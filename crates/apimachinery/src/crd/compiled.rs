@@ -1,8 +1,10 @@
-//! A CRD compiled for serving: per version the structural schema, validators,
-//! immutability plan, CEL rules, printer columns and selectable fields, built once
-//! when the CRD is written or seen, never per request.
+//! A CRD compiled for serving: its names and versions, read when the CRD is written
+//! or seen; per version the structural schema, validators, immutability plan, CEL
+//! rules, printer columns and selectable fields, compiled on the version's first
+//! request and kept within the process's budget ([`super::on_demand`]).
 
-use super::{CrdError, CrdInfo};
+use super::on_demand::Slot;
+use super::{CrdError, CrdInfo, SchemaText};
 use crate::pipeline::VersionSchema;
 use crate::schema::immutable::ImmutabilityPlan;
 use crate::schema::props::JSONSchemaProps;
@@ -11,10 +13,12 @@ use crate::schema::validate::Validator;
 use serde_json::Value;
 use std::sync::Arc;
 
-/// One version of a compiled CRD.
+/// One version of a compiled CRD. Its schema is compiled when first asked for
+/// ([`CompiledVersion::schema`]) and may be dropped and compiled again later
+/// ([`super::on_demand`]).
 pub struct CompiledVersion {
-    /// Stage inputs for the pipeline.
-    pub schema: VersionSchema,
+    /// The version's name.
+    pub name: String,
     /// Served on the API.
     pub served: bool,
     /// The storage version.
@@ -23,6 +27,67 @@ pub struct CompiledVersion {
     pub deprecated: bool,
     /// `deprecationWarning` (or kube's default text when deprecated).
     pub deprecation_warning: Option<String>,
+    /// `subresources.status` is enabled.
+    pub status_subresource: bool,
+    /// The CRD's view, this version at `index`: what the schema is compiled from.
+    info: Arc<CrdInfo>,
+    index: usize,
+    slot: Arc<Slot>,
+}
+
+impl CompiledVersion {
+    /// Stage inputs for the pipeline: kept, or compiled now.
+    pub fn schema(&self) -> Arc<VersionSchema> {
+        self.slot.get(|| compile_version(&self.info, self.index))
+    }
+}
+
+/// The stage inputs of `info`'s version at `index`.
+fn compile_version(info: &CrdInfo, index: usize) -> VersionSchema {
+    let v = &info.versions[index];
+    // The text was checked to decode when the CRD was compiled ([`check_schema`]).
+    let props = v
+        .schema
+        .as_ref()
+        .and_then(|s| s.decode::<JSONSchemaProps>().ok())
+        .unwrap_or_else(|| JSONSchemaProps {
+            type_: Some("object".into()),
+            x_preserve_unknown_fields: Some(true),
+            ..Default::default()
+        });
+    let structural = Arc::new(Structural::from_props(&props));
+    VersionSchema {
+        group: info.group.clone(),
+        version: v.name.clone(),
+        kind: info.kind.clone(),
+        namespaced: info.namespaced,
+        validator: Validator::with_structural(&props, structural.clone()),
+        immutability: ImmutabilityPlan::compile(&structural),
+        cel: crate::cel::CompiledRules::compile(&structural).map(Arc::new),
+        structural,
+        status_subresource: v.status_subresource,
+        scale: v.scale.clone(),
+        printer_columns: v.printer_columns.clone(),
+        selectable_fields: v.selectable_fields.clone(),
+    }
+}
+
+/// A version's `schema.openAPIV3Schema` in `spec` decodes as a JSONSchemaProps (or is
+/// absent).
+fn check_schema(spec: Option<&Value>, index: usize, name: &str) -> Result<(), CrdError> {
+    let schema = spec
+        .and_then(|s| s.get("versions"))
+        .and_then(|vs| vs.get(index))
+        .and_then(|v| v.pointer("/schema/openAPIV3Schema"));
+    match schema {
+        Some(schema) => JSONSchemaProps::from_value(schema)
+            .map(drop)
+            .map_err(|error| CrdError::Schema {
+                version: name.to_string(),
+                error,
+            }),
+        None => Ok(()),
+    }
 }
 
 /// What compiling a CRD reads of it, and nothing else: its name, its spec and whether
@@ -56,8 +121,9 @@ impl<'a> CompileInput<'a> {
     }
 }
 
-/// The compiled part of a CRD: a function of its [`CompileInput`] only, immutable once
-/// built (no interior mutability anywhere inside), so one can serve many catalogs.
+/// The compiled part of a CRD: a function of its [`CompileInput`] only, so one can
+/// serve many catalogs. Immutable once built but for its versions' compiled schemas,
+/// made on first use and dropped past the budget (always remade the same).
 pub struct CompiledSpec {
     /// Names, scope and versions.
     pub info: Arc<CrdInfo>,
@@ -68,39 +134,13 @@ pub struct CompiledSpec {
 }
 
 impl CompiledSpec {
-    /// Compile the schemas, validators, CEL rules and immutability plans of every version.
+    /// Read a CRD's versions, checking that each schema decodes; the schemas
+    /// themselves are compiled on first use ([`CompiledVersion::schema`]).
     pub fn compile(input: &CompileInput<'_>) -> Result<CompiledSpec, CrdError> {
-        let info = CrdInfo::from_input(input)?;
+        let info = Arc::new(CrdInfo::from_input(input)?);
         let mut versions = Vec::new();
-        for v in &info.versions {
-            let props = match &v.schema {
-                Some(s) => {
-                    JSONSchemaProps::from_value(&s.value()).map_err(|error| CrdError::Schema {
-                        version: v.name.clone(),
-                        error,
-                    })?
-                }
-                None => JSONSchemaProps {
-                    type_: Some("object".into()),
-                    x_preserve_unknown_fields: Some(true),
-                    ..Default::default()
-                },
-            };
-            let structural = Arc::new(Structural::from_props(&props));
-            let schema = VersionSchema {
-                group: info.group.clone(),
-                version: v.name.clone(),
-                kind: info.kind.clone(),
-                namespaced: info.namespaced,
-                validator: Validator::with_structural(&props, structural.clone()),
-                immutability: ImmutabilityPlan::compile(&structural),
-                cel: crate::cel::CompiledRules::compile(&structural).map(Arc::new),
-                structural,
-                status_subresource: v.status_subresource,
-                scale: v.scale.clone(),
-                printer_columns: v.printer_columns.clone(),
-                selectable_fields: v.selectable_fields.clone(),
-            };
+        for (index, v) in info.versions.iter().enumerate() {
+            check_schema(input.spec, index, &v.name)?;
             let deprecation_warning = if v.deprecated {
                 Some(v.deprecation_warning.clone().unwrap_or_else(|| {
                     crate::crd::default_deprecation_warning(
@@ -113,12 +153,17 @@ impl CompiledSpec {
             } else {
                 None
             };
+            let weight = v.schema.as_ref().map_or(0, SchemaText::len);
             versions.push(CompiledVersion {
-                schema,
+                name: v.name.clone(),
                 served: v.served,
                 storage: v.storage,
                 deprecated: v.deprecated,
                 deprecation_warning,
+                status_subresource: v.status_subresource,
+                info: info.clone(),
+                index,
+                slot: Slot::new(weight),
             });
         }
         let conversion_webhook = input
@@ -127,7 +172,7 @@ impl CompiledSpec {
             .and_then(Value::as_str)
             == Some("Webhook");
         Ok(CompiledSpec {
-            info: Arc::new(info),
+            info,
             versions: versions.into(),
             conversion_webhook,
         })
@@ -188,7 +233,7 @@ impl CompiledCrd {
     pub fn served_version(&self, version: &str) -> Option<usize> {
         self.versions
             .iter()
-            .position(|v| v.served && v.schema.version == version)
+            .position(|v| v.served && v.name == version)
     }
 }
 

@@ -28,6 +28,7 @@ use crate::pipeline::decode::is_foreign_kind;
 use crate::pipeline::VersionSchema;
 use crate::schema::{default, prune};
 use serde_json::Value;
+use std::sync::Arc;
 
 /// Conversion strategy `None`: only `apiVersion` changes.
 pub fn set_version(obj: &mut Value, group: &str, version: &str) {
@@ -56,11 +57,11 @@ pub fn object_version(obj: &Value) -> &str {
 }
 
 /// The compiled schema of `version` (served or not), if the CRD has it.
-pub fn version_schema<'a>(crd: &'a CompiledCrd, version: &str) -> Option<&'a VersionSchema> {
+pub fn version_schema(crd: &CompiledCrd, version: &str) -> Option<Arc<VersionSchema>> {
     crd.versions
         .iter()
-        .map(|v| &v.schema)
-        .find(|s| s.version == version)
+        .find(|v| v.name == version)
+        .map(|v| v.schema())
 }
 
 /// An admitted object (in the addressed version) as it is stored: converted to the
@@ -69,7 +70,7 @@ pub fn to_storage(crd: &CompiledCrd, obj: &mut Value) {
     let Some(storage) = crd.versions.iter().find(|v| v.storage) else {
         return;
     };
-    let s = &storage.schema;
+    let s = &storage.schema();
     if object_version(obj) != s.version {
         set_version(obj, &crd.info.group, &s.version);
     }
@@ -82,11 +83,11 @@ pub fn to_served(crd: &CompiledCrd, target: &VersionSchema, obj: &mut Value) {
     // An object stored in a version the CRD no longer lists is only converted (kube
     // refuses to convert it; there is no schema to decode it by).
     if let Some(stored) = version_schema(crd, object_version(obj)) {
-        coerce(obj, stored);
-        if !is_foreign_kind(obj, stored) {
+        coerce(obj, &stored);
+        if !is_foreign_kind(obj, &stored) {
             default::apply_defaults(obj, &stored.structural);
         }
-        if std::ptr::eq(stored, target) {
+        if stored.version == target.version {
             return;
         }
     }
@@ -469,7 +470,7 @@ mod tests {
         let stored = json!({"apiVersion": "example.com/v1", "kind": "Widget",
             "metadata": {"name": "w"}, "spec": {"size": 3}});
         let mut v1 = stored.clone();
-        to_served(&crd, &crd.versions[1].schema, &mut v1);
+        to_served(&crd, &crd.versions[1].schema(), &mut v1);
         assert_eq!(
             v1,
             json!({"apiVersion": "example.com/v1", "kind": "Widget",
@@ -477,7 +478,7 @@ mod tests {
         );
         // v1beta1 has no `color`: the default applied by v1 is pruned again.
         let mut beta = stored;
-        to_served(&crd, &crd.versions[0].schema, &mut beta);
+        to_served(&crd, &crd.versions[0].schema(), &mut beta);
         assert_eq!(
             beta,
             json!({"apiVersion": "example.com/v1beta1", "kind": "Widget",
@@ -490,7 +491,7 @@ mod tests {
         let crd = widgets();
         let mut obj = json!({"apiVersion": "example.com/v1beta1", "kind": "Widget",
             "metadata": {"name": "w"}, "spec": {"size": 1, "legacy": "kept", "other": 1}});
-        to_served(&crd, &crd.versions[0].schema, &mut obj);
+        to_served(&crd, &crd.versions[0].schema(), &mut obj);
         assert_eq!(
             obj["spec"],
             json!({"size": 1, "legacy": "kept"}),

@@ -27,6 +27,7 @@
 
 pub mod compiled;
 pub mod conversion;
+pub mod on_demand;
 
 mod approval;
 mod defaults;
@@ -108,27 +109,36 @@ pub struct VersionInfo {
 /// descriptions, which compress several times over, and the text is read only when a
 /// document is made from it (OpenAPI, compilation), whose results are kept.
 #[derive(Clone, Debug, PartialEq)]
-pub struct SchemaText(std::sync::Arc<[u8]>);
+pub struct SchemaText(crate::codec::Packed);
 
 impl SchemaText {
     /// The text of `schema`.
     pub fn of(schema: &Value) -> SchemaText {
-        use std::io::Write;
         // Schemas may nest as deep as kube allows (10,000 levels): stack to match.
         let text = stacker::maybe_grow(1 << 20, 64 << 20, || schema.to_string());
-        let mut packed = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::fast());
-        // Writes into a Vec cannot fail.
-        let _ = packed.write_all(text.as_bytes());
-        SchemaText(packed.finish().unwrap_or_default().into())
+        SchemaText(crate::codec::Packed::pack(text.as_bytes()))
+    }
+
+    /// Bytes of JSON text.
+    pub fn len(&self) -> usize {
+        self.0.unpacked_len()
+    }
+
+    /// Whether the text is empty (never: a schema is at least `{}`).
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
     }
 
     /// The schema, parsed again, however deep (`Null` never: the text was written
     /// from a value).
     pub fn value(&self) -> Value {
-        use std::io::Read;
-        let mut text = Vec::new();
-        let _ = flate2::read::ZlibDecoder::new(&self.0[..]).read_to_end(&mut text);
-        crate::codec::decode_stored_json(&text).unwrap_or(Value::Null)
+        self.decode().unwrap_or(Value::Null)
+    }
+
+    /// The schema decoded as `T` straight from the text (no `Value` in between),
+    /// however deep.
+    pub fn decode<T: serde::de::DeserializeOwned>(&self) -> serde_json::Result<T> {
+        crate::codec::decode_stored_json(&self.0.unpack())
     }
 }
 

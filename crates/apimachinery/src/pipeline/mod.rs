@@ -37,8 +37,8 @@ use serde_json::Value;
 use strategy::Strategy;
 use trace::Trace;
 
-/// Everything the stages need about one served version of a CRD, compiled once when
-/// the CRD is created or updated (never per request).
+/// Everything the stages need about one served version of a CRD, compiled on the
+/// version's first request (never per request; see [`crate::crd::on_demand`]).
 pub struct VersionSchema {
     /// Group of the CRD.
     pub group: String,
@@ -496,7 +496,7 @@ mod tests {
     #[test]
     fn updates_ratchet_unchanged_values_but_not_the_changed_root() {
         let c = tightened();
-        let s = &c.versions[0].schema;
+        let s = &c.versions[0].schema();
         let old = stored();
         // A label changes the root: its `required` stands; `field` is unchanged.
         let mut labelled = old.clone();
@@ -518,7 +518,7 @@ mod tests {
     #[test]
     fn status_writes_validate_only_the_status_ratcheted() {
         let c = tightened();
-        let s = &c.versions[0].schema;
+        let s = &c.versions[0].schema();
         let old = stored();
         let opts = WriteOptions {
             subresource: "status".into(),

@@ -1240,8 +1240,8 @@ mod tests {
         CompiledCrd::compile(crd.clone(), 1).expect("CRD compiles")
     }
 
-    fn kudo_schema(crd: &CompiledCrd) -> &VersionSchema {
-        &crd.versions[0].schema
+    fn kudo_schema(crd: &CompiledCrd) -> &'static VersionSchema {
+        Box::leak(Box::new(crd.versions[0].schema()))
     }
 
     /// Install an instance: what `create` stores, as `read` returns it.
