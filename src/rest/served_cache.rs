@@ -7,7 +7,8 @@
 //! revision and served version) and the object's `mod_revision`. Any write to the
 //! object, or to its CRD, changes the id, and the entry is made again at the next read.
 //! The cache is bounded in bytes: two generations, the older dropped whole when the
-//! younger fills half the budget (an entry read again moves to the younger).
+//! younger fills half the budget (an entry read again moves to the younger); objects
+//! over [`MAX_ENTRY`] are not kept.
 
 use bytes::Bytes;
 use std::collections::HashMap;
@@ -44,6 +45,11 @@ pub struct ServedCache {
     /// Bytes one shard's younger generation may hold before it becomes the older.
     shard_budget: usize,
 }
+
+/// The largest served form kept: larger objects (CRDs with large schemas, big
+/// ConfigMaps) are few and read rarely, and a few of them would take the room of
+/// thousands of the small objects reads are mostly of.
+pub const MAX_ENTRY: usize = 64 << 10;
 
 /// The default budget of one server: 32 MiB of served JSON (at most twice that
 /// briefly, while both generations are full).
@@ -94,7 +100,7 @@ impl ServedCache {
         let Ok(mut g) = self.shard(key).lock() else {
             return;
         };
-        if bytes.len() > self.shard_budget {
+        if bytes.len() > self.shard_budget.min(MAX_ENTRY) {
             return;
         }
         if g.young_bytes + bytes.len() > self.shard_budget {
@@ -163,5 +169,14 @@ mod tests {
         assert!(c.bytes() <= 64 * 1024 + SHARDS * 100, "{}", c.bytes());
         // Recent entries survive.
         assert!(c.get("/k/9999", id(9999)).is_some());
+    }
+
+    #[test]
+    fn large_forms_are_not_kept() {
+        let c = ServedCache::new(DEFAULT_BUDGET);
+        c.put("/k/big", id(1), Bytes::from(vec![b'x'; MAX_ENTRY + 1]));
+        assert_eq!(c.get("/k/big", id(1)), None);
+        c.put("/k/edge", id(1), Bytes::from(vec![b'x'; MAX_ENTRY]));
+        assert!(c.get("/k/edge", id(1)).is_some());
     }
 }

@@ -20,7 +20,8 @@
 //! hears of progress past an event it has not been sent.
 //!
 //! Lists (kube's cacher serves them too): over a backend that is not itself in memory
-//! (etcd), each feed also keeps the current objects under its prefix, read once at
+//! (etcd), each feed also keeps the current objects under its prefix (those over
+//! [`LIST_VALUE_BYTES`] by key only: a list covering one reads the backend), read once at
 //! the revision it opened at and kept current by its changes. A list that any
 //! revision from some point on satisfies (`resourceVersion=0`, `NotOlderThan`) is
 //! answered from the feed of its prefix (or of a prefix above it, as a namespace's
@@ -36,7 +37,7 @@
 //! backend's list at the revision it reports (`lists_from_a_feed_equal_the_backend_s`
 //! below; through HTTP with etcd stopped in `integration/etcd_server.rs`).
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::ops::Bound;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
@@ -55,6 +56,18 @@ use super::{
 /// resource; changes are shared bytes, so a full window of small objects is a few MB).
 pub const WINDOW_EVENTS: usize = 10_000;
 
+/// Most bytes of values a feed's window keeps (each change's value and previous
+/// value): past it the oldest changes go at once, however recent, so a few large
+/// objects (CRDs with large schemas, big ConfigMaps) rewritten cannot pin their old
+/// revisions in memory. A watcher behind them resumes from the backend's history.
+pub const WINDOW_BYTES: usize = 16 << 20;
+
+/// The largest value a feed keeps to serve lists: a list of a prefix holding a larger
+/// one reads the backend. Lists from the cache are for the many small objects
+/// informers list; a few large ones (CRDs with large schemas) kept here too would
+/// double what they cost in memory.
+pub const LIST_VALUE_BYTES: usize = 64 << 10;
+
 /// How long a change stays in the window at least (kube's `eventFreshDuration`).
 pub const WINDOW_AGE: Duration = Duration::from_secs(75);
 
@@ -71,6 +84,7 @@ pub struct WatchCache {
     inner: Arc<dyn Storage>,
     feeds: Arc<Mutex<HashMap<String, Weak<Feed>>>>,
     window_events: usize,
+    window_bytes: usize,
     /// Whether feeds keep their prefix's objects and serve lists.
     lists: bool,
 }
@@ -83,6 +97,7 @@ impl WatchCache {
             inner,
             feeds: Arc::default(),
             window_events: WINDOW_EVENTS,
+            window_bytes: WINDOW_BYTES,
         }
     }
 
@@ -97,6 +112,13 @@ impl WatchCache {
     /// falling out of the window.
     pub fn with_window(mut self, events: usize) -> WatchCache {
         self.window_events = events.max(1);
+        self
+    }
+
+    /// Keeps at most `bytes` of values per prefix (the newest change always); for
+    /// tests of large objects.
+    pub fn with_window_bytes(mut self, bytes: usize) -> WatchCache {
+        self.window_bytes = bytes;
         self
     }
 
@@ -146,13 +168,11 @@ impl WatchCache {
                 ..ListOptions::default()
             };
             let listed = self.inner.list(prefix, &all).await?;
-            Some(
-                listed
-                    .items
-                    .into_iter()
-                    .map(|kv| (kv.key.clone(), kv))
-                    .collect(),
-            )
+            let mut objects = Objects::default();
+            for kv in listed.items {
+                objects.put(kv);
+            }
+            Some(objects)
         } else {
             None
         };
@@ -166,6 +186,7 @@ impl WatchCache {
         let feed = Arc::new(Feed {
             window: Mutex::new(Window {
                 events: VecDeque::new(),
+                bytes: 0,
                 floor: start,
                 head: start,
                 reports: 0,
@@ -174,6 +195,7 @@ impl WatchCache {
             }),
             changed,
             limit: self.window_events,
+            byte_limit: self.window_bytes,
             halted: Default::default(),
         });
         feeds.insert(prefix.to_owned(), Arc::downgrade(&feed));
@@ -218,6 +240,10 @@ impl WatchCache {
             return None;
         }
         let objects = window.objects.as_ref()?;
+        if objects.any_large_under(prefix) {
+            return None;
+        }
+        let objects = &objects.kept;
         let from = match &opts.start_after {
             Some(key) if key.as_str() >= prefix => Bound::Excluded(key.clone()),
             _ => Bound::Included(prefix.to_owned()),
@@ -252,11 +278,15 @@ struct Feed {
     /// The window's head revision, told to watchers waiting for more.
     changed: watch::Sender<Revision>,
     limit: usize,
+    /// Most bytes of values the window keeps.
+    byte_limit: usize,
 }
 
 struct Window {
     /// Recent changes in revision order, with when they arrived.
     events: VecDeque<(Arc<Event>, Instant)>,
+    /// Bytes of values in `events` ([`event_bytes`]).
+    bytes: usize,
     /// Every change after this revision is in `events` or yet to come.
     floor: Revision,
     /// Every change up to this revision has arrived (the feed's progress).
@@ -267,7 +297,45 @@ struct Window {
     /// Why the feed ended, when it did: its watchers end with this error.
     ended: Option<StorageError>,
     /// The objects under the prefix at `head`, when the feed serves lists.
-    objects: Option<BTreeMap<String, KeyValue>>,
+    objects: Option<Objects>,
+}
+
+/// The objects under a feed's prefix: kept when at most [`LIST_VALUE_BYTES`], else
+/// only their keys (lists covering them read the backend).
+#[derive(Default)]
+struct Objects {
+    kept: BTreeMap<String, KeyValue>,
+    large: BTreeSet<String>,
+}
+
+impl Objects {
+    fn put(&mut self, kv: KeyValue) {
+        if kv.value.len() > LIST_VALUE_BYTES {
+            self.kept.remove(&kv.key);
+            self.large.insert(kv.key);
+        } else {
+            self.large.remove(&kv.key);
+            self.kept.insert(kv.key.clone(), kv);
+        }
+    }
+
+    fn remove(&mut self, key: &str) {
+        self.kept.remove(key);
+        self.large.remove(key);
+    }
+
+    /// Whether a key under `prefix` holds a value too large to keep.
+    fn any_large_under(&self, prefix: &str) -> bool {
+        self.large
+            .range::<str, _>((Bound::Included(prefix), Bound::Unbounded))
+            .next()
+            .is_some_and(|key| key.starts_with(prefix))
+    }
+}
+
+/// The bytes of values a change holds: its value and its previous value.
+fn event_bytes(event: &Event) -> usize {
+    event.kv.value.len() + event.prev.as_ref().map_or(0, |p| p.value.len())
 }
 
 impl Feed {
@@ -290,19 +358,25 @@ impl Feed {
                 if let Some(objects) = window.objects.as_mut() {
                     match event.kind {
                         EventKind::Delete => objects.remove(&event.kv.key),
-                        _ => objects.insert(event.kv.key.clone(), event.kv.clone()),
-                    };
+                        _ => objects.put(event.kv.clone()),
+                    }
                 }
                 let now = Instant::now();
+                window.bytes += event_bytes(&event);
                 window.events.push_back((Arc::new(event), now));
                 // Beyond the count bound, the oldest go once they are old enough;
-                // beyond twice it, at once.
-                while window.events.len() > self.limit {
+                // beyond twice it, or beyond the byte bound, at once.
+                while window.events.len() > 1 {
                     let (oldest, arrived) = &window.events[0];
-                    if window.events.len() <= 2 * self.limit && now - *arrived < WINDOW_AGE {
+                    let over_bytes = window.bytes > self.byte_limit;
+                    let over_count = window.events.len() > self.limit
+                        && (window.events.len() > 2 * self.limit || now - *arrived >= WINDOW_AGE);
+                    if !over_bytes && !over_count {
                         break;
                     }
-                    window.floor = oldest.kv.mod_revision;
+                    let (floor, bytes) = (oldest.kv.mod_revision, event_bytes(oldest));
+                    window.floor = floor;
+                    window.bytes -= bytes;
                     window.events.pop_front();
                 }
             }
@@ -642,6 +716,81 @@ mod tests {
         for kv in &written[seen.len()..] {
             assert_eq!(&contract::next_event(&mut resumed).await.unwrap().kv, kv);
         }
+    }
+
+    #[tokio::test]
+    async fn large_values_are_kept_within_the_byte_bound_and_a_watcher_behind_resumes() {
+        let cache = WatchCache::new(Arc::new(MemoryStorage::new())).with_window_bytes(10_000);
+        let mut slow = cache.watch("/p/", 0).await.unwrap();
+        let mut written = Vec::new();
+        // Ten 3 KB values, then their rewrites (value and previous value: 6 KB each).
+        for i in 0..10 {
+            written.push(
+                cache
+                    .create(&format!("/p/{i}"), vec![b'a'; 3000])
+                    .await
+                    .unwrap(),
+            );
+        }
+        for i in 0..10 {
+            let rev = written[i].mod_revision;
+            let key = format!("/p/{i}");
+            written.push(cache.update(&key, vec![b'b'; 3000], rev).await.unwrap());
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        let feed = cache.existing("/p/").expect("the feed");
+        let (kept, bytes) = {
+            let window = feed.lock();
+            (window.events.len(), window.bytes)
+        };
+        assert!(bytes <= 10_000, "{bytes} bytes kept");
+        assert!((1..=3).contains(&kept), "{kept} changes kept");
+        // The watcher whose position went is ended; from its last change it resumes
+        // without loss (the backend's history).
+        let mut seen = Vec::new();
+        while let Some(item) = slow.next().await {
+            if let WatchItem::Event(e) = item.unwrap() {
+                seen.push(e.kv);
+            }
+        }
+        assert!(seen.len() < written.len(), "the slow watcher was not ended");
+        let from = seen
+            .last()
+            .map_or(written[0].mod_revision - 1, |kv| kv.mod_revision);
+        let mut resumed = cache.watch("/p/", from).await.unwrap();
+        for kv in &written[seen.len()..] {
+            assert_eq!(&contract::next_event(&mut resumed).await.unwrap().kv, kv);
+        }
+    }
+
+    #[tokio::test]
+    async fn a_prefix_holding_a_large_value_is_listed_from_the_backend() {
+        let cache = WatchCache::new(Arc::new(MemoryStorage::new())).with_lists(true);
+        cache.create("/p/a", b"0".to_vec()).await.unwrap();
+        cache
+            .create("/p/b", vec![b'x'; LIST_VALUE_BYTES + 1])
+            .await
+            .unwrap();
+        cache.create("/q/a", b"0".to_vec()).await.unwrap();
+        let _p = cache.watch("/p/", 0).await.unwrap();
+        let _q = cache.watch("/q/", 0).await.unwrap();
+        let any = ListOptions::default();
+        assert!(cache.cached_list("/p/", &any, 0).is_none());
+        assert!(cache.cached_list("/p/a", &any, 0).is_some());
+        assert_eq!(
+            cache.cached_list("/q/", &any, 0).map(|l| l.items.len()),
+            Some(1)
+        );
+        // Through the trait, the same list either way.
+        let listed = cache.list("/p/", &any).await.unwrap();
+        assert_eq!(listed.items.len(), 2);
+        // Once the large value goes, the feed serves the prefix again.
+        cache.delete("/p/b", None).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        assert_eq!(
+            cache.cached_list("/p/", &any, 0).map(|l| l.items.len()),
+            Some(1)
+        );
     }
 
     #[tokio::test]
