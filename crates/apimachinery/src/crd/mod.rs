@@ -28,6 +28,7 @@
 pub mod compiled;
 pub mod conversion;
 pub mod on_demand;
+pub mod scale;
 
 mod approval;
 mod defaults;
@@ -67,16 +68,7 @@ pub const MAX_SELECTABLE_FIELDS: i64 = 8;
 // Typed view
 // ---------------------------------------------------------------------------------------
 
-/// The scale subresource of a version.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ScaleSpec {
-    /// `specReplicasPath`, e.g. `.spec.replicas`.
-    pub spec_replicas_path: String,
-    /// `statusReplicasPath`, e.g. `.status.replicas`.
-    pub status_replicas_path: String,
-    /// `labelSelectorPath`, if set.
-    pub label_selector_path: Option<String>,
-}
+pub use scale::ScaleSpec;
 
 pub use crate::table::PrinterColumn;
 

@@ -2,7 +2,7 @@
 //! fields under `fieldValidation`, and the scale subresource's paths.
 
 use super::VersionSchema;
-use crate::crd::ScaleSpec;
+use crate::crd::scale::ScaleSpec;
 use crate::field::{self, Path};
 use crate::status::Status;
 use crate::write::{FieldValidation, WriteOptions};

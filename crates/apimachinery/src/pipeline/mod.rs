@@ -56,7 +56,7 @@ pub struct VersionSchema {
     /// Whether the status subresource is on.
     pub status_subresource: bool,
     /// The scale subresource, if on.
-    pub scale: Option<crate::crd::ScaleSpec>,
+    pub scale: Option<crate::crd::scale::ScaleSpec>,
     /// Immutability rules; `None` when the schema marks nothing immutable.
     pub immutability: Option<immutable::ImmutabilityPlan>,
     /// Compiled `x-kubernetes-validations`; `None` when the schema has no rules.
