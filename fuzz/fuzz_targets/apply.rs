@@ -80,8 +80,9 @@ fuzz_target!(|data: &[u8]| {
     let live: Option<Value> = live.and_then(|l| serde_json::from_slice(l).ok());
     let crd = crd();
     let subresource = if flags & 2 != 0 { "status" } else { "" };
+    let version = crd.versions[0].schema();
     let scope = Scope {
-        schema: &crd.versions[0].schema.structural,
+        schema: &version.structural,
         api_version: "example.com/v1",
         kind: "Widget",
         subresource,

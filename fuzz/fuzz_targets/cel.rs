@@ -63,7 +63,7 @@ fuzz_target!(|data: &[u8]| {
     let Ok(compiled) = CompiledCrd::compile(c, 1) else {
         return;
     };
-    let schema = &compiled.versions[0].schema;
+    let schema = &compiled.versions[0].schema();
     let opts = WriteOptions::default();
     let old = object(json!({"x": 1, "s": "a", "l": [1, 2], "m": {"k": "v"}, "free": {"a": [1, {"b": null}]}}));
     if let Ok(created) = pipeline::create(old.clone(), schema, &opts) {
