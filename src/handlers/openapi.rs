@@ -103,7 +103,7 @@ fn document(
     body: Bytes,
     caching: Caching,
 ) -> Result<Response<Body>, Status> {
-    let etag = format!("\"{hash}\"");
+    let etag = openapi::etag(hash);
     let mut builder = Response::builder()
         .header(header::ETAG, &etag)
         .header("Vary", "Accept");

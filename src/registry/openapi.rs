@@ -81,9 +81,10 @@ impl Flavor {
     }
 }
 
-/// `"<hex>"`: the strong ETag kube-openapi sets for a document's bytes.
-pub fn etag(doc_bytes: &[u8]) -> String {
-    format!("\"{}\"", hash(doc_bytes))
+/// `"<hex>"`: the strong ETag kube-openapi sets for a document whose bytes have
+/// [`hash`] `hash`.
+pub fn etag(hash: &str) -> String {
+    format!("\"{hash}\"")
 }
 
 /// Upper-case hex SHA-512 of a document's bytes: the `?hash=` of `/openapi/v3` URLs.
@@ -92,13 +93,6 @@ pub fn hash(doc_bytes: &[u8]) -> String {
         .iter()
         .map(|b| format!("{b:02X}"))
         .collect()
-}
-
-/// The bytes to serve for a document, and their ETag.
-pub fn encode(doc: &Value) -> (Vec<u8>, String) {
-    let bytes = serde_json::to_vec(doc).unwrap_or_default();
-    let tag = etag(&bytes);
-    (bytes, tag)
 }
 
 /// The definition name kube gives a CR kind: the group reversed, then version and kind.
@@ -1860,8 +1854,8 @@ mod tests {
         expected.sort();
         assert_eq!(keys, expected);
         let doc = openapi_v3_custom("crud.example.com", "v2", &crds).expect("served");
-        let (bytes, tag) = encode(&doc);
-        let h = hash(&bytes);
+        let h = Served::of(&doc).hash;
+        let tag = etag(&h);
         assert_eq!(
             openapi_v3_path(
                 &builtin::Served::kube_default(),
