@@ -137,6 +137,42 @@ struct Measured {
     /// CPU time of this whole process (server, floor and client) per request: steadier
     /// than the rate on a shared machine, and the floor's is the client's share.
     cpu_per_request: Duration,
+    /// CPU time of the serving threads alone (the server's, or the floor's) per request:
+    /// what the server costs, without the client.
+    serving_cpu_per_request: Duration,
+}
+
+/// Names of the threads that serve: the server's runtime and the floor's.
+const SERVING_THREADS: [&str; 2] = ["crd-apiserver", "floor"];
+
+/// CPU time the serving threads of this process have used (user + system), from
+/// `/proc/self/task/*/stat`.
+fn serving_cpu() -> Duration {
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+        return Duration::ZERO;
+    };
+    let mut ticks = 0u64;
+    for task in tasks.flatten() {
+        let stat = std::fs::read_to_string(task.path().join("stat")).unwrap_or_default();
+        let Some((head, rest)) = stat.rsplit_once(')') else {
+            continue;
+        };
+        let comm = head.split_once('(').map(|(_, c)| c).unwrap_or("");
+        if SERVING_THREADS.contains(&comm) {
+            ticks += stat_ticks(rest);
+        }
+    }
+    Duration::from_millis(ticks * 10)
+}
+
+/// utime + stime of a `stat` line's fields after the command name: the 12th and 13th,
+/// in clock ticks of 1/100 s on Linux.
+fn stat_ticks(rest: &str) -> u64 {
+    rest.split_whitespace()
+        .skip(11)
+        .take(2)
+        .filter_map(|t| t.parse::<u64>().ok())
+        .sum()
 }
 
 /// CPU time this process has used (user + system), from `/proc/self/stat`.
@@ -145,13 +181,7 @@ fn process_cpu() -> Duration {
     // Fields after the command name (which may hold spaces): utime and stime are the
     // 12th and 13th, in clock ticks of 1/100 s on Linux.
     let rest = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or("");
-    let ticks: u64 = rest
-        .split_whitespace()
-        .skip(11)
-        .take(2)
-        .filter_map(|t| t.parse::<u64>().ok())
-        .sum();
-    Duration::from_millis(ticks * 10)
+    Duration::from_millis(stat_ticks(rest) * 10)
 }
 
 /// The client: TLS to `addr` (any certificate: the floor and the server are ours),
@@ -322,6 +352,7 @@ where
     let deadline = Instant::now() + seconds;
     let started = Instant::now();
     let cpu_before = process_cpu();
+    let serving_before = serving_cpu();
     let mut tasks = Vec::new();
     for c in 0..connections {
         let client = client.clone();
@@ -362,6 +393,7 @@ where
     }
     let elapsed = started.elapsed();
     let cpu = process_cpu().saturating_sub(cpu_before);
+    let serving = serving_cpu().saturating_sub(serving_before);
     all.sort();
     let pct = |p: f64| {
         all.get(((all.len() as f64 * p) as usize).min(all.len().saturating_sub(1)))
@@ -374,6 +406,7 @@ where
         p99: pct(0.99),
         errors: errors.load(Ordering::Relaxed),
         cpu_per_request: cpu / (all.len().max(1) as u32),
+        serving_cpu_per_request: serving / (all.len().max(1) as u32),
     }
 }
 
@@ -449,11 +482,12 @@ fn report(name: &str, m: &Measured, floor: Option<f64>, target: &str) {
         .map(|f| format!("{:5.1}% of floor", 100.0 * m.rate / f))
         .unwrap_or_default();
     println!(
-        "{name:<28} {:>9.0}/s  p50 {:>7.2} ms  p99 {:>7.2} ms  cpu {:>5.0} us/req  {ratio:<16} {target}{}",
+        "{name:<28} {:>9.0}/s  p50 {:>7.2} ms  p99 {:>7.2} ms  cpu {:>5.0} us/req (serving {:>4.0})  {ratio:<16} {target}{}",
         m.rate,
         m.p50.as_secs_f64() * 1e3,
         m.p99.as_secs_f64() * 1e3,
         m.cpu_per_request.as_secs_f64() * 1e6,
+        m.serving_cpu_per_request.as_secs_f64() * 1e6,
         if m.errors > 0 {
             format!("  ({} errors)", m.errors)
         } else {
@@ -1323,6 +1357,7 @@ async fn watch_run(
     fanout.window.end.store(end, Ordering::Relaxed);
     // CPU from here on (warm-up, window and drain) per delivered event.
     let cpu_before = process_cpu();
+    let serving_before = serving_cpu();
     let (written, errors) = watch_writers(client, collection, clock, &load, (start, end)).await;
     // Drain: until every watcher has every counted event, or `WATCH_DRAIN` passes.
     let expected = written * load.watchers as u64;
@@ -1332,6 +1367,7 @@ async fn watch_run(
     }
     let rss_open = process_rss();
     let cpu = process_cpu().saturating_sub(cpu_before);
+    let serving = serving_cpu().saturating_sub(serving_before);
     let _ = stop.send(true);
     let mut latencies = Vec::new();
     let mut cut = 0;
@@ -1405,6 +1441,7 @@ async fn watch_run(
         p99: pct(0.99),
         errors: 0,
         cpu_per_request: cpu / (delivered.max(1) as u32),
+        serving_cpu_per_request: serving / (delivered.max(1) as u32),
     };
     let latency = targets.as_ref().map_or(String::new(), |t| {
         format!(

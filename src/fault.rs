@@ -674,7 +674,7 @@ fn body_name(body: &[u8]) -> String {
 pub async fn around_dispatch(
     faults: &Faults,
     api: &Arc<ApiServer>,
-    req: ApiRequest,
+    req: &ApiRequest,
 ) -> Response<Body> {
     let Some(decision) = faults.decide(&req.info) else {
         return crate::handlers::dispatch(api, req).await;
@@ -684,7 +684,7 @@ pub async fn around_dispatch(
         tokio::time::sleep(decision.latency).await;
     }
     if let Some(rule) = &decision.error {
-        let (status, retry_after) = error_status(rule, &req);
+        let (status, retry_after) = error_status(rule, req);
         let mut resp = response::status(&status, req.output);
         if let Some(seconds) = retry_after {
             resp.headers_mut()
@@ -858,7 +858,7 @@ mod tests {
     fn conflict_names_the_object() {
         let req = ApiRequest {
             method: http::Method::PUT,
-            info: info("update", "example.com", "widgets", "", "default", "x"),
+            info: std::sync::Arc::new(info("update", "example.com", "widgets", "", "default", "x")),
             query: Default::default(),
             headers: Default::default(),
             body: bytes::Bytes::new(),

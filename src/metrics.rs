@@ -8,7 +8,7 @@
 
 use crate::apiserver::ApiServer;
 use crate::goformat::go_float_v;
-use crate::http::request_info::{self, RequestInfo};
+use crate::http::request_info::RequestInfo;
 use crate::http::response::Body;
 use crate::storage::{
     KeyValue, ListOptions, ListResult, Revision, Storage, StorageError, WatchStream,
@@ -18,11 +18,10 @@ use bytes::Bytes;
 use http::{HeaderMap, Method, Response, Uri};
 use http_body_util::BodyExt;
 use hyper::body::{Body as _, Frame, SizeHint};
-use std::collections::hash_map::DefaultHasher;
 use std::collections::HashMap;
 use std::convert::Infallible;
 use std::fmt::Write as _;
-use std::hash::{Hash, Hasher};
+use std::hash::BuildHasher;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
@@ -47,9 +46,20 @@ const KEY_SEPARATOR: char = '\u{0}';
 /// Shards per family: enough that two cores never queue on one lock.
 const SHARDS: usize = 8;
 
-/// One metric family's series: label values (joined into a key) → value.
+/// The hash of series keys, for the shard and (again) the shard's map.
+const SERIES_HASH: foldhash::fast::FixedState = foldhash::fast::FixedState::with_seed(0x6b75_6265);
+
+/// The shard of a key's hash, from its middle bits: a map takes its buckets from the
+/// low bits and its tags from the top ones.
+fn shard_of(hash: u64) -> usize {
+    ((hash >> 32) as usize) % SHARDS
+}
+
+/// One metric family's series: label values (joined into a key) → value. Keys are
+/// hashed with foldhash (fixed seed): every request looks up a few series, and the
+/// label values are bounded (unserved resources are not recorded).
 struct Family<V> {
-    shards: [RwLock<HashMap<String, Arc<V>>>; SHARDS],
+    shards: [RwLock<HashMap<String, Arc<V>, foldhash::fast::FixedState>>; SHARDS],
     /// Makes a new series' value.
     make: fn() -> V,
 }
@@ -57,7 +67,7 @@ struct Family<V> {
 impl<V> Family<V> {
     fn new(make: fn() -> V) -> Self {
         Family {
-            shards: std::array::from_fn(|_| RwLock::new(HashMap::new())),
+            shards: std::array::from_fn(|_| RwLock::new(HashMap::with_hasher(SERIES_HASH))),
             make,
         }
     }
@@ -72,9 +82,7 @@ impl<V> Family<V> {
             let mut key = key.borrow_mut();
             key.clear();
             write_series_key(&mut key, values);
-            let mut hasher = DefaultHasher::new();
-            key.as_str().hash(&mut hasher);
-            let shard = &self.shards[(hasher.finish() as usize) % SHARDS];
+            let shard = &self.shards[shard_of(SERIES_HASH.hash_one(key.as_str()))];
             if let Some(v) = shard
                 .read()
                 .unwrap_or_else(|e| e.into_inner())
@@ -255,8 +263,9 @@ impl Metrics {
         method: &Method,
         uri: &Uri,
         headers: &HeaderMap,
+        info: Arc<RequestInfo>,
     ) -> RequestMeter {
-        let labels = RequestLabels::of(api, method, uri, headers);
+        let labels = RequestLabels::of(api, method, uri, headers, info);
         let kind = if matches!(labels.info.verb.as_str(), "get" | "list" | "watch") {
             RequestKind::ReadOnly
         } else {
@@ -301,9 +310,9 @@ impl Metrics {
                 &l.info.group,
                 &l.info.resource,
                 l.scope,
-                &l.subresource,
+                l.subresource(),
                 l.system_client,
-                &l.verb,
+                l.verb,
                 &l.info.version,
             ])
             .fetch_add(1, Ordering::Relaxed);
@@ -314,8 +323,8 @@ impl Metrics {
                 &l.info.group,
                 &l.info.resource,
                 l.scope,
-                &l.subresource,
-                &l.verb,
+                l.subresource(),
+                l.verb,
                 &l.info.version,
             ])
             .observe(elapsed.as_secs_f64());
@@ -513,12 +522,14 @@ impl Metrics {
 
 /// The labels of one request, worked out as kube's `MonitorRequest` does.
 struct RequestLabels {
-    info: RequestInfo,
+    /// What the request addresses (the gate's own parse, shared).
+    info: Arc<RequestInfo>,
     /// Upper-case reported verb: GET, LIST, WATCH, POST, PUT, PATCH, APPLY, DELETE, ...
-    verb: String,
+    verb: &'static str,
     scope: &'static str,
-    /// The subresource, or the path for instrumented non-resource endpoints.
-    subresource: String,
+    /// The path of an instrumented non-resource endpoint (a resource request's
+    /// subresource is its info's).
+    endpoint: &'static str,
     dry_run: String,
     component: &'static str,
     system_client: &'static str,
@@ -526,28 +537,28 @@ struct RequestLabels {
     /// discovery); anything else (unknown resources, arbitrary paths) is only logged, so
     /// clients cannot grow the series without bound.
     recorded: bool,
-    path: String,
-    user_agent: String,
+    uri: Uri,
+    user_agent: Option<http::HeaderValue>,
 }
 
 impl RequestLabels {
-    fn of(api: &ApiServer, method: &Method, uri: &Uri, headers: &HeaderMap) -> Self {
+    fn of(
+        api: &ApiServer,
+        method: &Method,
+        uri: &Uri,
+        headers: &HeaderMap,
+        info: Arc<RequestInfo>,
+    ) -> Self {
         let path = uri.path();
         let query = uri.query().unwrap_or("");
         let watch_param = query_values(query, "watch").next();
-        let watch = matches!(watch_param.as_deref(), Some("true" | "1"));
-        let info = request_info::parse(method, path, watch);
         let scope = clean_scope(&info);
         let content_type = headers
             .get(http::header::CONTENT_TYPE)
             .and_then(|v| v.to_str().ok());
         let verb = reported_verb(method, scope, &info, watch_param.as_deref(), content_type);
-        let user_agent = headers
-            .get(http::header::USER_AGENT)
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or("")
-            .to_owned();
-        let (recorded, component, subresource) = if info.is_resource_request {
+        let user_agent = headers.get(http::header::USER_AGENT).cloned();
+        let (recorded, component, endpoint) = if info.is_resource_request {
             let served = api
                 .options
                 .served
@@ -556,26 +567,44 @@ impl RequestLabels {
                     .catalog
                     .lookup(&info.group, &info.resource)
                     .is_some_and(|c| c.served_version(&info.version).is_some());
-            (served, COMPONENT, info.subresource.clone())
+            (served, COMPONENT, "")
         } else {
             match path {
                 // kube instruments its health checks with an empty component.
-                "/healthz" | "/readyz" | "/livez" => (true, "", path.to_owned()),
-                "/api" | "/apis" => (true, COMPONENT, path.to_owned()),
-                _ => (false, COMPONENT, String::new()),
+                "/healthz" => (true, "", "/healthz"),
+                "/readyz" => (true, "", "/readyz"),
+                "/livez" => (true, "", "/livez"),
+                "/api" => (true, COMPONENT, "/api"),
+                "/apis" => (true, COMPONENT, "/apis"),
+                _ => (false, COMPONENT, ""),
             }
         };
         RequestLabels {
             dry_run: clean_dry_run(query),
-            system_client: system_client(&user_agent),
+            system_client: system_client(
+                user_agent
+                    .as_ref()
+                    .and_then(|v| v.to_str().ok())
+                    .unwrap_or(""),
+            ),
             info,
             verb,
             scope,
-            subresource,
+            endpoint,
             component,
             recorded,
-            path: path.to_owned(),
+            uri: uri.clone(),
             user_agent,
+        }
+    }
+
+    /// The `subresource` label: the subresource, or the path for instrumented
+    /// non-resource endpoints.
+    fn subresource(&self) -> &str {
+        if self.info.is_resource_request {
+            &self.info.subresource
+        } else {
+            self.endpoint
         }
     }
 
@@ -586,8 +615,8 @@ impl RequestLabels {
             &self.info.group,
             &self.info.resource,
             self.scope,
-            &self.subresource,
-            &self.verb,
+            self.subresource(),
+            self.verb,
             &self.info.version,
         ]
     }
@@ -614,23 +643,7 @@ fn reported_verb(
     info: &RequestInfo,
     watch_param: Option<&str>,
     content_type: Option<&str>,
-) -> String {
-    let upper = method.as_str().to_ascii_uppercase();
-    let mut verb = match upper.as_str() {
-        "GET" | "HEAD" if scope != "resource" && !scope.is_empty() => "LIST".to_owned(),
-        "HEAD" => "GET".to_owned(),
-        _ => upper,
-    };
-    // `?watch=` counts unless it is "0" or "false" (Go's loose bool conversion).
-    let watch_query = watch_param
-        .map(|v| v.to_ascii_lowercase())
-        .is_some_and(|v| v != "0" && v != "false");
-    if info.verb == "watch" || ((verb == "GET" || verb == "LIST") && watch_query) {
-        verb = "WATCH".to_owned();
-    }
-    if verb == "PATCH" && content_type == Some("application/apply-patch+yaml") {
-        verb = "APPLY".to_owned();
-    }
+) -> &'static str {
     const VALID: &[&str] = &[
         "APPLY",
         "CONNECT",
@@ -647,11 +660,30 @@ fn reported_verb(
         "WATCH",
         "WATCHLIST",
     ];
-    if VALID.contains(&verb.as_str()) {
-        verb
-    } else {
-        "other".to_owned()
+    let method = method.as_str();
+    let upper = VALID
+        .iter()
+        .find(|v| v.eq_ignore_ascii_case(method))
+        .copied()
+        .unwrap_or(if method.eq_ignore_ascii_case("HEAD") {
+            "HEAD"
+        } else {
+            "other"
+        });
+    let mut verb = match upper {
+        "GET" | "HEAD" if scope != "resource" && !scope.is_empty() => "LIST",
+        "HEAD" => "GET",
+        v => v,
+    };
+    // `?watch=` counts unless it is "0" or "false" (Go's loose bool conversion).
+    let watch_query = watch_param.is_some_and(|v| v != "0" && !v.eq_ignore_ascii_case("false"));
+    if info.verb == "watch" || ((verb == "GET" || verb == "LIST") && watch_query) {
+        verb = "WATCH";
     }
+    if verb == "PATCH" && content_type == Some("application/apply-patch+yaml") {
+        verb = "APPLY";
+    }
+    verb
 }
 
 /// kube's `cleanDryRun`: "" without the parameter, "invalid" for values other than
@@ -737,7 +769,7 @@ impl RequestMeter {
         tracing::info!(
             target: "crd_apiserver::request",
             method = %self.method,
-            path = %l.path,
+            path = %l.uri.path(),
             verb = %l.verb,
             resource = %l.info.resource,
             subresource = %l.info.subresource,
@@ -745,7 +777,7 @@ impl RequestMeter {
             code,
             latency_ms = elapsed.as_secs_f64() * 1e3,
             bytes,
-            user_agent = %l.user_agent,
+            user_agent = %l.user_agent.as_ref().and_then(|v| v.to_str().ok()).unwrap_or(""),
             "request"
         );
     }
@@ -1230,6 +1262,7 @@ pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::http::request_info;
 
     fn verb_of(method: Method, path: &str, query: &str, content_type: Option<&str>) -> String {
         let watch_param = query_values(query, "watch").next();
@@ -1242,6 +1275,7 @@ mod tests {
             watch_param.as_deref(),
             content_type,
         )
+        .to_string()
     }
 
     #[test]

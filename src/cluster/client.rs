@@ -129,7 +129,7 @@ impl Client {
             None => Bytes::new(),
         };
         let req = ApiRequest {
-            info: request_info::parse(&method, path, watch),
+            info: std::sync::Arc::new(request_info::parse(&method, path, watch)),
             method,
             query,
             headers,
@@ -138,7 +138,7 @@ impl Client {
             path: path.to_string(),
             user: self.user.clone(),
         };
-        Ok(crate::handlers::dispatch(&api, req).await)
+        Ok(crate::handlers::dispatch(&api, &req).await)
     }
 
     async fn call(

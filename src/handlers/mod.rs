@@ -29,19 +29,19 @@ use serde_json::{json, Value};
 use std::sync::Arc;
 
 /// Route a request and encode whatever comes back.
-pub async fn dispatch(api: &Arc<ApiServer>, req: ApiRequest) -> Response<Body> {
+pub async fn dispatch(api: &Arc<ApiServer>, req: &ApiRequest) -> Response<Body> {
     let output = req.output;
     let result = if req.info.is_resource_request {
-        resource(api, &req).await
+        resource(api, req).await
     } else {
-        discovery::non_resource(api, &req).await
+        Box::pin(discovery::non_resource(api, req)).await
     };
     let mut resp = match result {
         Ok(r) => r,
         Err(s) => response::status(&s, output),
     };
     // kube warns on every request to a deprecated version, whatever its outcome.
-    if let Some(w) = deprecation_warning(api, &req) {
+    if let Some(w) = deprecation_warning(api, req) {
         prepend_warning(&mut resp, &w);
     }
     resp
@@ -120,7 +120,7 @@ async fn resource(api: &Arc<ApiServer>, req: &ApiRequest) -> Result<Response<Bod
         let pods = api
             .builtin("", "v1", "pods")
             .ok_or_else(Status::route_not_found)?;
-        return binding::bind(api, req, pods.as_ref()).await;
+        return Box::pin(binding::bind(api, req, pods.as_ref())).await;
     }
     let resolved = api.resolve(&info.group, &info.version, &info.resource)?;
     let kind = resolved.kind();
@@ -147,13 +147,13 @@ async fn resource(api: &Arc<ApiServer>, req: &ApiRequest) -> Result<Response<Bod
     let sub = info.subresource.as_str();
     // Component statuses are probed, never stored: get and list only.
     if builtin && d.gr.group.is_empty() && d.gr.resource == "componentstatuses" {
-        return component_status::serve(api, req).await;
+        return Box::pin(component_status::serve(api, req)).await;
     }
     // Access reviews are answered, never stored: create is their only verb.
     if let Some(review) = crate::rest::access_review::Review::of(&d.gr) {
         return match (verb, sub) {
             ("create", "") if info.name.is_empty() => {
-                create::access_review(api, req, kind, review).await
+                Box::pin(create::access_review(api, req, kind, review)).await
             }
             _ => Err(Status::route_method_not_allowed()),
         };
@@ -162,7 +162,7 @@ async fn resource(api: &Arc<ApiServer>, req: &ApiRequest) -> Result<Response<Bod
     if let Some(review) = crate::rest::builtin::token_review::Review::of(&d.gr) {
         return match (verb, sub) {
             ("create", "") if info.name.is_empty() => {
-                create::authentication_review(api, req, kind, review).await
+                Box::pin(create::authentication_review(api, req, kind, review)).await
             }
             _ => Err(Status::route_method_not_allowed()),
         };
@@ -174,33 +174,33 @@ async fn resource(api: &Arc<ApiServer>, req: &ApiRequest) -> Result<Response<Bod
     let is_pods = builtin && d.gr.group.is_empty() && d.gr.resource == "pods";
     match (verb, sub) {
         ("get", "") => read::get(api, req, kind).await,
-        ("list", "") => read::list(api, req, kind).await,
-        ("watch", "") => watch::watch(api, req, kind).await,
-        ("create", "") if info.name.is_empty() => create::create(api, req, kind).await,
+        ("list", "") => Box::pin(read::list(api, req, kind)).await,
+        ("watch", "") => Box::pin(watch::watch(api, req, kind)).await,
+        ("create", "") if info.name.is_empty() => Box::pin(create::create(api, req, kind)).await,
         // kube's custom resource handler takes a POST to an object's path as a create
         // of the body (the name in the path is not looked at); built-ins answer 405.
-        ("create", "") if !is_builtin(kind) => create::create(api, req, kind).await,
-        ("update", "") => update::update(api, req, kind).await,
-        ("patch", "") => patch::patch(api, req, kind).await,
-        ("delete", "") => delete::delete(api, req, kind).await,
-        ("deletecollection", "") => delete::delete_collection(api, req, kind).await,
+        ("create", "") if !is_builtin(kind) => Box::pin(create::create(api, req, kind)).await,
+        ("update", "") => Box::pin(update::update(api, req, kind)).await,
+        ("patch", "") => Box::pin(patch::patch(api, req, kind)).await,
+        ("delete", "") => Box::pin(delete::delete(api, req, kind)).await,
+        ("deletecollection", "") => Box::pin(delete::delete_collection(api, req, kind)).await,
         ("get", "status") if status_ok => read::get(api, req, kind).await,
-        ("update", "status") if status_ok => update::update(api, req, kind).await,
-        ("patch", "status") if status_ok => patch::patch(api, req, kind).await,
+        ("update", "status") if status_ok => Box::pin(update::update(api, req, kind)).await,
+        ("patch", "status") if status_ok => Box::pin(patch::patch(api, req, kind)).await,
         ("create", "token") if d.gr.group.is_empty() && d.gr.resource == "serviceaccounts" => {
-            create::service_account_token(api, req, kind).await
+            Box::pin(create::service_account_token(api, req, kind)).await
         }
         ("update", "finalize") if d.gr.resource == "namespaces" => {
-            update::update(api, req, kind).await
+            Box::pin(update::update(api, req, kind)).await
         }
         ("get", _) if part.is_some() => read::get(api, req, kind).await,
-        ("update", _) if part.is_some() => update::update(api, req, kind).await,
-        ("patch", _) if part.is_some() => patch::patch(api, req, kind).await,
-        ("create", "binding") if is_pods => binding::bind(api, req, kind).await,
-        ("create", "eviction") if is_pods => binding::evict(api, req, kind).await,
-        ("get", "scale") if scale_ok => scale::get(api, req, &resolved).await,
-        ("update", "scale") if scale_ok => scale::update(api, req, &resolved).await,
-        ("patch", "scale") if scale_ok => scale::patch(api, req, &resolved).await,
+        ("update", _) if part.is_some() => Box::pin(update::update(api, req, kind)).await,
+        ("patch", _) if part.is_some() => Box::pin(patch::patch(api, req, kind)).await,
+        ("create", "binding") if is_pods => Box::pin(binding::bind(api, req, kind)).await,
+        ("create", "eviction") if is_pods => Box::pin(binding::evict(api, req, kind)).await,
+        ("get", "scale") if scale_ok => Box::pin(scale::get(api, req, &resolved)).await,
+        ("update", "scale") if scale_ok => Box::pin(scale::update(api, req, &resolved)).await,
+        ("patch", "scale") if scale_ok => Box::pin(scale::patch(api, req, &resolved)).await,
         (_, "") => Err(method_not_allowed(builtin, &d.gr, verb)),
         (_, "status") if status_ok => Err(method_not_allowed(builtin, &d.gr, verb)),
         (_, "scale") if scale_ok => Err(method_not_allowed(builtin, &d.gr, verb)),

@@ -13,6 +13,7 @@ use bytes::Bytes;
 use http::Method;
 use negotiate::Output;
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// Largest request body accepted (kube's `MaxRequestBodyBytes`, 3 MiB).
@@ -43,12 +44,34 @@ pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(32);
 /// kube's `--request-timeout` default.
 pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
 
+/// What a request's method and URI address, parsed once per request: the metrics,
+/// the gate and the handler share it.
+pub struct Head {
+    /// The raw path.
+    pub path: String,
+    /// Query parameters (first value of each).
+    pub query: HashMap<String, String>,
+    /// What the path addresses.
+    pub info: Arc<request_info::RequestInfo>,
+}
+
+impl Head {
+    /// Parse `method` and `uri` as kube's request-info factory does.
+    pub fn of(method: &Method, uri: &http::Uri) -> Head {
+        let path = uri.path().to_string();
+        let query = parse_query(uri.query());
+        let watch = query_bool(query.get("watch").map(String::as_str));
+        let info = Arc::new(request_info::parse(method, &path, watch));
+        Head { path, query, info }
+    }
+}
+
 /// A parsed API request, as handlers see it.
 pub struct ApiRequest {
     /// Method.
     pub method: Method,
     /// What the path addresses.
-    pub info: request_info::RequestInfo,
+    pub info: Arc<request_info::RequestInfo>,
     /// Query parameters (first value of each).
     pub query: HashMap<String, String>,
     /// Request headers.

@@ -29,113 +29,111 @@ pub struct RequestInfo {
 }
 
 /// Parse a request as kube does. `watch` is the value of the `watch` query parameter.
+/// Every request is parsed so: each field is allocated once, from the path's segments.
 pub fn parse(method: &Method, path: &str, watch: bool) -> RequestInfo {
-    let mut info = RequestInfo {
-        parts: split_path(path),
-        ..Default::default()
-    };
-    info.verb = method.as_str().to_lowercase();
-    let mut parts: &[String] = &info.parts.clone();
-    if parts.is_empty() {
-        return info;
+    let parts = split_path(path);
+    let mut info = address(method, &parts, watch);
+    if info.verb.is_empty() && !info.is_resource_request {
+        info.verb = method.as_str().to_lowercase();
     }
-    match parts[0].as_str() {
-        "api" => {
-            if parts.len() < 2 {
-                return info;
-            }
+    info.parts = parts;
+    info
+}
+
+/// The fields of [`RequestInfo`] but `parts`, from the path's segments (the verb is
+/// left empty for non-resource requests: the method, lower-cased).
+fn address(method: &Method, parts: &[String], watch: bool) -> RequestInfo {
+    let mut info = RequestInfo::default();
+    let mut rest: &[String] = match parts {
+        [api, version, rest @ ..] if api == "api" => {
             info.api_prefix = "api".into();
-            info.version = parts[1].clone();
-            parts = &parts[2..];
+            info.version = version.clone();
+            rest
         }
-        "apis" => {
-            if parts.len() < 3 {
-                if parts.len() == 2 {
-                    info.group = parts[1].clone();
-                }
-                info.api_prefix = "apis".into();
-                return info;
-            }
+        [apis, group, version, rest @ ..] if apis == "apis" => {
             info.api_prefix = "apis".into();
-            info.group = parts[1].clone();
-            info.version = parts[2].clone();
-            parts = &parts[3..];
+            info.group = group.clone();
+            info.version = version.clone();
+            rest
+        }
+        [apis, group] if apis == "apis" => {
+            info.api_prefix = "apis".into();
+            info.group = group.clone();
+            return info;
+        }
+        [apis] if apis == "apis" => {
+            info.api_prefix = "apis".into();
+            return info;
         }
         _ => return info,
-    }
-    if parts.is_empty() {
+    };
+    if rest.is_empty() {
         return info;
     }
-    info.is_resource_request = true;
     let mut legacy_watch = false;
-    if parts[0] == "watch" {
+    if rest[0] == "watch" {
         legacy_watch = true;
-        parts = &parts[1..];
-        if parts.is_empty() {
-            info.is_resource_request = false;
+        rest = &rest[1..];
+        if rest.is_empty() {
             return info;
         }
     }
-    info.verb = match *method {
+    info.is_resource_request = true;
+    let verb = match *method {
         Method::POST => "create",
         Method::GET | Method::HEAD => "get",
         Method::PUT => "update",
         Method::PATCH => "patch",
         Method::DELETE => "delete",
         _ => "",
-    }
-    .to_string();
-    if parts[0] == "namespaces" {
-        if parts.len() == 3 && (parts[2] == "status" || parts[2] == "finalize") {
-            info.resource = "namespaces".into();
-            info.name = parts[1].clone();
-            info.subresource = parts[2].clone();
-            return finish(info, 3, legacy_watch, watch);
-        }
-        if parts.len() > 1 {
-            info.namespace = parts[1].clone();
-            if parts.len() > 2 {
-                parts = &parts[2..];
-            } else {
-                // `/namespaces/{name}` addresses the namespace itself.
+    };
+    if rest[0] == "namespaces" {
+        match rest {
+            [_, name, sub] if sub == "status" || sub == "finalize" => {
                 info.resource = "namespaces".into();
-                info.name = parts[1].clone();
-                info.namespace = String::new();
-                return finish(info, 2, legacy_watch, watch);
+                info.name = name.clone();
+                info.subresource = sub.clone();
+                return finish(info, verb, legacy_watch, watch);
             }
+            // `/namespaces/{name}` addresses the namespace itself.
+            [_, name] => {
+                info.resource = "namespaces".into();
+                info.name = name.clone();
+                return finish(info, verb, legacy_watch, watch);
+            }
+            [_, namespace, more @ ..] => {
+                info.namespace = namespace.clone();
+                rest = more;
+            }
+            _ => {}
         }
     }
-    let n = parts.len();
-    if n >= 1 {
-        info.resource = parts[0].clone();
+    if let Some(resource) = rest.first() {
+        info.resource = resource.clone();
     }
-    if n >= 2 {
-        info.name = parts[1].clone();
+    if let Some(name) = rest.get(1) {
+        info.name = name.clone();
     }
-    if n >= 3 {
-        info.subresource = parts[2].clone();
-    }
-    if n > 3 {
+    match rest.len() {
+        3 => info.subresource = rest[2].clone(),
         // Deeper paths are not resources we serve; keep them distinguishable.
-        info.subresource = parts[2..].join("/");
+        n if n > 3 => info.subresource = rest[2..].join("/"),
+        _ => {}
     }
-    let count = if info.name.is_empty() { 1 } else { 2 };
-    finish(info, count, legacy_watch, watch)
+    finish(info, verb, legacy_watch, watch)
 }
 
-fn finish(mut info: RequestInfo, _segments: usize, legacy_watch: bool, watch: bool) -> RequestInfo {
-    if legacy_watch || (watch && info.verb == "get") {
-        info.verb = "watch".into();
-        if !info.name.is_empty() && legacy_watch {
-            // legacy `/watch/.../name` watches one object
-        }
-    }
-    if info.verb == "get" && info.name.is_empty() {
-        info.verb = "list".into();
-    }
-    if info.verb == "delete" && info.name.is_empty() {
-        info.verb = "deletecollection".into();
-    }
+fn finish(mut info: RequestInfo, verb: &str, legacy_watch: bool, watch: bool) -> RequestInfo {
+    let verb = if legacy_watch || (watch && verb == "get") {
+        "watch"
+    } else if verb == "get" && info.name.is_empty() {
+        "list"
+    } else if verb == "delete" && info.name.is_empty() {
+        "deletecollection"
+    } else {
+        verb
+    };
+    info.verb = verb.to_string();
     info
 }
 

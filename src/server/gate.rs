@@ -10,7 +10,7 @@ use crate::http::negotiate::{self, Output};
 use crate::http::request_info;
 use crate::http::response::{self, Body};
 use crate::http::{
-    is_long_running, parse_query, query_bool, request_timeout, timed_out, too_large, ApiRequest,
+    is_long_running, request_timeout, timed_out, too_large, ApiRequest, Head,
     DEFAULT_REQUEST_TIMEOUT, MAX_BODY_BYTES, MAX_HEADER_BYTES,
 };
 use crate::status::Status;
@@ -121,7 +121,16 @@ pub async fn serve(
     req: Request<Incoming>,
 ) -> Response<Body> {
     let gate = Arc::new(Gate::default());
-    serve_gated(api, faults, gate, Arc::new(Connection::default()), req).await
+    let head = Head::of(req.method(), req.uri());
+    serve_gated(
+        api,
+        faults,
+        gate,
+        Arc::new(Connection::default()),
+        req,
+        head,
+    )
+    .await
 }
 
 /// Serve one HTTP request: the request timeout (non-long-running requests),
@@ -133,6 +142,7 @@ pub async fn serve_gated(
     gate: Arc<Gate>,
     conn: Arc<Connection>,
     req: Request<Incoming>,
+    head: Head,
 ) -> Response<Body> {
     let (parts, body) = req.into_parts();
     if head_size(&parts) > MAX_HEADER_BYTES {
@@ -149,10 +159,7 @@ pub async fn serve_gated(
             );
         }
     }
-    let path = parts.uri.path().to_string();
-    let query = parse_query(parts.uri.query());
-    let watch = query_bool(query.get("watch").map(String::as_str));
-    let info = request_info::parse(&parts.method, &path, watch);
+    let Head { path, query, info } = head;
     let timeout = if is_long_running(&info) {
         None
     } else {
@@ -165,13 +172,15 @@ pub async fn serve_gated(
         }
     };
     let method = parts.method.clone();
-    let uri = parts.uri.to_string();
+    let uri = parts.uri.clone();
     let faults = faults.clone();
     // A read cut at its deadline leaves nothing behind: it runs in this task. A write
     // runs on as kube's handler goroutine does (never stopped between its storage
     // write and what follows it).
     let detach = !matches!(info.verb.as_str(), "get" | "list") || !info.is_resource_request;
-    let work = async move {
+    // Boxed: the request's whole future is built once on the heap and moved no more
+    // (awaited in place it is several KiB, copied at each level that takes it).
+    let work = Box::pin(async move {
         let user = match admit(&gate, &conn, &parts.headers, &info, &path).await {
             Ok(u) => u,
             Err(resp) => return resp,
@@ -202,7 +211,7 @@ pub async fn serve_gated(
             user,
         };
         handle(api, &faults, request, body).await
-    };
+    });
     if detach {
         run_with_deadline(work, timeout, &method, &uri).await
     } else {
@@ -216,7 +225,7 @@ async fn run_inline_with_deadline<F>(
     work: F,
     timeout: Option<Duration>,
     method: &Method,
-    uri: &str,
+    uri: &http::Uri,
 ) -> Response<Body>
 where
     F: std::future::Future<Output = Response<Body>>,
@@ -308,7 +317,7 @@ fn header_too_large() -> Response<Body> {
 /// An authorized request before negotiation and its body.
 struct Parsed {
     parts: http::request::Parts,
-    info: request_info::RequestInfo,
+    info: Arc<request_info::RequestInfo>,
     query: HashMap<String, String>,
     path: String,
     user: UserInfo,
@@ -368,7 +377,7 @@ async fn handle(
         user,
     };
     let started = std::time::Instant::now();
-    let resp = crate::fault::around_dispatch(faults, &api, request).await;
+    let resp = crate::fault::around_dispatch(faults, &api, &request).await;
     tracing::debug!(
         elapsed_us = started.elapsed().as_micros() as u64,
         status = resp.status().as_u16(),
@@ -428,7 +437,7 @@ pub async fn run_with_deadline<F>(
     work: F,
     timeout: Option<Duration>,
     method: &Method,
-    uri: &str,
+    uri: &http::Uri,
 ) -> Response<Body>
 where
     F: std::future::Future<Output = Response<Body>> + Send + 'static,
@@ -476,8 +485,13 @@ mod tests {
             tokio::time::sleep(Duration::from_secs(5)).await;
             response::text(http::StatusCode::OK, "late")
         };
-        let resp =
-            run_with_deadline(slow, Some(Duration::from_millis(50)), &Method::GET, "/x").await;
+        let resp = run_with_deadline(
+            slow,
+            Some(Duration::from_millis(50)),
+            &Method::GET,
+            &"/x".parse().unwrap(),
+        )
+        .await;
         assert_eq!(resp.status(), 504);
         let body: serde_json::Value = serde_json::from_str(&body_text(resp).await).unwrap();
         assert_eq!(
@@ -495,7 +509,7 @@ mod tests {
             let i = v.len() + 3;
             response::text(http::StatusCode::OK, format!("{}", v[i]))
         };
-        let resp = run_with_deadline(boom, None, &Method::GET, "/x").await;
+        let resp = run_with_deadline(boom, None, &Method::GET, &"/x".parse().unwrap()).await;
         assert_eq!(resp.status(), 500);
         assert_eq!(
             body_text(resp).await,

@@ -867,14 +867,26 @@ async fn serve_connection<I>(
                     Err(denied) => denied,
                 });
             }
-            let meter = served
-                .metrics
-                .begin(&api, req.method(), req.uri(), req.headers());
+            let head = crate::http::Head::of(req.method(), req.uri());
+            let meter = served.metrics.begin(
+                &api,
+                req.method(),
+                req.uri(),
+                req.headers(),
+                head.info.clone(),
+            );
             let gate = served.gate.clone();
-            let resp = AssertUnwindSafe(gate::serve_gated(api, &served.faults, gate, conn, req))
-                .catch_unwind()
-                .await
-                .unwrap_or_else(|_| gate::panic_response());
+            let resp = AssertUnwindSafe(gate::serve_gated(
+                api,
+                &served.faults,
+                gate,
+                conn,
+                req,
+                head,
+            ))
+            .catch_unwind()
+            .await
+            .unwrap_or_else(|_| gate::panic_response());
             Ok::<http::Response<Body>, std::convert::Infallible>(meter.finish(resp))
         }
     });
