@@ -119,8 +119,9 @@ fn write_series_key(key: &mut String, values: &[&str]) {
         if i > 0 {
             key.push(KEY_SEPARATOR);
         }
-        // A separator inside a value would split it in two on output.
-        if v.contains(KEY_SEPARATOR) {
+        // A separator inside a value would split it in two on output. (A byte loop:
+        // the values are short, and every request makes a few keys.)
+        if v.bytes().any(|b| b == KEY_SEPARATOR as u8) {
             key.extend(v.chars().filter(|c| *c != KEY_SEPARATOR));
         } else {
             key.push_str(v);
@@ -167,8 +168,53 @@ impl Histogram {
     }
 }
 
+impl Histogram {
+    /// Add `other`'s observations (over the same buckets) to these.
+    fn add(&self, other: &Histogram) {
+        for (c, o) in self.counts.iter().zip(other.counts.iter()) {
+            c.fetch_add(o.load(Ordering::Relaxed), Ordering::Relaxed);
+        }
+        let sum = f64::from_bits(self.sum.load(Ordering::Relaxed))
+            + f64::from_bits(other.sum.load(Ordering::Relaxed));
+        self.sum.store(sum.to_bits(), Ordering::Relaxed);
+    }
+}
+
 fn latency_histogram() -> Histogram {
     Histogram::new(LATENCY_BUCKETS)
+}
+
+/// One request series: latencies, and response sizes (of GETs and LISTs), found once
+/// per request. Sizes are labelled without `dry_run`: summed over it on output.
+struct RequestSeries {
+    durations: Histogram,
+    sizes: Histogram,
+}
+
+impl Default for RequestSeries {
+    fn default() -> Self {
+        RequestSeries {
+            durations: latency_histogram(),
+            sizes: size_histogram(),
+        }
+    }
+}
+
+/// One storage series: a call's latency, count and errors.
+struct StorageSeries {
+    durations: Histogram,
+    requests: AtomicU64,
+    errors: AtomicU64,
+}
+
+impl Default for StorageSeries {
+    fn default() -> Self {
+        StorageSeries {
+            durations: latency_histogram(),
+            requests: AtomicU64::default(),
+            errors: AtomicU64::default(),
+        }
+    }
 }
 
 fn size_histogram() -> Histogram {
@@ -216,20 +262,16 @@ pub struct Metrics {
     requests: Family<AtomicU64>,
     /// `apiserver_request_duration_seconds`: component, dry_run, group, resource, scope,
     /// subresource, verb, version.
-    durations: Family<Histogram>,
-    /// `apiserver_response_sizes`: component, group, resource, scope, subresource, verb, version.
-    sizes: Family<Histogram>,
+    durations: Family<RequestSeries>,
     /// `apiserver_longrunning_requests`: component, group, resource, scope, subresource,
     /// verb, version.
     longrunning: Family<AtomicI64>,
     /// `apiserver_current_inflight_requests`: readOnly, mutating.
     inflight: [Inflight; 2],
-    /// `etcd_request_duration_seconds`: group, operation, resource.
-    storage_durations: Family<Histogram>,
-    /// `etcd_requests_total`: group, operation, resource.
-    storage_requests: Family<AtomicU64>,
-    /// `etcd_request_errors_total`: group, operation, resource.
-    storage_errors: Family<AtomicU64>,
+    /// `etcd_request_duration_seconds`, `etcd_requests_total` and
+    /// `etcd_request_errors_total`: group, operation, resource (one series for the
+    /// three, found once per storage call).
+    storage: Family<StorageSeries>,
     /// When these metrics were created (the start time when /proc cannot tell).
     created: SystemTime,
 }
@@ -245,13 +287,10 @@ impl Metrics {
     pub fn new() -> Self {
         Metrics {
             requests: Family::new(AtomicU64::default),
-            durations: Family::new(latency_histogram),
-            sizes: Family::new(size_histogram),
+            durations: Family::new(RequestSeries::default),
             longrunning: Family::new(AtomicI64::default),
             inflight: [Inflight::default(), Inflight::default()],
-            storage_durations: Family::new(latency_histogram),
-            storage_requests: Family::new(AtomicU64::default),
-            storage_errors: Family::new(AtomicU64::default),
+            storage: Family::new(StorageSeries::default),
             created: SystemTime::now(),
         }
     }
@@ -316,20 +355,19 @@ impl Metrics {
                 &l.info.version,
             ])
             .fetch_add(1, Ordering::Relaxed);
-        self.durations
-            .series(&[
-                l.component,
-                &l.dry_run,
-                &l.info.group,
-                &l.info.resource,
-                l.scope,
-                l.subresource(),
-                l.verb,
-                &l.info.version,
-            ])
-            .observe(elapsed.as_secs_f64());
+        let series = self.durations.series(&[
+            l.component,
+            &l.dry_run,
+            &l.info.group,
+            &l.info.resource,
+            l.scope,
+            l.subresource(),
+            l.verb,
+            &l.info.version,
+        ]);
+        series.durations.observe(elapsed.as_secs_f64());
         if l.verb == "GET" || l.verb == "LIST" {
-            self.sizes.series(&l.short()).observe(bytes as f64);
+            series.sizes.observe(bytes as f64);
         }
     }
 
@@ -343,17 +381,11 @@ impl Metrics {
         elapsed: Duration,
     ) {
         let (group, resource) = group_resource_of_key(key, prefix);
-        let labels = [group, operation, resource];
-        self.storage_durations
-            .series(&labels)
-            .observe(elapsed.as_secs_f64());
-        self.storage_requests
-            .series(&labels)
-            .fetch_add(1, Ordering::Relaxed);
+        let series = self.storage.series(&[group, operation, resource]);
+        series.durations.observe(elapsed.as_secs_f64());
+        series.requests.fetch_add(1, Ordering::Relaxed);
         if !ok {
-            self.storage_errors
-                .series(&labels)
-                .fetch_add(1, Ordering::Relaxed);
+            series.errors.fetch_add(1, Ordering::Relaxed);
         }
     }
 
@@ -447,13 +479,14 @@ impl Metrics {
         }
 
         header(out, "apiserver_request_duration_seconds", "histogram", "[STABLE] Response latency distribution in seconds for each verb, dry run value, group, version, resource, subresource, scope and component.");
-        for (values, h) in self.durations.snapshot() {
+        let durations = self.durations.snapshot();
+        for (values, s) in &durations {
             histogram(
                 out,
                 "apiserver_request_duration_seconds",
                 DURATION_LABELS,
-                &values,
-                &h,
+                values,
+                &s.durations,
             );
         }
 
@@ -471,8 +504,25 @@ impl Metrics {
         }
 
         header(out, "apiserver_response_sizes", "histogram", "[STABLE] Response size distribution in bytes for each group, version, verb, resource, subresource, scope and component.");
-        for (values, h) in self.sizes.snapshot() {
-            histogram(out, "apiserver_response_sizes", SHORT_LABELS, &values, &h);
+        // The duration series' labels but `dry_run` (the second): GETs and LISTs only.
+        let mut sizes: std::collections::BTreeMap<Vec<String>, Histogram> = Default::default();
+        for (values, s) in &durations {
+            if !matches!(values.get(6).map(String::as_str), Some("GET" | "LIST")) {
+                continue;
+            }
+            let short: Vec<String> = values
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| *i != 1)
+                .map(|(_, v)| v.clone())
+                .collect();
+            sizes
+                .entry(short)
+                .or_insert_with(size_histogram)
+                .add(&s.sizes);
+        }
+        for (values, h) in &sizes {
+            histogram(out, "apiserver_response_sizes", SHORT_LABELS, values, h);
         }
 
         header(
@@ -481,13 +531,14 @@ impl Metrics {
             "histogram",
             "[ALPHA] Etcd request latency in seconds for each operation and object type.",
         );
-        for (values, h) in self.storage_durations.snapshot() {
+        let storage = self.storage.snapshot();
+        for (values, s) in &storage {
             histogram(
                 out,
                 "etcd_request_duration_seconds",
                 STORAGE_LABELS,
-                &values,
-                &h,
+                values,
+                &s.durations,
             );
         }
         header(
@@ -496,16 +547,19 @@ impl Metrics {
             "counter",
             "[ALPHA] Etcd failed request counts for each operation and object type.",
         );
-        for (values, c) in self.storage_errors.snapshot() {
-            let v = c.load(Ordering::Relaxed) as f64;
-            sample(
-                out,
-                "etcd_request_errors_total",
-                STORAGE_LABELS,
-                &values,
-                None,
-                v,
-            );
+        // A series of errors exists from a call's first error on, as kube's.
+        for (values, s) in &storage {
+            let v = s.errors.load(Ordering::Relaxed);
+            if v > 0 {
+                sample(
+                    out,
+                    "etcd_request_errors_total",
+                    STORAGE_LABELS,
+                    values,
+                    None,
+                    v as f64,
+                );
+            }
         }
         header(
             out,
@@ -513,9 +567,9 @@ impl Metrics {
             "counter",
             "[ALPHA] Etcd request counts for each operation and object type.",
         );
-        for (values, c) in self.storage_requests.snapshot() {
-            let v = c.load(Ordering::Relaxed) as f64;
-            sample(out, "etcd_requests_total", STORAGE_LABELS, &values, None, v);
+        for (values, s) in &storage {
+            let v = s.requests.load(Ordering::Relaxed) as f64;
+            sample(out, "etcd_requests_total", STORAGE_LABELS, values, None, v);
         }
     }
 }
@@ -1410,6 +1464,37 @@ mod tests {
     }
 
     #[test]
+    fn response_sizes_are_summed_over_dry_run() {
+        let m = Metrics::new();
+        let labels = |dry_run| {
+            [
+                "apiserver",
+                dry_run,
+                "",
+                "namespaces",
+                "cluster",
+                "",
+                "LIST",
+                "v1",
+            ]
+        };
+        m.durations.series(&labels("")).sizes.observe(500.0);
+        m.durations.series(&labels("All")).sizes.observe(5000.0);
+        let mut out = String::new();
+        m.render_requests(&mut out);
+        let series = "component=\"apiserver\",group=\"\",resource=\"namespaces\",scope=\"cluster\",subresource=\"\",verb=\"LIST\",version=\"v1\"";
+        for line in [
+            format!("apiserver_response_sizes_bucket{{{series},le=\"1000\"}} 1\n"),
+            format!("apiserver_response_sizes_bucket{{{series},le=\"10000\"}} 2\n"),
+            format!("apiserver_response_sizes_sum{{{series}}} 5500\n"),
+            format!("apiserver_response_sizes_count{{{series}}} 2\n"),
+        ] {
+            assert!(out.contains(&line), "missing {line} in\n{out}");
+        }
+        assert_eq!(out.matches("apiserver_response_sizes_count{").count(), 1);
+    }
+
+    #[test]
     fn histogram_exposition_is_cumulative_with_kube_buckets() {
         let m = Metrics::new();
         let labels = [
@@ -1423,9 +1508,9 @@ mod tests {
             "v1",
         ];
         let h = m.durations.series(&labels);
-        h.observe(0.001);
-        h.observe(0.03);
-        h.observe(100.0);
+        h.durations.observe(0.001);
+        h.durations.observe(0.03);
+        h.durations.observe(100.0);
         let mut out = String::new();
         m.render_requests(&mut out);
         let series = "component=\"apiserver\",dry_run=\"\",group=\"\",resource=\"namespaces\",scope=\"cluster\",subresource=\"\",verb=\"LIST\",version=\"v1\"";
@@ -1457,8 +1542,9 @@ mod tests {
     #[test]
     fn size_buckets_print_as_go_does() {
         let m = Metrics::new();
-        m.sizes
-            .series(&["apiserver", "", "widgets", "resource", "", "GET", "v1"])
+        m.durations
+            .series(&["apiserver", "", "", "widgets", "resource", "", "GET", "v1"])
+            .sizes
             .observe(2500.0);
         let mut out = String::new();
         m.render_requests(&mut out);

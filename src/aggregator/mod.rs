@@ -240,7 +240,12 @@ impl Aggregator {
         if group.is_empty() {
             return None;
         }
-        self.backends()
+        let backends = self.backends();
+        // Most servers have no remote APIService: nothing to name.
+        if backends.is_empty() {
+            return None;
+        }
+        backends
             .get(&apimachinery::apiservice::name(group, version))
             .cloned()
     }

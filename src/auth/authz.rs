@@ -96,6 +96,14 @@ pub trait Authorizer: Send + Sync {
     /// The decision and its reason (appended to kube's 403 message when not empty).
     async fn authorize(&self, attrs: &Attributes) -> (Decision, String);
 
+    /// Whether every request of `user` is allowed, whatever it asks (`system:masters`
+    /// by kube's privileged-group authorizer, anyone by `AlwaysAllow`): the gate then
+    /// builds no attributes. `false` when it depends on the request.
+    fn allows_everything_of(&self, user: &UserInfo) -> bool {
+        let _ = user;
+        false
+    }
+
     /// The rules `user` holds in `namespace` (kube's `RuleResolver`); authorizers that
     /// are no rule resolvers in kube (`system:masters`) answer none.
     fn rules_for(&self, user: &UserInfo, namespace: &str) -> RulesInfo {
@@ -132,6 +140,10 @@ impl Authorizer for AlwaysAllow {
         (Decision::Allow, String::new())
     }
 
+    fn allows_everything_of(&self, _: &UserInfo) -> bool {
+        true
+    }
+
     fn rules_for(&self, _: &UserInfo, _: &str) -> RulesInfo {
         all_rules()
     }
@@ -154,11 +166,15 @@ pub struct PrivilegedGroups;
 #[async_trait::async_trait]
 impl Authorizer for PrivilegedGroups {
     async fn authorize(&self, attrs: &Attributes) -> (Decision, String) {
-        if attrs.user.groups.iter().any(|g| g == super::MASTERS_GROUP) {
+        if self.allows_everything_of(&attrs.user) {
             (Decision::Allow, String::new())
         } else {
             (Decision::NoOpinion, String::new())
         }
+    }
+
+    fn allows_everything_of(&self, user: &UserInfo) -> bool {
+        user.groups.iter().any(|g| g == super::MASTERS_GROUP)
     }
 }
 
@@ -182,6 +198,11 @@ impl Authorizer for Union {
             }
         }
         (Decision::NoOpinion, reasons.join(", "))
+    }
+
+    /// The first authorizer asked decides for such users.
+    fn allows_everything_of(&self, user: &UserInfo) -> bool {
+        self.0.first().is_some_and(|a| a.allows_everything_of(user))
     }
 
     fn rules_for(&self, user: &UserInfo, namespace: &str) -> RulesInfo {

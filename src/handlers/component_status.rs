@@ -15,7 +15,7 @@ pub async fn serve(api: &Arc<ApiServer>, req: &ApiRequest) -> Result<Response<Bo
     let kind = api.component_statuses.as_ref();
     let info = &req.info;
     // `/api/v1/watch/componentstatuses`: kube registers no watch routes for them.
-    let legacy_watch = info.parts.get(2).is_some_and(|p| p == "watch");
+    let legacy_watch = info.segment(2) == Some("watch");
     if !info.subresource.is_empty() || legacy_watch {
         return Err(Status::route_not_found());
     }

@@ -92,7 +92,7 @@ pub async fn non_resource(
     api: &Arc<ApiServer>,
     req: &ApiRequest,
 ) -> Result<Response<Body>, Status> {
-    let parts: Vec<&str> = req.info.parts.iter().map(String::as_str).collect();
+    let parts: Vec<&str> = req.info.segments().collect();
     let crds = api.catalog.infos();
     let served = &api.options.served;
     let backends = backends(api);

@@ -24,44 +24,61 @@ pub struct RequestInfo {
     pub subresource: String,
     /// kube verb: get, list, watch, create, update, patch, delete, deletecollection.
     pub verb: String,
-    /// The raw path split into segments.
-    pub parts: Vec<String>,
+    /// The raw path ([`RequestInfo::segments`] splits it).
+    pub path: String,
+}
+
+impl RequestInfo {
+    /// The path's non-empty segments.
+    pub fn segments(&self) -> impl Iterator<Item = &str> {
+        segments(&self.path)
+    }
+
+    /// The path's `i`th non-empty segment.
+    pub fn segment(&self, i: usize) -> Option<&str> {
+        self.segments().nth(i)
+    }
+}
+
+/// The non-empty segments of a path.
+fn segments(path: &str) -> impl Iterator<Item = &str> {
+    path.split('/').filter(|s| !s.is_empty())
 }
 
 /// Parse a request as kube does. `watch` is the value of the `watch` query parameter.
 /// Every request is parsed so: each field is allocated once, from the path's segments.
 pub fn parse(method: &Method, path: &str, watch: bool) -> RequestInfo {
-    let parts = split_path(path);
+    let parts: Vec<&str> = segments(path).collect();
     let mut info = address(method, &parts, watch);
     if info.verb.is_empty() && !info.is_resource_request {
         info.verb = method.as_str().to_lowercase();
     }
-    info.parts = parts;
+    info.path = path.to_string();
     info
 }
 
-/// The fields of [`RequestInfo`] but `parts`, from the path's segments (the verb is
+/// The fields of [`RequestInfo`] but `path`, from the path's segments (the verb is
 /// left empty for non-resource requests: the method, lower-cased).
-fn address(method: &Method, parts: &[String], watch: bool) -> RequestInfo {
+fn address(method: &Method, parts: &[&str], watch: bool) -> RequestInfo {
     let mut info = RequestInfo::default();
-    let mut rest: &[String] = match parts {
-        [api, version, rest @ ..] if api == "api" => {
+    let mut rest: &[&str] = match parts {
+        [api, version, rest @ ..] if *api == "api" => {
             info.api_prefix = "api".into();
-            info.version = version.clone();
+            info.version = version.to_string();
             rest
         }
-        [apis, group, version, rest @ ..] if apis == "apis" => {
+        [apis, group, version, rest @ ..] if *apis == "apis" => {
             info.api_prefix = "apis".into();
-            info.group = group.clone();
-            info.version = version.clone();
+            info.group = group.to_string();
+            info.version = version.to_string();
             rest
         }
-        [apis, group] if apis == "apis" => {
+        [apis, group] if *apis == "apis" => {
             info.api_prefix = "apis".into();
-            info.group = group.clone();
+            info.group = group.to_string();
             return info;
         }
-        [apis] if apis == "apis" => {
+        [apis] if *apis == "apis" => {
             info.api_prefix = "apis".into();
             return info;
         }
@@ -89,33 +106,33 @@ fn address(method: &Method, parts: &[String], watch: bool) -> RequestInfo {
     };
     if rest[0] == "namespaces" {
         match rest {
-            [_, name, sub] if sub == "status" || sub == "finalize" => {
+            [_, name, sub] if *sub == "status" || *sub == "finalize" => {
                 info.resource = "namespaces".into();
-                info.name = name.clone();
-                info.subresource = sub.clone();
+                info.name = name.to_string();
+                info.subresource = sub.to_string();
                 return finish(info, verb, legacy_watch, watch);
             }
             // `/namespaces/{name}` addresses the namespace itself.
             [_, name] => {
                 info.resource = "namespaces".into();
-                info.name = name.clone();
+                info.name = name.to_string();
                 return finish(info, verb, legacy_watch, watch);
             }
             [_, namespace, more @ ..] => {
-                info.namespace = namespace.clone();
+                info.namespace = namespace.to_string();
                 rest = more;
             }
             _ => {}
         }
     }
     if let Some(resource) = rest.first() {
-        info.resource = resource.clone();
+        info.resource = resource.to_string();
     }
     if let Some(name) = rest.get(1) {
-        info.name = name.clone();
+        info.name = name.to_string();
     }
     match rest.len() {
-        3 => info.subresource = rest[2].clone(),
+        3 => info.subresource = rest[2].to_string(),
         // Deeper paths are not resources we serve; keep them distinguishable.
         n if n > 3 => info.subresource = rest[2..].join("/"),
         _ => {}
@@ -135,15 +152,6 @@ fn finish(mut info: RequestInfo, verb: &str, legacy_watch: bool, watch: bool) ->
     };
     info.verb = verb.to_string();
     info
-}
-
-/// Split a path into non-empty segments.
-pub fn split_path(path: &str) -> Vec<String> {
-    path.trim_matches('/')
-        .split('/')
-        .filter(|s| !s.is_empty())
-        .map(|s| s.to_string())
-        .collect()
 }
 
 #[cfg(test)]

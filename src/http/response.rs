@@ -125,12 +125,18 @@ pub fn reply(r: Reply, output: Output) -> Response<Body> {
 /// A JSON reply of bytes encoded already (as [`encode_value`] encodes for
 /// `Output::Json`), with the headers [`reply`] sends.
 pub fn json_bytes(code: StatusCode, bytes: Bytes) -> Response<Body> {
-    Response::builder()
-        .status(code)
-        .header(header::CONTENT_TYPE, "application/json")
-        .header("Cache-Control", "no-cache, private")
-        .body(full(bytes))
-        .unwrap_or_else(|_| Response::new(full("")))
+    let mut resp = Response::new(full(bytes));
+    *resp.status_mut() = code;
+    let headers = resp.headers_mut();
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    headers.insert(
+        header::CACHE_CONTROL,
+        HeaderValue::from_static("no-cache, private"),
+    );
+    resp
 }
 
 fn dedup(warnings: &[String]) -> Vec<&String> {

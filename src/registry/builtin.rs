@@ -475,9 +475,24 @@ pub fn serves_tables(group: &str, version: &str, resource: &str, subresource: &s
 
 /// The entry for `group/version/resource`.
 pub fn lookup(group: &str, version: &str, resource: &str) -> Option<&'static BuiltinResource> {
-    resources()
-        .iter()
-        .find(|r| r.group == group && r.version == version && r.resource == resource)
+    index_of(group, version, resource).map(|i| &resources()[i])
+}
+
+/// Where `group/version/resource` sits in [`resources`]: every request asks (routing,
+/// metrics, tables), so by a map, not a scan.
+fn index_of(group: &str, version: &str, resource: &str) -> Option<usize> {
+    type Index =
+        HashMap<(&'static str, &'static str, &'static str), usize, foldhash::fast::FixedState>;
+    static INDEX: LazyLock<Index> = LazyLock::new(|| {
+        let mut index = Index::default();
+        for (i, r) in resources().iter().enumerate() {
+            index.entry((r.group, r.version, r.resource)).or_insert(i);
+        }
+        index
+    });
+    // The map's keys are `'static`; looked up with shorter-lived ones (covariance).
+    let index: &HashMap<(&str, &str, &str), usize, foldhash::fast::FixedState> = &INDEX;
+    index.get(&(group, version, resource)).copied()
 }
 
 /// The REST descriptor of the built-in `group`/`resource` (its preferred version: the
@@ -536,8 +551,7 @@ impl Served {
 
     /// Whether `group/version/resource` is served.
     pub fn serves(&self, group: &str, version: &str, resource: &str) -> bool {
-        self.resources()
-            .any(|r| r.group == group && r.version == version && r.resource == resource)
+        index_of(group, version, resource).is_some_and(|i| self.0.get(i) == Some(&true))
     }
 
     /// The resources served of one group-version, sorted by name as kube's discovery

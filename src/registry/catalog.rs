@@ -20,7 +20,9 @@ pub struct CompileError(#[from] pub CrdError);
 
 /// All CRDs currently served.
 pub struct Catalog {
-    crds: RwLock<HashMap<String, Arc<CompiledCrd>>>,
+    /// By name (`<plural>.<group>`), hashed with foldhash: every request to a custom
+    /// resource looks its CRD up.
+    crds: RwLock<HashMap<String, Arc<CompiledCrd>, foldhash::fast::RandomState>>,
     generation: AtomicU64,
     /// The generation, for whoever follows changes ([`Catalog::changes`]).
     changed: tokio::sync::watch::Sender<u64>,
@@ -90,11 +92,17 @@ impl Catalog {
         }
     }
 
-    /// The CRD serving `group`/`resource` (plural), if any.
+    /// The CRD serving `group`/`resource` (plural), if any: the one named
+    /// `<resource>.<group>`, as kube's crdHandler finds it (a CRD's name is its plural
+    /// and group, validation sees to it).
     pub fn lookup(&self, group: &str, resource: &str) -> Option<Arc<CompiledCrd>> {
+        let mut name = String::with_capacity(resource.len() + 1 + group.len());
+        name.push_str(resource);
+        name.push('.');
+        name.push_str(group);
         let crds = self.crds.read().unwrap_or_else(|e| e.into_inner());
-        crds.values()
-            .find(|c| c.info.group == group && c.info.plural == resource)
+        crds.get(&name)
+            .filter(|c| c.info.group == group && c.info.plural == resource)
             .cloned()
     }
 

@@ -14,7 +14,7 @@ pub struct CustomResourceKind {
     version: usize,
     /// The version's compiled schema, taken from the CRD when a stage first needs it.
     schema: std::sync::OnceLock<Arc<VersionSchema>>,
-    descriptor: Descriptor,
+    descriptor: Arc<Descriptor>,
     /// Strategy `Webhook` (else `None`: conversion without IO).
     webhook: bool,
     /// Where a conversion webhook's Service is reached (set for strategy `Webhook`).
@@ -24,19 +24,7 @@ pub struct CustomResourceKind {
 impl CustomResourceKind {
     /// The kind for `crd`'s version at index `version`.
     pub fn new(crd: Arc<CompiledCrd>, version: usize, prefix: &str) -> Self {
-        let info = &crd.info;
-        let v = &crd.versions[version];
-        let descriptor = Descriptor {
-            gr: crate::status::GroupResource::new(&info.group, &info.plural),
-            version: v.name.clone(),
-            kind: info.kind.clone(),
-            list_kind: info.list_kind.clone(),
-            singular: info.singular.clone(),
-            namespaced: info.namespaced,
-            key_root: format!("{prefix}/{}/{}", info.group, info.plural),
-            status_subresource: v.status_subresource,
-            has_generation: true,
-        };
+        let descriptor = crd.descriptor(version, prefix);
         CustomResourceKind {
             webhook: crd.conversion_webhook,
             services: None,

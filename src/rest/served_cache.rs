@@ -12,6 +12,7 @@
 
 use bytes::Bytes;
 use std::collections::HashMap;
+use std::hash::BuildHasher;
 use std::sync::Mutex;
 
 /// What a served form depends on: the kind's form (`(CRD revision, version index)` for
@@ -29,10 +30,14 @@ struct Entry {
     bytes: Bytes,
 }
 
+/// Keys are clients' names: hashed with a seed of the process's (foldhash's
+/// `RandomState`, as hashbrown's default), fast for the short keys every read looks up.
+type Map = HashMap<String, Entry, foldhash::fast::RandomState>;
+
 #[derive(Default)]
 struct Generations {
-    young: HashMap<String, Entry>,
-    old: HashMap<String, Entry>,
+    young: Map,
+    old: Map,
     young_bytes: usize,
 }
 
@@ -42,6 +47,8 @@ const SHARDS: usize = 16;
 /// The served-bytes cache of one server.
 pub struct ServedCache {
     shards: Vec<Mutex<Generations>>,
+    /// Picks a key's shard.
+    hash: foldhash::fast::RandomState,
     /// Bytes one shard's younger generation may hold before it becomes the older.
     shard_budget: usize,
 }
@@ -66,17 +73,15 @@ impl ServedCache {
     pub fn new(budget: usize) -> ServedCache {
         ServedCache {
             shards: (0..SHARDS).map(|_| Mutex::default()).collect(),
+            hash: foldhash::fast::RandomState::default(),
             shard_budget: (budget / SHARDS / 2).max(1),
         }
     }
 
     fn shard(&self, key: &str) -> &Mutex<Generations> {
-        // FNV-1a: cheap, and keys differ in their last bytes (the object's name).
-        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-        for b in key.bytes() {
-            h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
-        }
-        &self.shards[(h as usize) % SHARDS]
+        // The middle bits: the shard's maps use the low and top ones of their own hash.
+        let h = self.hash.hash_one(key);
+        &self.shards[((h >> 32) as usize) % SHARDS]
     }
 
     /// The bytes served for `key` at `id`, if made since.

@@ -248,13 +248,12 @@ fn claimed(
     api: &ApiServer,
     info: &request_info::RequestInfo,
 ) -> Option<(Arc<crate::aggregator::Backend>, bool)> {
-    match info.parts.as_slice() {
-        [apis, group, version, rest @ ..] if apis == "apis" => api
-            .aggregator
-            .claims(group, version)
-            .map(|b| (b, rest.is_empty())),
-        _ => None,
+    // `/apis/<group>/<version>...` parses to its group and version.
+    if info.api_prefix != "apis" || info.version.is_empty() {
+        return None;
     }
+    let backend = api.aggregator.claims(&info.group, &info.version)?;
+    Some((backend, info.segment(3).is_none()))
 }
 
 /// Authenticate and authorize a request: its user, or kube's 401/403 response.
@@ -278,6 +277,9 @@ pub async fn admit(
             .await
             .map_err(|s| response::status(&s, Output::Json))?;
     }
+    if gate.authorizer.allows_everything_of(&user) {
+        return Ok(user);
+    }
     let attrs = crate::auth::authz::request_attributes(&user, info, path);
     let (decision, reason) = gate.authorizer.authorize(&attrs).await;
     if decision != Decision::Allow {
@@ -290,9 +292,18 @@ pub async fn admit(
     Ok(user)
 }
 
+/// The length of `uri` as it prints (`scheme://authority`, path, `?query`), without
+/// printing it.
+fn uri_len(uri: &http::Uri) -> usize {
+    let scheme = uri.scheme_str().map_or(0, |s| s.len() + "://".len());
+    let authority = uri.authority().map_or(0, |a| a.as_str().len());
+    let query = uri.query().map_or(0, |q| q.len() + 1);
+    scheme + authority + uri.path().len() + query
+}
+
 /// The size of a request's HTTP/1 request line and header lines.
 fn head_size(parts: &http::request::Parts) -> usize {
-    let line = parts.method.as_str().len() + parts.uri.to_string().len() + " HTTP/1.1\r\n".len();
+    let line = parts.method.as_str().len() + uri_len(&parts.uri) + " HTTP/1.1\r\n".len();
     let headers: usize = parts
         .headers
         .iter()
@@ -341,8 +352,7 @@ async fn handle(
         .headers
         .get(http::header::ACCEPT)
         .and_then(|v| v.to_str().ok());
-    let aggregated_ok =
-        info.parts.len() == 1 && (info.parts[0] == "api" || info.parts[0] == "apis");
+    let aggregated_ok = matches!(info.path.trim_matches('/'), "api" | "apis");
     let table_ok = info.is_resource_request
         && crate::registry::builtin::serves_tables(
             &info.group,
@@ -351,7 +361,7 @@ async fn handle(
             &info.subresource,
         );
     // `/openapi/...` negotiates as kube-openapi does (protobuf, a bare 406) in its handler.
-    let openapi = !info.is_resource_request && info.parts.first().is_some_and(|p| p == "openapi");
+    let openapi = !info.is_resource_request && info.segment(0) == Some("openapi");
     let output = match negotiate::choose_output(accept, aggregated_ok, table_ok) {
         Some(o) => o,
         None if openapi => Output::Json,
@@ -472,6 +482,20 @@ pub fn panic_response() -> Response<Body> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn uri_len_is_the_printed_length() {
+        for uri in [
+            "/",
+            "/apis/g/v1/namespaces/a/w/x?watch=true&timeout=5s",
+            "http://localhost:8080/api?x",
+            "https://a.b:6443/",
+            "*",
+        ] {
+            let u: http::Uri = uri.parse().unwrap();
+            assert_eq!(super::uri_len(&u), u.to_string().len(), "{uri}");
+        }
+    }
+
     use super::*;
 
     async fn body_text(resp: Response<Body>) -> String {

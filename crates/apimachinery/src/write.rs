@@ -113,11 +113,16 @@ impl Descriptor {
 
     /// The storage key of one object.
     pub fn key(&self, namespace: &str, name: &str) -> String {
+        // Every request makes one: built by hand, not by `format!`.
+        let mut key = String::with_capacity(self.key_root.len() + namespace.len() + name.len() + 2);
+        key.push_str(&self.key_root);
+        key.push('/');
         if self.namespaced {
-            format!("{}/{}/{}", self.key_root, namespace, name)
-        } else {
-            format!("{}/{}", self.key_root, name)
+            key.push_str(namespace);
+            key.push('/');
         }
+        key.push_str(name);
+        key
     }
 
     /// The key prefix of a list (all namespaces when `namespace` is empty).

@@ -10,6 +10,8 @@ use crate::schema::immutable::ImmutabilityPlan;
 use crate::schema::props::JSONSchemaProps;
 use crate::schema::structural::Structural;
 use crate::schema::validate::Validator;
+use crate::status::GroupResource;
+use crate::write::Descriptor;
 use serde_json::Value;
 use std::sync::Arc;
 
@@ -179,6 +181,9 @@ impl CompiledSpec {
     }
 }
 
+/// A version's REST descriptor and the storage prefix it was made for.
+type DescriptorCell = std::sync::OnceLock<(String, Arc<Descriptor>)>;
+
 /// A CRD ready to serve: its [`CompiledSpec`] (shared) and the object it was built from.
 pub struct CompiledCrd {
     /// `metadata.name`.
@@ -197,6 +202,8 @@ pub struct CompiledCrd {
     pub terminating: bool,
     /// `spec.conversion.strategy: Webhook` (else `None`: conversion without IO).
     pub conversion_webhook: bool,
+    /// Each version's REST descriptor, made on its first request ([`Self::descriptor`]).
+    descriptors: Box<[DescriptorCell]>,
 }
 
 impl CompiledCrd {
@@ -226,6 +233,37 @@ impl CompiledCrd {
             revision,
             terminating,
             conversion_webhook: spec.conversion_webhook,
+            descriptors: spec.versions.iter().map(|_| Default::default()).collect(),
+        }
+    }
+
+    /// The REST descriptor of version `index` under the storage prefix `prefix`: made
+    /// once per CRD revision (every request to the version asks), for the first prefix
+    /// asked (a server's; another prefix gets a new one each time).
+    pub fn descriptor(&self, index: usize, prefix: &str) -> Arc<Descriptor> {
+        let make = || {
+            let info = &self.info;
+            let v = &self.versions[index];
+            Arc::new(Descriptor {
+                gr: GroupResource::new(&info.group, &info.plural),
+                version: v.name.clone(),
+                kind: info.kind.clone(),
+                list_kind: info.list_kind.clone(),
+                singular: info.singular.clone(),
+                namespaced: info.namespaced,
+                key_root: format!("{prefix}/{}/{}", info.group, info.plural),
+                status_subresource: v.status_subresource,
+                has_generation: true,
+            })
+        };
+        let Some(cell) = self.descriptors.get(index) else {
+            return make();
+        };
+        let (first, descriptor) = cell.get_or_init(|| (prefix.to_string(), make()));
+        if first == prefix {
+            descriptor.clone()
+        } else {
+            make()
         }
     }
 
