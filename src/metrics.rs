@@ -355,16 +355,7 @@ impl Metrics {
                 &l.info.version,
             ])
             .fetch_add(1, Ordering::Relaxed);
-        let series = self.durations.series(&[
-            l.component,
-            &l.dry_run,
-            &l.info.group,
-            &l.info.resource,
-            l.scope,
-            l.subresource(),
-            l.verb,
-            &l.info.version,
-        ]);
+        let series = self.durations.series(&l.with_dry_run());
         series.durations.observe(elapsed.as_secs_f64());
         if l.verb == "GET" || l.verb == "LIST" {
             series.sizes.observe(bytes as f64);
@@ -660,6 +651,22 @@ impl RequestLabels {
         } else {
             self.endpoint
         }
+    }
+
+    /// Values of the latency family (all but `code` and `system_client`), in label-name
+    /// order.
+    fn with_dry_run(&self) -> [&str; 8] {
+        let [component, group, resource, scope, subresource, verb, version] = self.short();
+        [
+            component,
+            &self.dry_run,
+            group,
+            resource,
+            scope,
+            subresource,
+            verb,
+            version,
+        ]
     }
 
     /// Values of the families without `dry_run` and `code`, in label-name order.
@@ -1463,23 +1470,31 @@ mod tests {
         assert!(out.contains("apiserver_current_inflight_requests{request_kind=\"readOnly\"} 0\n"));
     }
 
+    /// Latency labels of a cluster-wide LIST of namespaces, with `dry_run`.
+    fn namespaces_list(dry_run: &str) -> [&str; 8] {
+        [
+            "apiserver",
+            dry_run,
+            "",
+            "namespaces",
+            "cluster",
+            "",
+            "LIST",
+            "v1",
+        ]
+    }
+
     #[test]
     fn response_sizes_are_summed_over_dry_run() {
         let m = Metrics::new();
-        let labels = |dry_run| {
-            [
-                "apiserver",
-                dry_run,
-                "",
-                "namespaces",
-                "cluster",
-                "",
-                "LIST",
-                "v1",
-            ]
-        };
-        m.durations.series(&labels("")).sizes.observe(500.0);
-        m.durations.series(&labels("All")).sizes.observe(5000.0);
+        m.durations
+            .series(&namespaces_list(""))
+            .sizes
+            .observe(500.0);
+        m.durations
+            .series(&namespaces_list("All"))
+            .sizes
+            .observe(5000.0);
         let mut out = String::new();
         m.render_requests(&mut out);
         let series = "component=\"apiserver\",group=\"\",resource=\"namespaces\",scope=\"cluster\",subresource=\"\",verb=\"LIST\",version=\"v1\"";
@@ -1497,17 +1512,7 @@ mod tests {
     #[test]
     fn histogram_exposition_is_cumulative_with_kube_buckets() {
         let m = Metrics::new();
-        let labels = [
-            "apiserver",
-            "",
-            "",
-            "namespaces",
-            "cluster",
-            "",
-            "LIST",
-            "v1",
-        ];
-        let h = m.durations.series(&labels);
+        let h = m.durations.series(&namespaces_list(""));
         h.durations.observe(0.001);
         h.durations.observe(0.03);
         h.durations.observe(100.0);
