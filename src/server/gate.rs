@@ -159,8 +159,7 @@ pub async fn serve_gated(
             );
         }
     }
-    let Head { query, info } = head;
-    let path = info.path.clone();
+    let Head { path, query, info } = head;
     let timeout = if is_long_running(&info) {
         None
     } else {
