@@ -47,22 +47,19 @@ pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
 /// What a request's method and URI address, parsed once per request: the metrics,
 /// the gate and the handler share it.
 pub struct Head {
-    /// The raw path.
-    pub path: String,
     /// Query parameters (first value of each).
     pub query: HashMap<String, String>,
-    /// What the path addresses.
+    /// What the path addresses (the raw path included).
     pub info: Arc<request_info::RequestInfo>,
 }
 
 impl Head {
     /// Parse `method` and `uri` as kube's request-info factory does.
     pub fn of(method: &Method, uri: &http::Uri) -> Head {
-        let path = uri.path().to_string();
         let query = parse_query(uri.query());
         let watch = query_bool(query.get("watch").map(String::as_str));
-        let info = Arc::new(request_info::parse(method, &path, watch));
-        Head { path, query, info }
+        let info = Arc::new(request_info::parse(method, uri.path(), watch));
+        Head { query, info }
     }
 }
 

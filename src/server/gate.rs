@@ -159,7 +159,8 @@ pub async fn serve_gated(
             );
         }
     }
-    let Head { path, query, info } = head;
+    let Head { query, info } = head;
+    let path = info.path.clone();
     let timeout = if is_long_running(&info) {
         None
     } else {
