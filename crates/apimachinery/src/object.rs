@@ -111,7 +111,18 @@ pub fn parse_resource_version(s: &str) -> Result<i64, Status> {
 
 /// The current time as kube serialises `metav1.Time` (RFC 3339, seconds, `Z`).
 pub fn now() -> String {
-    chrono::Utc::now().format("%Y-%m-%dT%H:%M:%SZ").to_string()
+    // Formatted once a second per thread: every write stamps it, often twice.
+    thread_local! {
+        static LAST: std::cell::RefCell<(i64, String)> = const { std::cell::RefCell::new((i64::MIN, String::new())) };
+    }
+    let t = chrono::Utc::now();
+    LAST.with_borrow_mut(|(secs, text)| {
+        if *secs != t.timestamp() {
+            *secs = t.timestamp();
+            *text = t.format("%Y-%m-%dT%H:%M:%SZ").to_string();
+        }
+        text.clone()
+    })
 }
 
 const GENERATE_ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";

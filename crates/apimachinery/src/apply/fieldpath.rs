@@ -51,7 +51,12 @@ impl PathElement {
     /// The `FieldsV1` key of this element (`f:spec`, `k:{"name":"http"}`, `v:"a"`, `i:0`).
     pub fn serialize(&self) -> String {
         match self {
-            PathElement::Field(f) => format!("f:{f}"),
+            PathElement::Field(f) => {
+                let mut s = String::with_capacity(f.len() + 2);
+                s.push_str("f:");
+                s.push_str(f);
+                s
+            }
             PathElement::Key(fields) => {
                 let parts: Vec<String> = fields
                     .iter()
@@ -343,6 +348,53 @@ impl FieldSet {
             out.children.insert(pe.clone(), merged);
         }
         out
+    }
+
+    /// [`FieldSet::union`] in place, taking `other`'s elements instead of copying them.
+    pub fn absorb(&mut self, other: FieldSet) {
+        if self.members.is_empty() && self.children.is_empty() {
+            *self = other;
+            return;
+        }
+        self.members.extend(other.members);
+        for (pe, c) in other.children {
+            match self.children.entry(pe) {
+                std::collections::btree_map::Entry::Occupied(mut mine) => mine.get_mut().absorb(c),
+                std::collections::btree_map::Entry::Vacant(slot) => {
+                    slot.insert(c);
+                }
+            }
+        }
+    }
+
+    /// [`FieldSet::difference`] in place.
+    pub fn subtract(&mut self, other: &FieldSet) {
+        self.remove_below(other, false);
+    }
+
+    /// [`FieldSet::recursive_difference`] in place.
+    pub fn recursive_subtract(&mut self, other: &FieldSet) {
+        self.remove_below(other, true);
+    }
+
+    fn remove_below(&mut self, other: &FieldSet, recursive: bool) {
+        if other.members.is_empty() && other.children.is_empty() {
+            return;
+        }
+        if !other.members.is_empty() {
+            self.members.retain(|m| !other.members.contains(m));
+            if recursive {
+                self.children.retain(|pe, _| !other.members.contains(pe));
+            }
+        }
+        for (pe, o) in &other.children {
+            if let Some(c) = self.children.get_mut(pe) {
+                c.remove_below(o, recursive);
+                if c.is_empty() {
+                    self.children.remove(pe);
+                }
+            }
+        }
     }
 
     /// Paths in both sets.

@@ -139,12 +139,11 @@ pub struct Comparison {
 
 impl Comparison {
     /// Drop the ignored fields (and everything below them) from all three sets.
-    pub fn filter(self, ignored: &FieldSet) -> Comparison {
-        Comparison {
-            removed: self.removed.recursive_difference(ignored),
-            modified: self.modified.recursive_difference(ignored),
-            added: self.added.recursive_difference(ignored),
-        }
+    pub fn filter(mut self, ignored: &FieldSet) -> Comparison {
+        self.removed.recursive_subtract(ignored);
+        self.modified.recursive_subtract(ignored);
+        self.added.recursive_subtract(ignored);
+        self
     }
 }
 

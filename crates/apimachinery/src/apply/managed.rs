@@ -67,10 +67,18 @@ impl ManagerId {
     /// The key managers are stored under: kube's JSON identifier, so that entries sort
     /// and group as kube's do.
     pub fn key(&self) -> String {
-        let mut parts = Vec::new();
+        let mut out = String::with_capacity(96);
+        out.push('{');
         let mut field = |name: &str, v: &str| {
             if !v.is_empty() {
-                parts.push(format!("{}:{}", go_json_string(name), go_json_string(v)));
+                if out.len() > 1 {
+                    out.push(',');
+                }
+                // The names are plain: quoted as they are.
+                out.push('"');
+                out.push_str(name);
+                out.push_str("\":");
+                out.push_str(&go_json_string(v));
             }
         };
         field("manager", &self.manager);
@@ -79,7 +87,8 @@ impl ManagerId {
             field("apiVersion", &self.api_version);
         }
         field("subresource", &self.subresource);
-        format!("{{{}}}", parts.join(","))
+        out.push('}');
+        out
     }
 
     /// Read a key back.
@@ -169,6 +178,10 @@ pub struct Entry {
 /// metav1.Time's wire form: RFC 3339 in UTC, whole seconds.
 pub fn normalize_time(s: &str) -> Option<String> {
     let t = chrono::DateTime::parse_from_rfc3339(s).ok()?;
+    // Already in that form (as every stored entry is): kept as it is.
+    if s.len() == "2024-01-02T03:04:05Z".len() && s.ends_with('Z') && s.as_bytes()[10] == b'T' {
+        return Some(s.to_string());
+    }
     Some(
         t.with_timezone(&chrono::Utc)
             .format("%Y-%m-%dT%H:%M:%SZ")
@@ -391,7 +404,12 @@ impl Managed {
 }
 
 /// Fields nobody owns (kube's `stripMetaManager`).
-pub fn strip_set() -> FieldSet {
+pub fn strip_set() -> &'static FieldSet {
+    static SET: std::sync::LazyLock<FieldSet> = std::sync::LazyLock::new(make_strip_set);
+    &SET
+}
+
+fn make_strip_set() -> FieldSet {
     let f = PathElement::field;
     let mut s = FieldSet::new();
     s.insert(&[f("apiVersion")]);
@@ -416,7 +434,7 @@ pub fn strip_set() -> FieldSet {
 /// Strip the system fields from one manager's set, dropping the manager if nothing is left.
 pub fn strip_manager(fields: &mut Managers, key: &str) {
     if let Some(vs) = fields.get_mut(key) {
-        vs.set = vs.set.difference(&strip_set());
+        vs.set.subtract(strip_set());
         if vs.set.is_empty() {
             fields.remove(key);
         }
@@ -441,6 +459,23 @@ mod tests {
         assert_eq!(manager_from_user_agent(""), "");
         assert_eq!(manager_from_user_agent("a\u{7}b/1"), "ab");
         assert_eq!(manager_from_user_agent(&"x".repeat(200)).len(), 128);
+    }
+
+    #[test]
+    fn times_are_normalized_to_utc_seconds() {
+        assert_eq!(
+            normalize_time("2024-01-02T03:04:05Z").as_deref(),
+            Some("2024-01-02T03:04:05Z")
+        );
+        assert_eq!(
+            normalize_time("2024-01-02T05:04:05.75+02:00").as_deref(),
+            Some("2024-01-02T03:04:05Z")
+        );
+        assert_eq!(
+            normalize_time("2024-01-02t03:04:05z").as_deref(),
+            Some("2024-01-02T03:04:05Z")
+        );
+        assert_eq!(normalize_time("2024-13-02T03:04:05Z"), None);
     }
 
     #[test]

@@ -277,15 +277,20 @@ impl Updater<'_> {
         force: bool,
     ) -> Result<Comparison, Vec<Conflict>> {
         let cmp = compare(live, new, self.root).filter(self.ignored);
-        let changed = cmp.modified.union(&cmp.added);
-        let conflicts: Vec<(String, FieldSet)> = managers
-            .iter()
-            .filter(|(id, _)| id.as_str() != workflow)
-            .filter_map(|(id, vs)| {
-                let c = vs.set.intersection(&changed);
-                (!c.is_empty()).then(|| (id.clone(), c))
-            })
-            .collect();
+        // Only other managers can conflict (none on a create).
+        let conflicts: Vec<(String, FieldSet)> = if managers.keys().any(|id| id != workflow) {
+            let changed = cmp.modified.union(&cmp.added);
+            managers
+                .iter()
+                .filter(|(id, _)| id.as_str() != workflow)
+                .filter_map(|(id, vs)| {
+                    let c = vs.set.intersection(&changed);
+                    (!c.is_empty()).then(|| (id.clone(), c))
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
         if !force && !conflicts.is_empty() {
             return Err(conflicts
                 .into_iter()
@@ -299,13 +304,13 @@ impl Updater<'_> {
         }
         for (id, c) in &conflicts {
             if let Some(vs) = managers.get_mut(id) {
-                vs.set = vs.set.difference(c);
+                vs.set.subtract(c);
             }
         }
         if !cmp.removed.is_empty() {
             for (id, vs) in managers.iter_mut() {
                 if id != workflow {
-                    vs.set = vs.set.difference(&cmp.removed);
+                    vs.set.subtract(&cmp.removed);
                 }
             }
         }
@@ -327,18 +332,15 @@ impl Updater<'_> {
             Ok(cmp) => cmp,
             Err(_) => return managers, // unreachable: forced updates never conflict
         };
-        let previous = managers
-            .get(manager)
-            .map(|vs| vs.set.clone())
+        let mut set = managers
+            .remove(manager)
+            .map(|vs| vs.set)
             .unwrap_or_default();
-        let set = previous
-            .difference(&cmp.removed)
-            .union(&cmp.modified)
-            .union(&cmp.added)
-            .recursive_difference(self.ignored);
-        if set.is_empty() {
-            managers.remove(manager);
-        } else {
+        set.subtract(&cmp.removed);
+        set.absorb(cmp.modified);
+        set.absorb(cmp.added);
+        set.recursive_subtract(self.ignored);
+        if !set.is_empty() {
             managers.insert(
                 manager.to_string(),
                 VersionedSet {

@@ -430,10 +430,10 @@ fn update_managed(
     );
     managed::strip_manager(&mut fields, CURRENT_OPERATION);
     if let Some(vs) = fields.remove(CURRENT_OPERATION) {
-        let set = match fields.get(&key) {
-            Some(previous) => vs.set.union(&previous.set),
-            None => vs.set,
-        };
+        let mut set = vs.set;
+        if let Some(previous) = fields.remove(&key) {
+            set.absorb(previous.set);
+        }
         fields.insert(
             key.clone(),
             VersionedSet {

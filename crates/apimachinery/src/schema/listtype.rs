@@ -8,63 +8,68 @@
 //! key field mandatory.
 
 use super::structural::Structural;
-use crate::field::{Error, ErrorList, Path};
+use crate::field::{Error, ErrorList, Path, Trail};
 use serde_json::{Map, Value};
 use std::collections::HashMap;
 
 /// Duplicate set items and duplicate map keys anywhere in `value` (at `path`).
 pub fn validate_list_types(schema: &Structural, value: &Value, path: &Path) -> ErrorList {
+    let mut errs = ErrorList::new();
+    validate_value(schema, value, &Trail::At(path), &mut errs);
+    errs
+}
+
+/// The walk names a path only at a list with a list type.
+fn validate_value(schema: &Structural, value: &Value, trail: &Trail, errs: &mut ErrorList) {
     match value {
-        Value::Object(obj) => validate_object(schema, obj, path),
-        Value::Array(items) => validate_array(schema, items, path),
-        _ => ErrorList::new(),
+        Value::Array(items) => validate_array(schema, items, trail, errs),
+        Value::Object(obj) => validate_object(schema, obj, trail, errs),
+        _ => {}
     }
 }
 
-fn validate_object(schema: &Structural, obj: &Map<String, Value>, path: &Path) -> ErrorList {
-    let mut errs = ErrorList::new();
+fn validate_object(
+    schema: &Structural,
+    obj: &Map<String, Value>,
+    trail: &Trail,
+    errs: &mut ErrorList,
+) {
     if let Some(additional) = schema
         .additional_properties
         .as_ref()
         .and_then(|a| a.schema())
     {
         for (k, v) in obj {
-            errs.extend(validate_value(additional, v, &path.key(k)));
+            validate_value(additional, v, &trail.key(k), errs);
         }
     }
     for (k, v) in obj {
         if let Some(sub) = schema.properties.get(k) {
-            errs.extend(validate_value(sub, v, &path.child(k)));
+            validate_value(sub, v, &trail.child(k), errs);
         }
     }
-    errs
 }
 
-fn validate_value(schema: &Structural, value: &Value, path: &Path) -> ErrorList {
-    match value {
-        Value::Array(items) => validate_array(schema, items, path),
-        Value::Object(obj) => validate_object(schema, obj, path),
-        _ => ErrorList::new(),
-    }
-}
-
-fn validate_array(schema: &Structural, items: &[Value], path: &Path) -> ErrorList {
-    let mut errs = ErrorList::new();
+fn validate_array(schema: &Structural, items: &[Value], trail: &Trail, errs: &mut ErrorList) {
     match schema.x_list_type.as_deref() {
         Some("set") => {
+            let path = Path::new(&trail.render());
             for i in non_unique_indices(items.iter().map(ItemKey::of)) {
                 errs.push(Error::duplicate(&path.index(i), items[i].clone()));
             }
         }
-        Some("map") => errs.extend(validate_list_map(schema, items, path)),
+        Some("map") => errs.extend(validate_list_map(
+            schema,
+            items,
+            &Path::new(&trail.render()),
+        )),
         _ => {}
     }
     if let Some(item_schema) = schema.items.as_deref() {
         for (i, item) in items.iter().enumerate() {
-            errs.extend(validate_value(item_schema, item, &path.index(i)));
+            validate_value(item_schema, item, &trail.index(i), errs);
         }
     }
-    errs
 }
 
 /// An item as kube compares set members: scalars by Go value (an int64 never equals a

@@ -13,7 +13,7 @@
 //! length wordings kube uses: DNS names say "characters", label keys/values say "bytes".
 
 use super::structural::Structural;
-use crate::field::{BadValue, Error, ErrorList, ErrorType, Path};
+use crate::field::{BadValue, Error, ErrorList, ErrorType, Path, Trail};
 use crate::goformat::go_json;
 use chrono::{DateTime, SecondsFormat, Utc};
 use regex::Regex;
@@ -738,23 +738,34 @@ fn validate_meta(meta: &Meta, requires_namespace: bool, rule: NameRule, path: &P
             "must be greater than or equal to 0",
         ));
     }
-    errs.extend(validate_labels(&meta.labels, &path.child("labels")));
-    errs.extend(validate_annotations(
-        &meta.annotations,
-        &path.child("annotations"),
-    ));
-    errs.extend(validate_owner_references(
-        &meta.owner_references,
-        &path.child("ownerReferences"),
-    ));
-    errs.extend(validate_finalizers(
-        &meta.finalizers,
-        &path.child("finalizers"),
-    ));
-    errs.extend(validate_managed_fields(
-        &meta.managed_fields,
-        &path.child("managedFields"),
-    ));
+    // Each check of a collection finds nothing in an empty one: no path made for it.
+    if !meta.labels.is_empty() {
+        errs.extend(validate_labels(&meta.labels, &path.child("labels")));
+    }
+    if !meta.annotations.is_empty() {
+        errs.extend(validate_annotations(
+            &meta.annotations,
+            &path.child("annotations"),
+        ));
+    }
+    if !meta.owner_references.is_empty() {
+        errs.extend(validate_owner_references(
+            &meta.owner_references,
+            &path.child("ownerReferences"),
+        ));
+    }
+    if !meta.finalizers.is_empty() {
+        errs.extend(validate_finalizers(
+            &meta.finalizers,
+            &path.child("finalizers"),
+        ));
+    }
+    if !meta.managed_fields.is_empty() {
+        errs.extend(validate_managed_fields(
+            &meta.managed_fields,
+            &path.child("managedFields"),
+        ));
+    }
     errs
 }
 
@@ -1005,32 +1016,33 @@ pub fn validate_object_meta_update(new: &Value, old: &Value, path: &Path) -> Err
 /// Checks of every `x-kubernetes-embedded-resource` object inside `value` (at `path`).
 pub fn validate_embedded_resources(schema: &Structural, value: &Value, path: &Path) -> ErrorList {
     let mut errs = ErrorList::new();
-    walk_embedded(schema, value, path, &mut errs);
+    walk_embedded(schema, value, &Trail::At(path), &mut errs);
     errs
 }
 
-fn walk_embedded(schema: &Structural, value: &Value, path: &Path, errs: &mut ErrorList) {
+/// The walk names a path only at an embedded resource (most schemas have none).
+fn walk_embedded(schema: &Structural, value: &Value, trail: &Trail, errs: &mut ErrorList) {
     match value {
         Value::Object(obj) => {
             if schema.x_embedded_resource {
-                errs.extend(validate_embedded_resource(obj, path));
+                errs.extend(validate_embedded_resource(obj, &Path::new(&trail.render())));
             }
             for (k, v) in obj {
                 if let Some(prop) = schema.properties.get(k) {
-                    walk_embedded(prop, v, &path.child(k), errs);
+                    walk_embedded(prop, v, &trail.child(k), errs);
                 } else if let Some(additional) = schema
                     .additional_properties
                     .as_ref()
                     .and_then(|a| a.schema())
                 {
-                    walk_embedded(additional, v, &path.key(k), errs);
+                    walk_embedded(additional, v, &trail.key(k), errs);
                 }
             }
         }
         Value::Array(items) => {
             if let Some(item_schema) = schema.items.as_deref() {
                 for (i, v) in items.iter().enumerate() {
-                    walk_embedded(item_schema, v, &path.index(i), errs);
+                    walk_embedded(item_schema, v, &trail.index(i), errs);
                 }
             }
         }
