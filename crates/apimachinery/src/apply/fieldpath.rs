@@ -705,6 +705,35 @@ mod tests {
     }
 
     #[test]
+    fn in_place_set_operations_equal_the_copying_ones() {
+        let sets = [
+            FieldSet::new(),
+            FieldSet::from_paths([&[f("spec"), f("a")][..], &[f("status")][..]]),
+            FieldSet::from_paths([&[f("spec")][..], &[f("spec"), f("b"), f("c")][..]]),
+            FieldSet::from_paths([
+                &[f("spec"), f("a")][..],
+                &[f("spec"), f("b"), f("c")][..],
+                &[f("spec"), f("b"), f("d")][..],
+                &[f("metadata"), f("labels"), f("x")][..],
+            ]),
+            FieldSet::from_paths([&[f("spec"), f("b")][..], &[f("metadata")][..]]),
+        ];
+        for a in &sets {
+            for b in &sets {
+                let mut u = a.clone();
+                u.absorb(b.clone());
+                assert_eq!(u, a.union(b), "{a:?} | {b:?}");
+                let mut d = a.clone();
+                d.subtract(b);
+                assert_eq!(d, a.difference(b), "{a:?} - {b:?}");
+                let mut r = a.clone();
+                r.recursive_subtract(b);
+                assert_eq!(r, a.recursive_difference(b), "{a:?} -- {b:?}");
+            }
+        }
+    }
+
+    #[test]
     fn numbers_compare_across_int_and_float() {
         assert!(values_equal(&json!(1), &json!(1.0)));
         assert_eq!(compare_values(&json!(2), &json!(1.5)), Ordering::Greater);
