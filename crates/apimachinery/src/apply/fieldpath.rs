@@ -291,9 +291,15 @@ impl FieldSet {
         match path {
             [] => {}
             [last] => {
-                self.members.insert(last.clone());
+                if !self.members.contains(last) {
+                    self.members.insert(last.clone());
+                }
             }
-            [first, rest @ ..] => self.children.entry(first.clone()).or_default().insert(rest),
+            // An element is copied only where the set gains a node.
+            [first, rest @ ..] => match self.children.get_mut(first) {
+                Some(child) => child.insert(rest),
+                None => self.children.entry(first.clone()).or_default().insert(rest),
+            },
         }
     }
 

@@ -219,10 +219,14 @@ impl CompareWalker {
                 if mt.atomic || empty {
                     return self.leaf(lhs, rhs);
                 }
-                let mut keys: BTreeSet<&String> = BTreeSet::new();
-                keys.extend(l.iter().flat_map(|m| m.keys()));
-                keys.extend(r.iter().flat_map(|m| m.keys()));
-                for k in keys {
+                // Every key of either side once: the left's, then the right's alone (the
+                // results are sets, so the order does not matter).
+                let left_keys = l.into_iter().flat_map(|m| m.keys());
+                let right_only = r
+                    .into_iter()
+                    .flat_map(|m| m.keys())
+                    .filter(|k| !l.is_some_and(|m| m.contains_key(*k)));
+                for k in left_keys.chain(right_only) {
                     self.path.push(PathElement::Field(k.clone()));
                     self.compare(
                         mt.value_type(k),
