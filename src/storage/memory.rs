@@ -246,7 +246,12 @@ impl State {
     fn commit(&mut self, kind: EventKind, key: &str, value: Option<Bytes>) -> Arc<Change> {
         self.revision += 1;
         let revision = self.revision;
-        let prev = self.live(key);
+        // One lookup for the key's shared name and its live value (keys are long and
+        // share prefixes: each lookup compares a few dozen of them).
+        let (shared_key, prev, known) = match self.keys.get_key_value(key) {
+            Some((k, versions)) => (Arc::clone(k), versions.live(), true),
+            None => (Arc::from(key), None, false),
+        };
         // `prev` is `None` for a create, so a re-created key starts a new life.
         let create_revision = prev.as_ref().map_or(revision, |p| p.create_revision);
         let version = Version {
@@ -254,11 +259,7 @@ impl State {
             mod_revision: revision,
             value: value.clone(),
         };
-        let shared_key = match self.keys.get_key_value(key) {
-            Some((k, _)) => Arc::clone(k),
-            None => Arc::from(key),
-        };
-        match self.keys.get_mut(key) {
+        match known.then(|| self.keys.get_mut(key)).flatten() {
             Some(versions) => {
                 versions.push(version);
                 // Versions a snapshot brought in have no log entry to compact them.
