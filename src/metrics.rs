@@ -339,11 +339,20 @@ impl Metrics {
         if !labels.recorded {
             return;
         }
-        let code = code.to_string();
+        // The code's digits without formatting them (any valid status code).
+        let status = http::StatusCode::from_u16(code).ok();
+        let formatted;
+        let code = match &status {
+            Some(s) => s.as_str(),
+            None => {
+                formatted = code.to_string();
+                &formatted
+            }
+        };
         let l = labels;
         self.requests
             .series(&[
-                &code,
+                code,
                 l.component,
                 &l.dry_run,
                 &l.info.group,

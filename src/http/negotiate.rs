@@ -89,6 +89,8 @@ pub fn choose_output(accept: Option<&str>, aggregated_ok: bool, table_ok: bool) 
     let accept = match accept {
         None => return Some(Output::Json),
         Some(a) if a.trim().is_empty() => return Some(Output::Json),
+        // What most clients send, answered without parsing.
+        Some("application/json" | "*/*") => return Some(Output::Json),
         Some(a) => a,
     };
     let mut protobuf = false;
