@@ -83,6 +83,9 @@ const RETRY_MAX: Duration = Duration::from_secs(2);
 pub struct WatchCache {
     inner: Arc<dyn Storage>,
     feeds: Arc<Mutex<HashMap<String, Weak<Feed>>>>,
+    /// One turn per prefix whose feed is being opened: the watches that arrive
+    /// meanwhile wait for it and share it, instead of each listing the prefix.
+    opening: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
     window_events: usize,
     window_bytes: usize,
     /// Whether feeds keep their prefix's objects and serve lists.
@@ -96,6 +99,7 @@ impl WatchCache {
             lists: !inner.in_memory(),
             inner,
             feeds: Arc::default(),
+            opening: Mutex::default(),
             window_events: WINDOW_EVENTS,
             window_bytes: WINDOW_BYTES,
         }
@@ -155,6 +159,34 @@ impl WatchCache {
         if let Some(feed) = self.existing(prefix) {
             return Ok((feed, None));
         }
+        // One opening at a time per prefix: a thousand watches arriving together on a
+        // prefix of 20,000 objects listed it a thousand times (on etcd, gigabytes).
+        let turn = {
+            let mut opening = self.opening.lock().unwrap_or_else(|e| e.into_inner());
+            opening.entry(prefix.to_owned()).or_default().clone()
+        };
+        let opened = async {
+            let _turn = turn.lock().await;
+            match self.existing(prefix) {
+                Some(feed) => Ok((feed, None)),
+                None => self.open(prefix, after).await,
+            }
+        }
+        .await;
+        let mut opening = self.opening.lock().unwrap_or_else(|e| e.into_inner());
+        // The map's and ours: nobody waits on this turn any more.
+        if Arc::strong_count(&turn) == 2 {
+            opening.remove(prefix);
+        }
+        opened
+    }
+
+    /// Open the feed of `prefix` (see [`WatchCache::feed`]).
+    async fn open(
+        &self,
+        prefix: &str,
+        after: Revision,
+    ) -> Result<(Arc<Feed>, Option<Revision>), StorageError> {
         // "From now" is the current revision, so the window knows where it starts.
         let start = if after == 0 {
             self.inner.current_revision().await?
@@ -673,6 +705,87 @@ mod tests {
         let _other = cache.watch("/q/", 0).await.unwrap();
         assert_eq!(cache.feeds(), 2);
         let created = cache.create("/p/a", b"1".to_vec()).await.unwrap();
+        for watch in &mut watches {
+            assert_eq!(contract::next_event(watch).await.unwrap().kv, created);
+        }
+    }
+
+    /// A backend counting its lists and watches.
+    struct Counting {
+        inner: MemoryStorage,
+        lists: std::sync::atomic::AtomicUsize,
+        watches: std::sync::atomic::AtomicUsize,
+    }
+
+    #[async_trait]
+    impl Storage for Counting {
+        async fn get(&self, key: &str) -> Result<Option<KeyValue>, StorageError> {
+            self.inner.get(key).await
+        }
+        async fn list(&self, prefix: &str, opts: &ListOptions) -> Result<ListResult, StorageError> {
+            self.lists.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            // Slow enough for every watch below to arrive while the first lists.
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            self.inner.list(prefix, opts).await
+        }
+        async fn create(&self, key: &str, value: Vec<u8>) -> Result<KeyValue, StorageError> {
+            self.inner.create(key, value).await
+        }
+        async fn update(
+            &self,
+            key: &str,
+            value: Vec<u8>,
+            expected: Revision,
+        ) -> Result<KeyValue, StorageError> {
+            self.inner.update(key, value, expected).await
+        }
+        async fn delete(
+            &self,
+            key: &str,
+            expected: Option<Revision>,
+        ) -> Result<KeyValue, StorageError> {
+            self.inner.delete(key, expected).await
+        }
+        async fn watch(&self, prefix: &str, after: Revision) -> Result<WatchStream, StorageError> {
+            self.watches
+                .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            self.inner.watch(prefix, after).await
+        }
+        async fn current_revision(&self) -> Result<Revision, StorageError> {
+            self.inner.current_revision().await
+        }
+        async fn ready(&self) -> Result<(), StorageError> {
+            Ok(())
+        }
+    }
+
+    #[tokio::test]
+    async fn watches_arriving_together_open_one_feed_and_list_once() {
+        let backend = Arc::new(Counting {
+            inner: MemoryStorage::new(),
+            lists: Default::default(),
+            watches: Default::default(),
+        });
+        let written = backend.create("/p/a", b"1".to_vec()).await.unwrap();
+        let cache = Arc::new(WatchCache::new(backend.clone()).with_lists(true));
+        let opens = (0..50).map(|_| {
+            let cache = cache.clone();
+            tokio::spawn(async move { cache.watch("/p/", written.mod_revision).await })
+        });
+        let mut watches = Vec::new();
+        for opened in futures::future::join_all(opens).await {
+            watches.push(opened.unwrap().unwrap());
+        }
+        let count =
+            |c: &std::sync::atomic::AtomicUsize| c.load(std::sync::atomic::Ordering::SeqCst);
+        assert_eq!(count(&backend.lists), 1, "the prefix is listed once");
+        assert_eq!(count(&backend.watches), 1, "one backend watch");
+        assert_eq!(cache.feeds(), 1);
+        assert!(
+            cache.opening.lock().unwrap().is_empty(),
+            "no turn left behind"
+        );
+        let created = cache.create("/p/b", b"2".to_vec()).await.unwrap();
         for watch in &mut watches {
             assert_eq!(contract::next_event(watch).await.unwrap().kv, created);
         }
