@@ -85,7 +85,8 @@ pub struct WatchCache {
     feeds: Arc<Mutex<HashMap<String, Weak<Feed>>>>,
     /// One turn per prefix whose feed is being opened: the watches that arrive
     /// meanwhile wait for it and share it, instead of each listing the prefix.
-    opening: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
+    /// An opening that failed leaves its error for those that waited on it.
+    opening: Mutex<HashMap<String, Arc<tokio::sync::Mutex<Option<StorageError>>>>>,
     window_events: usize,
     window_bytes: usize,
     /// Whether feeds keep their prefix's objects and serve lists.
@@ -166,11 +167,20 @@ impl WatchCache {
             opening.entry(prefix.to_owned()).or_default().clone()
         };
         let opened = async {
-            let _turn = turn.lock().await;
-            match self.existing(prefix) {
-                Some(feed) => Ok((feed, None)),
-                None => self.open(prefix, after).await,
+            let mut failed = turn.lock().await;
+            if let Some(feed) = self.existing(prefix) {
+                return Ok((feed, None));
             }
+            // The attempt they waited on failed (etcd down or frozen): theirs fail with
+            // it rather than each trying, one after another, for as long.
+            if let Some(e) = failed.as_ref() {
+                return Err(e.clone());
+            }
+            let opened = self.open(prefix, after).await;
+            if let Err(e) = &opened {
+                *failed = Some(e.clone());
+            }
+            opened
         }
         .await;
         let mut opening = self.opening.lock().unwrap_or_else(|e| e.into_inner());
@@ -710,11 +720,27 @@ mod tests {
         }
     }
 
-    /// A backend counting its lists and watches.
+    /// A backend counting its lists and watches; its lists fail when `down`.
     struct Counting {
         inner: MemoryStorage,
         lists: std::sync::atomic::AtomicUsize,
         watches: std::sync::atomic::AtomicUsize,
+        down: std::sync::atomic::AtomicBool,
+    }
+
+    impl Counting {
+        fn new() -> Arc<Counting> {
+            Arc::new(Counting {
+                inner: MemoryStorage::new(),
+                lists: Default::default(),
+                watches: Default::default(),
+                down: Default::default(),
+            })
+        }
+    }
+
+    fn count(c: &std::sync::atomic::AtomicUsize) -> usize {
+        c.load(std::sync::atomic::Ordering::SeqCst)
     }
 
     #[async_trait]
@@ -726,6 +752,9 @@ mod tests {
             self.lists.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
             // Slow enough for every watch below to arrive while the first lists.
             tokio::time::sleep(Duration::from_millis(50)).await;
+            if self.down.load(std::sync::atomic::Ordering::SeqCst) {
+                return Err(StorageError::Unavailable("down".into()));
+            }
             self.inner.list(prefix, opts).await
         }
         async fn create(&self, key: &str, value: Vec<u8>) -> Result<KeyValue, StorageError> {
@@ -761,11 +790,7 @@ mod tests {
 
     #[tokio::test]
     async fn watches_arriving_together_open_one_feed_and_list_once() {
-        let backend = Arc::new(Counting {
-            inner: MemoryStorage::new(),
-            lists: Default::default(),
-            watches: Default::default(),
-        });
+        let backend = Counting::new();
         let written = backend.create("/p/a", b"1".to_vec()).await.unwrap();
         let cache = Arc::new(WatchCache::new(backend.clone()).with_lists(true));
         let opens = (0..50).map(|_| {
@@ -776,8 +801,6 @@ mod tests {
         for opened in futures::future::join_all(opens).await {
             watches.push(opened.unwrap().unwrap());
         }
-        let count =
-            |c: &std::sync::atomic::AtomicUsize| c.load(std::sync::atomic::Ordering::SeqCst);
         assert_eq!(count(&backend.lists), 1, "the prefix is listed once");
         assert_eq!(count(&backend.watches), 1, "one backend watch");
         assert_eq!(cache.feeds(), 1);
@@ -789,6 +812,33 @@ mod tests {
         for watch in &mut watches {
             assert_eq!(contract::next_event(watch).await.unwrap().kv, created);
         }
+    }
+
+    #[tokio::test]
+    async fn watches_waiting_on_a_failed_opening_share_its_error_and_the_next_tries_again() {
+        let backend = Counting::new();
+        backend
+            .down
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+        let cache = Arc::new(WatchCache::new(backend.clone()).with_lists(true));
+        let opens = (0..20).map(|_| {
+            let cache = cache.clone();
+            tokio::spawn(async move { cache.watch("/p/", 0).await.err() })
+        });
+        for failed in futures::future::join_all(opens).await {
+            assert_eq!(
+                failed.unwrap(),
+                Some(StorageError::Unavailable("down".into()))
+            );
+        }
+        assert_eq!(count(&backend.lists), 1, "one attempt for all of them");
+        assert!(cache.opening.lock().unwrap().is_empty());
+        backend
+            .down
+            .store(false, std::sync::atomic::Ordering::SeqCst);
+        assert!(cache.watch("/p/", 0).await.is_ok());
+        assert_eq!(count(&backend.lists), 2);
+        assert_eq!(cache.feeds(), 1);
     }
 
     #[tokio::test]
