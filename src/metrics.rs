@@ -166,9 +166,7 @@ impl Histogram {
             }
         }
     }
-}
 
-impl Histogram {
     /// Add `other`'s observations (over the same buckets) to these.
     fn add(&self, other: &Histogram) {
         for (c, o) in self.counts.iter().zip(other.counts.iter()) {

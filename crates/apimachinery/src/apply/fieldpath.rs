@@ -8,6 +8,7 @@ use crate::goformat::{go_json, go_json_string, go_number_v};
 use crate::number::{compare_numbers, MixedNumbers};
 use serde_json::{Map, Value};
 use std::cmp::Ordering;
+use std::collections::btree_map::Entry;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
@@ -365,8 +366,8 @@ impl FieldSet {
         self.members.extend(other.members);
         for (pe, c) in other.children {
             match self.children.entry(pe) {
-                std::collections::btree_map::Entry::Occupied(mut mine) => mine.get_mut().absorb(c),
-                std::collections::btree_map::Entry::Vacant(slot) => {
+                Entry::Occupied(mut mine) => mine.get_mut().absorb(c),
+                Entry::Vacant(slot) => {
                     slot.insert(c);
                 }
             }
@@ -422,39 +423,16 @@ impl FieldSet {
     /// Paths in `self` but not in `other` (a member of `other` does not remove the
     /// subtree below it: that is [`FieldSet::recursive_difference`]).
     pub fn difference(&self, other: &FieldSet) -> FieldSet {
-        FieldSet {
-            members: self.members.difference(&other.members).cloned().collect(),
-            children: self
-                .children
-                .iter()
-                .filter_map(|(pe, c)| match other.children.get(pe) {
-                    None => Some((pe.clone(), c.clone())),
-                    Some(o) => {
-                        let d = c.difference(o);
-                        (!d.is_empty()).then(|| (pe.clone(), d))
-                    }
-                })
-                .collect(),
-        }
+        let mut out = self.clone();
+        out.subtract(other);
+        out
     }
 
     /// Paths in `self` that neither are in `other` nor lie below a member of `other`.
     pub fn recursive_difference(&self, other: &FieldSet) -> FieldSet {
-        FieldSet {
-            members: self.members.difference(&other.members).cloned().collect(),
-            children: self
-                .children
-                .iter()
-                .filter(|(pe, _)| !other.members.contains(pe))
-                .filter_map(|(pe, c)| match other.children.get(pe) {
-                    None => Some((pe.clone(), c.clone())),
-                    Some(o) => {
-                        let d = c.recursive_difference(o);
-                        (!d.is_empty()).then(|| (pe.clone(), d))
-                    }
-                })
-                .collect(),
-        }
+        let mut out = self.clone();
+        out.recursive_subtract(other);
+        out
     }
 
     /// Every path, in kube's order (members of a level before the subtrees below it).
