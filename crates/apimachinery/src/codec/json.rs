@@ -5,6 +5,7 @@
 
 use super::DecodeError;
 use serde_json::{Map, Number, Value};
+use std::fmt::Write as _;
 
 /// Stack guaranteed to the decoding (and the caller's walks) of an object nested
 /// deeper than serde_json's default recursion limit, up to kube's 10,000 levels.
@@ -377,7 +378,9 @@ struct JsonBuilder<'a> {
     b: &'a [u8],
     i: usize,
     depth: usize,
-    stack: Vec<String>,
+    /// The path of the value being built, as kube prints it (`spec.items[0].name`):
+    /// one buffer grown and cut back as the walk enters and leaves values.
+    path: String,
     duplicates: Vec<String>,
     error: Option<String>,
 }
@@ -394,10 +397,10 @@ impl JsonBuilder<'_> {
     }
 
     fn field_error(&mut self, key: &str) {
-        let path = if self.stack.is_empty() {
+        let path = if self.path.is_empty() {
             key.to_string()
         } else {
-            format!("{}.{key}", self.stack.concat())
+            format!("{}.{key}", self.path)
         };
         if self.duplicates.len() < 100 && !self.duplicates.contains(&path) {
             self.duplicates.push(path);
@@ -443,13 +446,13 @@ impl JsonBuilder<'_> {
                     if m.contains_key(&key) {
                         self.field_error(&key);
                     }
-                    let depth = self.stack.len();
-                    if depth > 0 {
-                        self.stack.push(".".to_string());
+                    let mark = self.path.len();
+                    if mark > 0 {
+                        self.path.push('.');
                     }
-                    self.stack.push(key.clone());
+                    self.path.push_str(&key);
                     let v = self.value();
-                    self.stack.truncate(depth);
+                    self.path.truncate(mark);
                     m.insert(key, v);
                     if self.error.is_some() {
                         return Value::Object(m);
@@ -468,10 +471,10 @@ impl JsonBuilder<'_> {
                     if self.peek() == b',' {
                         self.i += 1;
                     }
-                    let depth = self.stack.len();
-                    self.stack.push(format!("[{}]", a.len()));
+                    let mark = self.path.len();
+                    let _ = write!(self.path, "[{}]", a.len());
                     let v = self.value();
-                    self.stack.truncate(depth);
+                    self.path.truncate(mark);
                     a.push(v);
                     if self.error.is_some() {
                         return Value::Array(a);
@@ -506,7 +509,8 @@ impl JsonBuilder<'_> {
         while matches!(self.peek(), b'-' | b'+' | b'.' | b'e' | b'E' | b'0'..=b'9') {
             self.i += 1;
         }
-        let text = String::from_utf8_lossy(&self.b[start..self.i]).into_owned();
+        // The scanner let only ASCII digits, signs, dots and exponents through.
+        let text = std::str::from_utf8(&self.b[start..self.i]).unwrap_or_default();
         if !text.contains('.') {
             if let Ok(i) = text.parse::<i64>() {
                 return Value::from(i);
@@ -530,6 +534,16 @@ impl JsonBuilder<'_> {
     /// A string literal, decoded as Go does (invalid UTF-8 and lone surrogates → U+FFFD).
     fn string(&mut self) -> String {
         self.i += 1; // opening quote
+                     // Most strings have no escape and are valid UTF-8: one copy.
+        let rest = self.b.get(self.i..).unwrap_or_default();
+        if let Some(n) = rest.iter().position(|&c| c == b'"' || c == b'\\') {
+            if rest[n] == b'"' {
+                if let Ok(s) = std::str::from_utf8(&rest[..n]) {
+                    self.i += n + 1;
+                    return s.to_owned();
+                }
+            }
+        }
         let mut bytes: Vec<u8> = Vec::new();
         let mut out = String::new();
         let flush = |bytes: &mut Vec<u8>, out: &mut String| {
@@ -613,7 +627,7 @@ pub fn decode_json_with_duplicates(bytes: &[u8]) -> Result<(Value, Vec<String>),
         b: bytes,
         i: 0,
         depth: 0,
-        stack: Vec::new(),
+        path: String::new(),
         duplicates: Vec::new(),
         error: None,
     };
@@ -762,6 +776,10 @@ mod tests {
     fn json_strings_decode_like_go() {
         let v = decode_json(b"[\"\\ud83d\\ude00\", \"\\ud800x\", \"a\xffb\"]").unwrap();
         assert_eq!(v, json!(["😀", "\u{fffd}x", "a\u{fffd}b"]));
+        // Plain strings, escapes after plain text, a quote escaped, keys alike.
+        let v =
+            decode_json(br#"{"pl\u0061in": "text", "q": "a\"b\\", "n\n": "\u00e9\t"}"#).unwrap();
+        assert_eq!(v, json!({"plain": "text", "q": "a\"b\\", "n\n": "é\t"}));
     }
 
     #[test]
@@ -774,6 +792,11 @@ mod tests {
         assert_eq!(
             duplicate_field_message("spec.a"),
             "duplicate field \"spec.a\""
+        );
+        // Inside a top-level list, and after the walk left deeper values.
+        assert_eq!(
+            find_duplicate_fields(br#"[{"a": {"x": [1, {"y": 1}]}}, {"b": {"c": 1, "c": 2}}]"#),
+            vec!["[1].b.c"]
         );
         // The last value wins, as in Go.
         assert_eq!(decode_json(body).unwrap()["kind"], "Y");
