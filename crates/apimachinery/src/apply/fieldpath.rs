@@ -304,6 +304,21 @@ impl FieldSet {
         }
     }
 
+    /// Add `pe` as a member at this level.
+    pub fn insert_member(&mut self, pe: PathElement) {
+        self.members.insert(pe);
+    }
+
+    /// Put `set` under `pe`, joined with what is there already.
+    pub fn insert_child(&mut self, pe: PathElement, set: FieldSet) {
+        match self.children.entry(pe) {
+            Entry::Occupied(mut mine) => mine.get_mut().absorb(set),
+            Entry::Vacant(slot) => {
+                slot.insert(set);
+            }
+        }
+    }
+
     /// Whether the path is in the set (as a member at its last element).
     pub fn has(&self, path: &[PathElement]) -> bool {
         match path {

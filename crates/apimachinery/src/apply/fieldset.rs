@@ -149,153 +149,208 @@ impl Comparison {
 
 /// Compare two objects of type `t` (kube's `TypedValue.Compare`).
 pub fn compare(lhs: &Value, rhs: &Value, t: TypeRef) -> Comparison {
-    let mut w = CompareWalker {
-        path: Vec::new(),
-        cmp: Comparison::default(),
-    };
-    w.compare(t, Some(lhs), Some(rhs));
-    w.cmp
+    // The root's own marks name the empty path, which is no path.
+    compare_node(t, Some(lhs), Some(rhs)).below
 }
 
-struct CompareWalker {
-    path: Vec<PathElement>,
-    cmp: Comparison,
+/// One node of a comparison: how its descendants differ (relative to it) and whether
+/// the node itself was added, removed or modified. Built bottom-up, so that each path
+/// element is placed once, at its parent, instead of every path being walked down
+/// from the root.
+#[derive(Default)]
+struct Node {
+    below: Comparison,
+    added: bool,
+    removed: bool,
+    modified: bool,
 }
 
-impl CompareWalker {
-    fn compare(&mut self, t: TypeRef, lhs: Option<&Value>, rhs: Option<&Value>) {
-        let atom = t.atom();
-        let (al, ar) = (atom.deduce(lhs), atom.deduce(rhs));
-        let in_leaf = if rhs.is_none() {
-            self.handle(al.shape(), lhs, rhs)
-        } else if lhs.is_none() || al.signature() == ar.signature() {
-            self.handle(ar.shape(), lhs, rhs)
-        } else {
-            // Different shapes on each side: kube walks both, the right side decides.
-            self.handle(al.shape(), lhs, rhs);
-            self.handle(ar.shape(), lhs, rhs)
+impl Node {
+    fn marked(added: bool, removed: bool, modified: bool) -> Node {
+        Node {
+            added,
+            removed,
+            modified,
+            ..Node::default()
+        }
+    }
+
+    /// Place a child's marks and differences under `pe`.
+    fn attach(&mut self, pe: PathElement, child: Node) {
+        let Comparison {
+            removed,
+            modified,
+            added,
+        } = child.below;
+        let slots = [
+            (&mut self.below.removed, removed, child.removed),
+            (&mut self.below.modified, modified, child.modified),
+            (&mut self.below.added, added, child.added),
+        ];
+        // Sets built bottom-up hold no empty subtrees: emptiness is a look at one level.
+        let bare =
+            |set: &FieldSet| set.members().next().is_none() && set.children().next().is_none();
+        let mut uses = slots
+            .iter()
+            .map(|(_, set, mark)| usize::from(!bare(set)) + usize::from(*mark))
+            .sum::<usize>();
+        // The element is copied for every use but the last, which takes it.
+        let mut pe = Some(pe);
+        let mut next = || {
+            uses -= 1;
+            if uses == 0 {
+                pe.take()
+            } else {
+                pe.clone()
+            }
         };
-        if !in_leaf {
-            if lhs.is_none() {
-                self.cmp.added.insert(&self.path);
-            } else if rhs.is_none() {
-                self.cmp.removed.insert(&self.path);
+        for (into, set, mark) in slots {
+            if !bare(&set) {
+                if let Some(pe) = next() {
+                    into.insert_child(pe, set);
+                }
+            }
+            if mark {
+                if let Some(pe) = next() {
+                    into.insert_member(pe);
+                }
             }
         }
     }
+}
 
-    fn leaf(&mut self, lhs: Option<&Value>, rhs: Option<&Value>) -> bool {
-        match (lhs, rhs) {
-            (None, _) => self.cmp.added.insert(&self.path),
-            (_, None) => self.cmp.removed.insert(&self.path),
-            (Some(l), Some(r)) => {
-                if !values_equal(l, r) {
-                    self.cmp.modified.insert(&self.path);
-                }
-            }
-        }
-        true
-    }
-
-    /// Walk one shape; returns whether the node was a leaf.
-    fn handle(&mut self, shape: Shape, lhs: Option<&Value>, rhs: Option<&Value>) -> bool {
-        match shape {
-            Shape::Scalar(_) => self.leaf(lhs, rhs),
-            Shape::List(lt) => {
-                let l = lhs.and_then(Value::as_array);
-                let r = rhs.and_then(Value::as_array);
-                // Empty and null on both sides stay leaves: that keeps [] apart from null.
-                let empty = l.is_none_or(|x| x.is_empty()) && r.is_none_or(|x| x.is_empty());
-                if !lt.kind.is_associative() || empty {
-                    return self.leaf(lhs, rhs);
-                }
-                self.visit_list(&lt, l.map(Vec::as_slice), r.map(Vec::as_slice));
-                false
-            }
-            Shape::Map(mt) => {
-                let l = lhs.and_then(Value::as_object);
-                let r = rhs.and_then(Value::as_object);
-                let empty = l.is_none_or(|x| x.is_empty()) && r.is_none_or(|x| x.is_empty());
-                if mt.atomic || empty {
-                    return self.leaf(lhs, rhs);
-                }
-                // Every key of either side once: the left's, then the right's alone (the
-                // results are sets, so the order does not matter).
-                let left_keys = l.into_iter().flat_map(|m| m.keys());
-                let right_only = r
-                    .into_iter()
-                    .flat_map(|m| m.keys())
-                    .filter(|k| !l.is_some_and(|m| m.contains_key(*k)));
-                for k in left_keys.chain(right_only) {
-                    self.path.push(PathElement::Field(k.clone()));
-                    self.compare(
-                        mt.value_type(k),
-                        l.and_then(|m| m.get(k)),
-                        r.and_then(|m| m.get(k)),
-                    );
-                    self.path.pop();
-                }
-                false
-            }
-            Shape::Invalid => false,
+fn compare_node(t: TypeRef, lhs: Option<&Value>, rhs: Option<&Value>) -> Node {
+    let atom = t.atom();
+    let (al, ar) = (atom.deduce(lhs), atom.deduce(rhs));
+    let mut node = Node::default();
+    let in_leaf = if rhs.is_none() {
+        handle(&mut node, al.shape(), lhs, rhs)
+    } else if lhs.is_none() || al.signature() == ar.signature() {
+        handle(&mut node, ar.shape(), lhs, rhs)
+    } else {
+        // Different shapes on each side: kube walks both, the right side decides.
+        handle(&mut node, al.shape(), lhs, rhs);
+        handle(&mut node, ar.shape(), lhs, rhs)
+    };
+    if !in_leaf {
+        if lhs.is_none() {
+            node.added = true;
+        } else if rhs.is_none() {
+            node.removed = true;
         }
     }
+    node
+}
 
-    fn visit_list(&mut self, lt: &ListType, l: Option<&[Value]>, r: Option<&[Value]>) {
-        let mut order: Vec<PathElement> = Vec::new();
-        let mut lvals: BTreeMap<PathElement, Vec<&Value>> = BTreeMap::new();
-        let mut rvals: BTreeMap<PathElement, Vec<&Value>> = BTreeMap::new();
-        for item in l.unwrap_or_default() {
-            let Ok(pe) = list_item_element(lt, item) else {
-                continue;
-            };
-            let e = lvals.entry(pe.clone()).or_default();
-            if e.is_empty() {
-                order.push(pe);
+fn leaf(node: &mut Node, lhs: Option<&Value>, rhs: Option<&Value>) -> bool {
+    match (lhs, rhs) {
+        (None, _) => node.added = true,
+        (_, None) => node.removed = true,
+        (Some(l), Some(r)) => {
+            if !values_equal(l, r) {
+                node.modified = true;
             }
-            e.push(item);
         }
-        for item in r.unwrap_or_default() {
-            let Ok(pe) = list_item_element(lt, item) else {
-                continue;
-            };
-            let e = rvals.entry(pe.clone()).or_default();
-            if e.is_empty() && !lvals.contains_key(&pe) {
-                order.push(pe.clone());
+    }
+    true
+}
+
+/// Walk one shape; returns whether the node was a leaf.
+fn handle(node: &mut Node, shape: Shape, lhs: Option<&Value>, rhs: Option<&Value>) -> bool {
+    match shape {
+        Shape::Scalar(_) => leaf(node, lhs, rhs),
+        Shape::List(lt) => {
+            let l = lhs.and_then(Value::as_array);
+            let r = rhs.and_then(Value::as_array);
+            // Empty and null on both sides stay leaves: that keeps [] apart from null.
+            let empty = l.is_none_or(|x| x.is_empty()) && r.is_none_or(|x| x.is_empty());
+            if !lt.kind.is_associative() || empty {
+                return leaf(node, lhs, rhs);
             }
-            e.push(item);
+            visit_list(node, &lt, l.map(Vec::as_slice), r.map(Vec::as_slice));
+            false
         }
-        for pe in order {
-            let ll = lvals.get(&pe).cloned().unwrap_or_default();
-            let rl = rvals.get(&pe).cloned().unwrap_or_default();
-            self.path.push(pe);
-            match (ll.len(), rl.len()) {
-                (0..=1, 0..=1) => {
-                    self.compare(lt.elem, ll.first().copied(), rl.first().copied());
-                }
-                // Duplicates on both sides compare as one atomic value.
-                (2.., 2..) => {
-                    let same = ll.len() == rl.len()
-                        && ll.iter().zip(rl.iter()).all(|(a, b)| values_equal(a, b));
-                    if !same {
-                        self.cmp.modified.insert(&self.path);
-                    }
-                }
-                (2.., _) => {
-                    if let Some(first) = rl.first() {
-                        self.compare(lt.elem, None, Some(first));
-                    }
-                    self.cmp.removed.insert(&self.path);
-                }
-                (_, _) => {
-                    if let Some(first) = ll.first() {
-                        self.compare(lt.elem, Some(first), None);
-                    }
-                    self.cmp.added.insert(&self.path);
-                }
+        Shape::Map(mt) => {
+            let l = lhs.and_then(Value::as_object);
+            let r = rhs.and_then(Value::as_object);
+            let empty = l.is_none_or(|x| x.is_empty()) && r.is_none_or(|x| x.is_empty());
+            if mt.atomic || empty {
+                return leaf(node, lhs, rhs);
             }
-            self.path.pop();
+            // Every key of either side once: the left's, then the right's alone (the
+            // results are sets, so the order does not matter).
+            let left_keys = l.into_iter().flat_map(|m| m.keys());
+            let right_only = r
+                .into_iter()
+                .flat_map(|m| m.keys())
+                .filter(|k| !l.is_some_and(|m| m.contains_key(*k)));
+            for k in left_keys.chain(right_only) {
+                let child = compare_node(
+                    mt.value_type(k),
+                    l.and_then(|m| m.get(k)),
+                    r.and_then(|m| m.get(k)),
+                );
+                node.attach(PathElement::Field(k.clone()), child);
+            }
+            false
         }
+        Shape::Invalid => false,
+    }
+}
+
+fn visit_list(node: &mut Node, lt: &ListType, l: Option<&[Value]>, r: Option<&[Value]>) {
+    let mut order: Vec<PathElement> = Vec::new();
+    let mut lvals: BTreeMap<PathElement, Vec<&Value>> = BTreeMap::new();
+    let mut rvals: BTreeMap<PathElement, Vec<&Value>> = BTreeMap::new();
+    for item in l.unwrap_or_default() {
+        let Ok(pe) = list_item_element(lt, item) else {
+            continue;
+        };
+        let e = lvals.entry(pe.clone()).or_default();
+        if e.is_empty() {
+            order.push(pe);
+        }
+        e.push(item);
+    }
+    for item in r.unwrap_or_default() {
+        let Ok(pe) = list_item_element(lt, item) else {
+            continue;
+        };
+        let e = rvals.entry(pe.clone()).or_default();
+        if e.is_empty() && !lvals.contains_key(&pe) {
+            order.push(pe.clone());
+        }
+        e.push(item);
+    }
+    for pe in order {
+        let ll = lvals.get(&pe).map(Vec::as_slice).unwrap_or_default();
+        let rl = rvals.get(&pe).map(Vec::as_slice).unwrap_or_default();
+        let child = match (ll.len(), rl.len()) {
+            (0..=1, 0..=1) => compare_node(lt.elem, ll.first().copied(), rl.first().copied()),
+            // Duplicates on both sides compare as one atomic value.
+            (2.., 2..) => {
+                let same = ll.len() == rl.len()
+                    && ll.iter().zip(rl.iter()).all(|(a, b)| values_equal(a, b));
+                Node::marked(false, false, !same)
+            }
+            (2.., _) => {
+                let mut child = match rl.first() {
+                    Some(first) => compare_node(lt.elem, None, Some(first)),
+                    None => Node::default(),
+                };
+                child.removed = true;
+                child
+            }
+            (_, _) => {
+                let mut child = match ll.first() {
+                    Some(first) => compare_node(lt.elem, Some(first), None),
+                    None => Node::default(),
+                };
+                child.added = true;
+                child
+            }
+        };
+        node.attach(pe, child);
     }
 }
 
