@@ -552,6 +552,58 @@ fn prune_drops_unknown_fields_with_warnings_in_kube_order() {
     }
 }
 
+/// What a write prunes is gone from storage, not only from its reply: once the schema
+/// declares the field, the objects written before do not show it (kube stores the
+/// decoded object). The write's reply is its stored form (no second decoding of it).
+#[test]
+fn pruned_fields_stay_gone_when_the_schema_later_declares_them() {
+    let p = Pipeline::start();
+    let mut written = Vec::new();
+    for verb in VERBS {
+        let name = verb.name("later");
+        let r = p.write(
+            verb,
+            &name,
+            &widget(&name, json!({"a": "1", "later": "pruned"})),
+            &[],
+            &[],
+        );
+        assert_eq!(r.status, verb.ok_status(), "{verb:?}: {}", r.text());
+        let reply = body(&r);
+        assert!(absent(&reply, "spec.later"), "{verb:?}: {reply}");
+        assert_eq!(
+            reply,
+            p.get(&name),
+            "{verb:?}: the reply is what a GET reads"
+        );
+        written.push(name);
+    }
+
+    let mut crd = body(&p.http.get(WIDGET_CRD));
+    crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]
+        ["later"] = json!({"type": "string"});
+    let r = p.http.send_json("PUT", WIDGET_CRD, &crd);
+    assert_eq!(r.status, 200, "updating the CRD: {}", r.text());
+    let probes = std::cell::Cell::new(0);
+    let followed = common::poll(CRD_TIMEOUT, || {
+        probes.set(probes.get() + 1);
+        let name = format!("later-probe-{}", probes.get());
+        let probe = widget(&name, json!({"later": "kept"}));
+        let r = p.write(Verb::Create, &name, &probe, &[], &[]);
+        (r.status == 201 && at(&body(&r), "spec.later") == "kept").then_some(())
+    });
+    assert!(followed.is_some(), "creates never kept the new field");
+
+    for name in written {
+        let got = p.get(&name);
+        assert!(
+            absent(&got, "spec.later"),
+            "{name}: a pruned field came back from storage: {got}"
+        );
+        assert_eq!(at(&got, "spec.a"), "1", "{name}");
+    }
+}
+
 #[test]
 fn strict_rejects_unknown_fields_400_for_create_and_put_422_for_patches() {
     let p = Pipeline::start();

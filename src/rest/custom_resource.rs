@@ -50,6 +50,11 @@ impl CustomResourceKind {
             .get_or_init(|| self.crd.versions[self.version].schema())
     }
 
+    /// Whether the addressed version is the one objects are stored in.
+    fn addresses_storage_version(&self) -> bool {
+        self.crd.versions[self.version].storage
+    }
+
     /// The CRD this kind belongs to.
     pub fn crd(&self) -> &Arc<CompiledCrd> {
         &self.crd
@@ -73,12 +78,26 @@ impl ResourceKind for CustomResourceKind {
                 obj,
             )));
         }
-        conversion::to_storage(&self.crd, obj);
+        // What is stored was decoded (a write's pipeline) or served (a read) under the
+        // addressed version's schema: when that is the storage version, it is already
+        // the storage form, and pruning it again would change nothing.
+        if !self.addresses_storage_version() {
+            conversion::to_storage(&self.crd, obj);
+        }
         Conversion::done(Ok(()))
     }
 
     fn on_read<'a>(&'a self, obj: &'a mut Value) -> Conversion<'a> {
         self.on_read_all(std::slice::from_mut(obj))
+    }
+
+    fn on_written<'a>(&'a self, obj: &'a mut Value) -> Conversion<'a> {
+        // Written in the addressed version, pruned and defaulted by its schema: a read
+        // would serve it unchanged.
+        if !self.webhook && self.addresses_storage_version() {
+            return Conversion::done(Ok(()));
+        }
+        self.on_read(obj)
     }
 
     fn served_form(&self) -> Option<(i64, usize)> {

@@ -168,6 +168,12 @@ pub trait ResourceKind: Send + Sync {
         Conversion::done(Ok(()))
     }
 
+    /// An object this kind just wrote (what [`ResourceKind::to_storage`] made of it) as
+    /// the write returns it: by default decorated as a read would be.
+    fn on_written<'a>(&'a self, obj: &'a mut Value) -> Conversion<'a> {
+        self.on_read(obj)
+    }
+
     /// What the served form of this kind's objects depends on besides their storage
     /// revision, when [`ResourceKind::on_read`] is a pure function of the two (no
     /// webhook): the store then keeps the served bytes (`served_cache`). `None`: always

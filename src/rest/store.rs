@@ -661,7 +661,7 @@ impl Store {
                 kind.to_storage(&mut stored).await?;
                 if opts.dry_run {
                     // kube's dry run still round-trips the object through the storage form.
-                    kind.on_read(&mut stored).await?;
+                    kind.on_written(&mut stored).await?;
                     return Ok(Some(stored));
                 }
                 let mut created = self.storage.create(&key, encode_for_storage(&stored)).await;
@@ -676,7 +676,7 @@ impl Store {
                     Ok(kv) => {
                         keep(&mut taken).await;
                         object::set_resource_version(&mut stored, kv.mod_revision);
-                        kind.on_read(&mut stored).await?;
+                        kind.on_written(&mut stored).await?;
                         Ok(Some(stored))
                     }
                     // A generated name may collide: kube tries again with a new one.
@@ -793,7 +793,7 @@ impl Store {
                     if !remove {
                         // kube's dry run still round-trips the object through the storage form.
                         kind.to_storage(&mut obj).await?;
-                        kind.on_read(&mut obj).await?;
+                        kind.on_written(&mut obj).await?;
                     }
                     return Ok(Some((obj, remove)));
                 }
@@ -828,7 +828,7 @@ impl Store {
                     Ok(new_kv) => {
                         keep(&mut taken).await;
                         object::set_resource_version(&mut obj, new_kv.mod_revision);
-                        kind.on_read(&mut obj).await?;
+                        kind.on_written(&mut obj).await?;
                         Ok(Some((obj, false)))
                     }
                     Err(StorageError::Conflict { .. }) => Ok(None),
