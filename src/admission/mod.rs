@@ -28,6 +28,7 @@ pub mod webhook;
 
 use crate::auth::authz::Authorizer;
 use crate::cel::admission::AuthzContext;
+use crate::pipeline::order::Mutated;
 use crate::status::Status;
 use crate::write::{DeleteOptions, Descriptor, Operation, WriteOptions};
 use futures::future::BoxFuture;
@@ -712,9 +713,10 @@ impl Admission {
         mut obj: Value,
         old: Option<&Value>,
         warnings: &mut Vec<String>,
-    ) -> Result<Value, Status> {
+    ) -> Result<Mutated, Status> {
+        let mut changed = false;
         if let Some(builtin) = self.builtin_plugins() {
-            builtin.mutate(attrs, &mut obj, old).await?;
+            changed |= builtin.mutate(attrs, &mut obj, old).await?;
         }
         let webhooks = self
             .webhook_source()
@@ -735,12 +737,14 @@ impl Admission {
                     last_change = Some(i);
                 }
             }
+            changed |= last_change.is_some();
             let again = hooks.iter().enumerate().filter(|(i, (h, _))| {
                 last_change.is_some_and(|c| *i < c)
                     && h.get("reinvocationPolicy").and_then(Value::as_str) == Some("IfNeeded")
             });
             for (_, (hook, version)) in again {
-                self.run_mutating_webhook(hook, version.as_deref(), attrs, &mut obj, old, warnings)
+                changed |= self
+                    .run_mutating_webhook(hook, version.as_deref(), attrs, &mut obj, old, warnings)
                     .await?;
             }
         }
@@ -751,20 +755,24 @@ impl Admission {
             if !res.allowed {
                 return Err(denial(&hook.name, &res));
             }
-            if let Some(changed) = res.object {
+            if let Some(admitted) = res.object {
                 if obj.is_null() {
                     return Err(modify_unsupported(&hook.name));
                 }
-                if !changed.is_object() {
+                if !admitted.is_object() {
                     return Err(Status::internal(format!(
                         "admission webhook {:?} returned an object that is not a JSON object",
                         hook.name
                     )));
                 }
-                obj = changed;
+                obj = admitted;
+                changed = true;
             }
         }
-        Ok(obj)
+        Ok(Mutated {
+            object: obj,
+            changed,
+        })
     }
 
     /// Run the matching validating hooks in parallel; the first denial (in registration

@@ -117,16 +117,18 @@ impl Builtin {
             .collect())
     }
 
-    /// The mutating plugins, in kube's order, on a create or update of `obj`.
+    /// The mutating plugins, in kube's order, on a create or update of `obj`; whether
+    /// any ran (and may have changed it).
     pub async fn mutate(
         &self,
         attrs: &Attributes<'_>,
         obj: &mut Value,
         old: Option<&Value>,
-    ) -> Result<(), Status> {
+    ) -> Result<bool, Status> {
         if obj.is_null() || !attrs.opts.subresource.is_empty() {
-            return Ok(());
+            return Ok(false);
         }
+        let mut ran = true;
         let d = attrs.descriptor;
         let name = crate::object::name(obj).to_string();
         let forbidden = |msg: String| Status::forbidden(&d.gr, &name, &msg);
@@ -201,14 +203,15 @@ impl Builtin {
                 let classes = Self::objects(&self.ingress_classes, "").await?;
                 plugin::ingress_default_class(obj, &classes);
             }
-            _ => {}
+            _ => ran = false,
         }
         if create && self.enabled.has("StorageObjectInUseProtection") {
             if let Some(f) = plugin::protection_finalizer(&d.gr.group, &d.gr.resource) {
                 plugin::add_finalizer(obj, f);
+                ran = true;
             }
         }
-        Ok(())
+        Ok(ran)
     }
 
     /// The validating plugins before the webhooks: LimitRanger bounds pods and claims,

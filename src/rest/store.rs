@@ -6,7 +6,7 @@ use super::{
 };
 use crate::admission::{Admission, Attributes, SubresourceView};
 use crate::codec;
-use crate::pipeline::order::{self, IoFuture};
+use crate::pipeline::order::{self, IoFuture, Mutated};
 use crate::selector::{fields::FieldSelector, labels::LabelSelector};
 use crate::status::{self, Details, GroupResource, Status};
 use crate::storage::{
@@ -158,7 +158,7 @@ impl order::Admit for KindAdmission<'_> {
         obj: Value,
         old: Option<&'a Value>,
         warnings: &'a mut Vec<String>,
-    ) -> IoFuture<'a, Result<Value, Status>> {
+    ) -> IoFuture<'a, Result<Mutated, Status>> {
         let Some(view) = self.view else {
             return Box::pin(self.admission.mutate(&self.attrs, obj, old, warnings));
         };
@@ -168,10 +168,13 @@ impl order::Admit for KindAdmission<'_> {
                 .admission
                 .mutate(&self.attrs, seen.clone(), seen_old.as_ref(), warnings)
                 .await?;
-            if mutated == seen {
-                return Ok(obj);
+            if mutated.object == seen {
+                return Ok(Mutated::unchanged(obj));
             }
-            view.merge(&obj, &mutated)
+            Ok(Mutated {
+                object: view.merge(&obj, &mutated.object)?,
+                changed: true,
+            })
         })
     }
 

@@ -40,6 +40,26 @@ use std::pin::Pin;
 /// A future the caller's IO returns.
 pub type IoFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
+/// What mutating admission made of an object.
+pub struct Mutated {
+    /// The object as admitted.
+    pub object: Value,
+    /// Whether a plugin or webhook may have changed it. When none did, decoding and
+    /// defaulting it again would change nothing, and the write skips that stage (kube
+    /// decodes only a webhook's patched object).
+    pub changed: bool,
+}
+
+impl Mutated {
+    /// The object as it came: nothing admitted changes it.
+    pub fn unchanged(object: Value) -> Mutated {
+        Mutated {
+            object,
+            changed: false,
+        }
+    }
+}
+
 /// The IO a write waits on between its pure stages.
 pub trait Admit: Send + Sync {
     /// Mutating admission (webhooks, then in-process hooks): the object as admitted.
@@ -49,7 +69,7 @@ pub trait Admit: Send + Sync {
         obj: Value,
         old: Option<&'a Value>,
         warnings: &'a mut Vec<String>,
-    ) -> IoFuture<'a, Result<Value, Status>>;
+    ) -> IoFuture<'a, Result<Mutated, Status>>;
 
     /// Checks of the kind that need IO (RBAC's escalation check).
     fn check<'a>(
@@ -98,8 +118,8 @@ impl Admit for NoAdmission {
         obj: Value,
         _: Option<&'a Value>,
         _: &'a mut Vec<String>,
-    ) -> IoFuture<'a, Result<Value, Status>> {
-        Box::pin(std::future::ready(Ok(obj)))
+    ) -> IoFuture<'a, Result<Mutated, Status>> {
+        Box::pin(std::future::ready(Ok(Mutated::unchanged(obj))))
     }
 
     fn check<'a>(&'a self, _: &'a Value, _: Option<&'a Value>) -> IoFuture<'a, Result<(), Status>> {
@@ -139,17 +159,20 @@ pub async fn create(
     // 3. managedFields: the write's Update entry
     kind.record_managed_fields(None, &mut obj, opts);
     // 4. mutating admission (warnings so far go out with any failure from here on)
-    obj = io
+    let mutated = io
         .mutate(obj, None, &mut warnings)
         .await
         .map_err(|e| e.with_warnings_before(&warnings))?;
+    obj = mutated.object;
     // 5. the kind's checks that need IO
     io.check(&obj, None)
         .await
         .map_err(|e| e.with_warnings_before(&warnings))?;
-    // 6. decode and default what admission returned
-    kind.decode_admitted(&mut obj, &mut t);
-    kind.default(&mut obj, &mut t);
+    // 6. decode and default what admission changed
+    if mutated.changed {
+        kind.decode_admitted(&mut obj, &mut t);
+        kind.default(&mut obj, &mut t);
+    }
     // 7. the kind's allocations (a Service's cluster IPs and node ports)
     io.allocate(&mut obj, None)
         .await
@@ -202,17 +225,20 @@ pub async fn update(
         kind.record_managed_fields(Some(old), &mut new, opts);
     }
     // 5. mutating admission
-    new = io
+    let mutated = io
         .mutate(new, Some(old), &mut warnings)
         .await
         .map_err(|e| e.with_warnings_before(&warnings))?;
+    new = mutated.object;
     // 6. the kind's checks that need IO
     io.check(&new, Some(old))
         .await
         .map_err(|e| e.with_warnings_before(&warnings))?;
-    // 7. decode and default what admission returned
-    kind.decode_admitted(&mut new, &mut t);
-    kind.default(&mut new, &mut t);
+    // 7. decode and default what admission changed
+    if mutated.changed {
+        kind.decode_admitted(&mut new, &mut t);
+        kind.default(&mut new, &mut t);
+    }
     // 8. the kind's allocations: kept, taken or given back by the update
     io.allocate(&mut new, Some(old))
         .await
@@ -420,6 +446,8 @@ mod tests {
     struct Recorder {
         log: Mutex<Vec<&'static str>>,
         reject: bool,
+        /// What its mutating admission reports.
+        admission_changes: bool,
     }
 
     impl Recorder {
@@ -427,6 +455,7 @@ mod tests {
             Recorder {
                 log: Mutex::new(Vec::new()),
                 reject,
+                admission_changes: true,
             }
         }
 
@@ -501,10 +530,13 @@ mod tests {
             obj: Value,
             _: Option<&'a Value>,
             w: &'a mut Vec<String>,
-        ) -> IoFuture<'a, Result<Value, Status>> {
+        ) -> IoFuture<'a, Result<Mutated, Status>> {
             self.note("mutating admission");
             w.push("mutated".into());
-            Box::pin(std::future::ready(Ok(obj)))
+            Box::pin(std::future::ready(Ok(Mutated {
+                object: obj,
+                changed: self.admission_changes,
+            })))
         }
         fn check<'a>(
             &'a self,
@@ -609,6 +641,31 @@ mod tests {
         // the generation.
         assert_eq!(out.object["metadata"]["resourceVersion"], json!("7"));
         assert_eq!(out.object["metadata"]["generation"], json!(4));
+    }
+
+    #[test]
+    fn what_admission_left_unchanged_is_not_decoded_again() {
+        let r = Recorder {
+            admission_changes: false,
+            ..Recorder::new(false)
+        };
+        let out = run(create(&r, &r, thing(), &WriteOptions::default())).unwrap();
+        let mut old = out.object.clone();
+        old["metadata"]["resourceVersion"] = json!("7");
+        run(update(&r, &r, thing(), &old, &WriteOptions::default())).unwrap();
+        let once = [
+            "decode",
+            "default",
+            "managedFields",
+            "mutating admission",
+            "check",
+            "allocate",
+            "prepare",
+            "validate",
+            "canonicalize",
+            "validating admission",
+        ];
+        assert_eq!(r.stages(), [once, once].concat());
     }
 
     #[test]
