@@ -244,11 +244,31 @@ pub struct Admission {
 /// webhooks are reached through.
 pub struct MatchContext<'c> {
     /// `authorizer` of CEL expressions.
-    pub authz: Option<&'c AuthzContext>,
+    pub authz: Option<&'c LazyAuthz<'c>>,
     /// Other served versions of custom resources.
     pub versions: &'c equivalent::Versions,
     /// Service → address map.
     pub services: &'c crate::webhook::client::ServiceResolver,
+}
+
+/// A request's `authorizer` for CEL expressions, made on first use: most writes
+/// match no webhook or policy whose expressions ask for it.
+pub struct LazyAuthz<'a> {
+    admission: &'a Admission,
+    attrs: &'a Attributes<'a>,
+    obj: &'a Value,
+    old: Option<&'a Value>,
+    made: std::sync::OnceLock<AuthzContext>,
+}
+
+impl LazyAuthz<'_> {
+    /// The authorizer, made now if no expression asked before.
+    pub fn get(&self) -> &AuthzContext {
+        self.made.get_or_init(|| {
+            self.admission
+                .make_authz_context(self.attrs, self.obj, self.old)
+        })
+    }
 }
 
 /// Which write is being admitted: the endpoint, the request's options, and the audit
@@ -566,9 +586,25 @@ impl Admission {
         self.versions.set_catalog(catalog);
     }
 
+    /// The `authorizer` of this request's CEL expressions, made when one first asks.
+    fn authz_context<'a>(
+        &'a self,
+        attrs: &'a Attributes<'a>,
+        obj: &'a Value,
+        old: Option<&'a Value>,
+    ) -> LazyAuthz<'a> {
+        LazyAuthz {
+            admission: self,
+            attrs,
+            obj,
+            old,
+            made: std::sync::OnceLock::new(),
+        }
+    }
+
     /// The `authorizer` of this request's CEL expressions: the request's user, and its
     /// resource for `authorizer.requestResource`.
-    fn authz_context(
+    fn make_authz_context(
         &self,
         attrs: &Attributes<'_>,
         obj: &Value,
@@ -591,7 +627,7 @@ impl Admission {
         }
     }
 
-    fn match_context<'c>(&'c self, authz: &'c AuthzContext) -> MatchContext<'c> {
+    fn match_context<'c>(&'c self, authz: &'c LazyAuthz<'c>) -> MatchContext<'c> {
         MatchContext {
             authz: Some(authz),
             versions: &self.versions,

@@ -401,8 +401,13 @@ impl Policies {
                     .map(str::to_string)
                     .collect();
                 for param in &params {
-                    let result =
-                        evaluate(policy, evaluated, param.as_ref(), namespace.as_ref(), authz);
+                    let result = evaluate(
+                        policy,
+                        evaluated,
+                        param.as_ref(),
+                        namespace.as_ref(),
+                        authz.map(super::LazyAuthz::get),
+                    );
                     for (i, d) in result.decisions.iter().enumerate() {
                         if !d.deny {
                             continue;

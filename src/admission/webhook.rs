@@ -8,7 +8,7 @@
 //! the configurations from storage directly.
 
 use super::equivalent::Versions;
-use super::{AdmissionError, Attributes};
+use super::{AdmissionError, Attributes, LazyAuthz};
 use crate::object;
 use crate::status::Status;
 use crate::storage::{EventKind, ListOptions, Storage, StorageError, WatchItem};
@@ -236,7 +236,14 @@ impl WebhookSource {
                 }
                 use super::match_conditions::{decide, Decision};
                 let decision = match &version {
-                    None => decide(hook, attrs, obj, old, &self.programs, authz),
+                    None => decide(
+                        hook,
+                        attrs,
+                        obj,
+                        old,
+                        &self.programs,
+                        authz.map(LazyAuthz::get),
+                    ),
                     // Conditions see the object in the matched version.
                     Some(v) => {
                         let d = Versions::descriptor(attrs, v);
@@ -246,7 +253,14 @@ impl WebhookSource {
                             Some(x) => Some(versions.convert(attrs, x, v, services).await?),
                             None => None,
                         };
-                        decide(hook, &view, &o, old_v.as_ref(), &self.programs, authz)
+                        decide(
+                            hook,
+                            &view,
+                            &o,
+                            old_v.as_ref(),
+                            &self.programs,
+                            authz.map(LazyAuthz::get),
+                        )
                     }
                 };
                 match decision {
