@@ -93,6 +93,27 @@ impl ManagerId {
 
     /// Read a key back.
     pub fn parse(key: &str) -> Option<ManagerId> {
+        /// A key as [`ManagerId::key`] writes it: string fields only.
+        #[derive(serde::Deserialize)]
+        struct Written<'a> {
+            #[serde(default, borrow)]
+            manager: std::borrow::Cow<'a, str>,
+            #[serde(default, borrow)]
+            operation: std::borrow::Cow<'a, str>,
+            #[serde(default, borrow, rename = "apiVersion")]
+            api_version: std::borrow::Cow<'a, str>,
+            #[serde(default, borrow)]
+            subresource: std::borrow::Cow<'a, str>,
+        }
+        if let Ok(w) = serde_json::from_str::<Written<'_>>(key) {
+            return Some(ManagerId {
+                manager: w.manager.into_owned(),
+                operation: w.operation.into_owned(),
+                api_version: w.api_version.into_owned(),
+                subresource: w.subresource.into_owned(),
+            });
+        }
+        // Any other JSON object: fields that are not strings read as empty.
         let v: Value = serde_json::from_str(key).ok()?;
         let s = |name: &str| {
             v.get(name)
@@ -445,6 +466,26 @@ pub fn strip_manager(fields: &mut Managers, key: &str) {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn manager_keys_read_back() {
+        let id = ManagerId::new("ctl \"q\" \u{e9}\\", "Update", "example.com/v1", "status");
+        assert_eq!(ManagerId::parse(&id.key()), Some(id));
+        let apply = ManagerId::new("a", APPLY, "v1", "");
+        let read = ManagerId::parse(&apply.key()).unwrap();
+        assert_eq!((read.manager.as_str(), read.api_version.as_str()), ("a", ""));
+        // Other JSON: fields that are not strings read as empty; not JSON: no manager.
+        let odd = ManagerId::parse(r#"{"manager": 7, "operation": "Update", "x": null}"#);
+        assert_eq!(
+            odd,
+            Some(ManagerId {
+                operation: "Update".into(),
+                ..ManagerId::default()
+            })
+        );
+        assert_eq!(ManagerId::parse("\"m\""), Some(ManagerId::default()));
+        assert_eq!(ManagerId::parse("{"), None);
+    }
 
     #[test]
     fn manager_from_user_agent_matches_kube_prefix() {
