@@ -7,6 +7,7 @@ use crate::object;
 use crate::schema::structural::{AdditionalProperties, Structural};
 use crate::selector::SelectorError;
 use serde_json::{Map, Value};
+use std::borrow::Cow;
 use std::sync::OnceLock;
 
 /// Every built-in definition (kube's `definitions` of `/openapi/v2`): the schemas of
@@ -134,12 +135,12 @@ fn go_struct_error(
 fn go_type_of<'a>(
     node: &'a Value,
     defs: &'a Map<String, Value>,
-) -> (String, &'a Value, Option<&'a str>) {
+) -> (Cow<'a, str>, &'a Value, Option<&'a str>) {
     if let Some(r) = node.get("$ref").and_then(Value::as_str) {
         let full = r.rsplit('/').next().unwrap_or("");
         let short = full.rsplit('.').next().unwrap_or(full);
         if let Some(target) = defs.get(full) {
-            return (format!("v1.{short}"), target, Some(short));
+            return (format!("v1.{short}").into(), target, Some(short));
         }
     }
     let ty = match node.get("type").and_then(Value::as_str).unwrap_or("") {
@@ -151,13 +152,13 @@ fn go_type_of<'a>(
             .get("format")
             .and_then(Value::as_str)
             .unwrap_or("int64")
-            .to_string(),
+            .into(),
         "array" => match node.get("items") {
-            Some(items) => format!("[]{}", go_type_of(items, defs).0),
+            Some(items) => format!("[]{}", go_type_of(items, defs).0).into(),
             None => "[]interface {}".into(),
         },
         "object" => match node.get("additionalProperties") {
-            Some(ap @ Value::Object(_)) => format!("map[string]{}", go_type_of(ap, defs).0),
+            Some(ap @ Value::Object(_)) => format!("map[string]{}", go_type_of(ap, defs).0).into(),
             _ => "map[string]interface {}".into(),
         },
         _ => "interface {}".into(),
@@ -178,13 +179,14 @@ fn go_value_error(
         return None;
     }
     let (go_type, target, struct_ref) = go_type_of(node, defs);
-    let path = stack.join(".");
-    let mismatch = |what: String| {
+    // The path and the value's kind are named only in an error.
+    let mismatch = |what: &str| {
+        let path = stack.join(".");
         Some(format!(
             "json: cannot unmarshal {what} into Go struct field {struct_name}.{path} of type {go_type}"
         ))
     };
-    let kind = crate::goformat::go_json_kind(v).to_string();
+    let kind = crate::goformat::go_json_kind(v);
     if let Some(name) = struct_ref {
         // Time and MicroTime decode themselves from strings.
         if target.get("type").and_then(Value::as_str) == Some("string") {
@@ -203,14 +205,14 @@ fn go_value_error(
         }
         return go_struct_error(v, target, defs, name, stack, depth + 1);
     }
-    match (go_type.as_str(), v) {
+    match (go_type.as_ref(), v) {
         ("string" | "[]uint8", Value::String(_)) | ("bool", Value::Bool(_)) => None,
         ("float64", Value::Number(_)) => None,
         ("int32" | "int64", Value::Number(n)) => {
             if n.is_i64() || n.is_u64() {
                 None
             } else {
-                mismatch(format!("number {n}"))
+                mismatch(&format!("number {n}"))
             }
         }
         (t, Value::Array(items)) if t.starts_with("[]") && t != "[]uint8" => {
