@@ -604,6 +604,80 @@ fn pruned_fields_stay_gone_when_the_schema_later_declares_them() {
     }
 }
 
+/// An update starts from the stored object as a read serves it at that moment (kube
+/// decodes it from storage under the current schema): a run of updates each sees the
+/// one before, and once the schema gains a default, an update that changes nothing
+/// else writes nothing, since the stored object read under the new schema has it too.
+#[test]
+fn updates_start_from_the_stored_object_as_the_current_schema_serves_it() {
+    let p = Pipeline::start();
+    let item = format!("{WIDGETS}/chain");
+    p.create_base("chain");
+    let merge = |spec: Value| {
+        p.send(
+            "PATCH",
+            &item,
+            &[],
+            "application/merge-patch+json",
+            &[],
+            to_bytes(&json!({"spec": spec})),
+        )
+    };
+    for i in 1..=5 {
+        let r = merge(json!({"a": i.to_string()}));
+        assert_eq!(r.status, 200, "{}", r.text());
+        assert_eq!(at(&body(&r), "spec.a"), &json!(i.to_string()));
+    }
+    let test_then_replace = json!([
+        {"op": "test", "path": "/spec/a", "value": "5"},
+        {"op": "replace", "path": "/spec/a", "value": "6"}
+    ]);
+    let r = p.send(
+        "PATCH",
+        &item,
+        &[],
+        "application/json-patch+json",
+        &[],
+        to_bytes(&test_then_replace),
+    );
+    assert_eq!(
+        r.status,
+        200,
+        "the JSON patch saw the last update: {}",
+        r.text()
+    );
+    let mut put = body(&r);
+    put["spec"]["a"] = json!("7");
+    let r = p.send("PUT", &item, &[], "application/json", &[], to_bytes(&put));
+    assert_eq!(r.status, 200, "{}", r.text());
+    let written = body(&r);
+    assert_eq!(written["metadata"]["generation"], json!(8));
+
+    let mut crd = body(&p.http.get(WIDGET_CRD));
+    crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]
+        ["plain"]["default"] = json!("later");
+    let r = p.http.send_json("PUT", WIDGET_CRD, &crd);
+    assert_eq!(r.status, 200, "updating the CRD: {}", r.text());
+    // Other objects show when the server follows the new schema (a read of `chain`
+    // itself would make its served form anew).
+    let probes = std::cell::Cell::new(0);
+    let followed = common::poll(CRD_TIMEOUT, || {
+        probes.set(probes.get() + 1);
+        let name = format!("chain-probe-{}", probes.get());
+        let r = p.write(Verb::Create, &name, &widget(&name, json!({})), &[], &[]);
+        (r.status == 201 && at(&body(&r), "spec.plain") == "later").then_some(())
+    });
+    assert!(followed.is_some(), "creates never got the new default");
+    let r = merge(json!({"a": "7"}));
+    assert_eq!(r.status, 200, "{}", r.text());
+    let after = body(&r);
+    assert_eq!(at(&after, "spec.plain"), "later");
+    assert_eq!(
+        after["metadata"]["resourceVersion"], written["metadata"]["resourceVersion"],
+        "nothing changed, nothing written: {after}"
+    );
+}
+
 #[test]
 fn strict_rejects_unknown_fields_400_for_create_and_put_422_for_patches() {
     let p = Pipeline::start();

@@ -9,11 +9,18 @@
 //! The cache is bounded in bytes: two generations, the older dropped whole when the
 //! younger fills half the budget (an entry read again moves to the younger); objects
 //! over [`MAX_ENTRY`] are not kept.
+//!
+//! An entry may also hold the served object itself, decoded: an update reads the
+//! stored object, and the object it wrote is the one the next update of it reads
+//! (controllers write the same objects again and again), so updates keep what they
+//! wrote, and the next one starts from a copy instead of decoding, pruning and
+//! defaulting the stored bytes again. It counts [`OBJECT_SIZE`] times its stored size.
 
 use bytes::Bytes;
+use serde_json::Value;
 use std::collections::HashMap;
 use std::hash::BuildHasher;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 /// What a served form depends on: the kind's form (`(CRD revision, version index)` for
 /// a custom resource) and the object's storage revision.
@@ -25,9 +32,20 @@ pub struct FormId {
     pub revision: i64,
 }
 
+#[derive(Default)]
 struct Entry {
-    id: FormId,
-    bytes: Bytes,
+    id: Option<FormId>,
+    /// The served JSON, once a read made it.
+    bytes: Option<Bytes>,
+    /// The served object, once an update made or read it, and what it counts.
+    object: Option<(Arc<Value>, usize)>,
+}
+
+impl Entry {
+    /// What the entry counts against the budget.
+    fn size(&self) -> usize {
+        self.bytes.as_ref().map_or(0, Bytes::len) + self.object.as_ref().map_or(0, |(_, n)| *n)
+    }
 }
 
 /// Keys are clients' names: hashed with a seed of the process's (foldhash's
@@ -62,6 +80,10 @@ pub const MAX_ENTRY: usize = 64 << 10;
 /// briefly, while both generations are full).
 pub const DEFAULT_BUDGET: usize = 32 << 20;
 
+/// How many times its stored JSON a decoded object is counted as (strings, maps and
+/// their nodes take about this much more than the text).
+pub const OBJECT_SIZE: usize = 6;
+
 impl Default for ServedCache {
     fn default() -> Self {
         ServedCache::new(DEFAULT_BUDGET)
@@ -86,37 +108,73 @@ impl ServedCache {
 
     /// The bytes served for `key` at `id`, if made since.
     pub fn get(&self, key: &str, id: FormId) -> Option<Bytes> {
-        let mut g = self.shard(key).lock().ok()?;
-        if let Some(e) = g.young.get(key) {
-            return (e.id == id).then(|| e.bytes.clone());
-        }
-        let entry = g.old.remove(key)?;
-        if entry.id != id {
-            return None;
-        }
-        let bytes = entry.bytes.clone();
-        g.young_bytes += bytes.len();
-        g.young.insert(key.to_string(), entry);
-        Some(bytes)
+        self.look(key, id, |e| e.bytes.clone())
+    }
+
+    /// The object served for `key` at `id`, if an update made or read it since.
+    pub fn get_object(&self, key: &str, id: FormId) -> Option<Arc<Value>> {
+        self.look(key, id, |e| e.object.as_ref().map(|(o, _)| o.clone()))
     }
 
     /// Keep `bytes` as what `key` serves at `id`.
     pub fn put(&self, key: &str, id: FormId, bytes: Bytes) {
+        self.keep(key, id, |e| e.bytes = Some(bytes));
+    }
+
+    /// Keep `object` as what `key` serves at `id`; `stored_len`: its stored size.
+    pub fn put_object(&self, key: &str, id: FormId, object: Arc<Value>, stored_len: usize) {
+        let size = stored_len.saturating_mul(OBJECT_SIZE);
+        self.keep(key, id, |e| e.object = Some((object, size)));
+    }
+
+    /// What `take` finds in the entry of `key` at `id` (an entry of the older
+    /// generation moves to the younger).
+    fn look<T>(&self, key: &str, id: FormId, take: impl Fn(&Entry) -> Option<T>) -> Option<T> {
+        let mut g = self.shard(key).lock().ok()?;
+        if let Some(e) = g.young.get(key) {
+            return if e.id == Some(id) { take(e) } else { None };
+        }
+        let entry = g.old.remove(key)?;
+        if entry.id != Some(id) {
+            return None;
+        }
+        let found = take(&entry);
+        g.young_bytes += entry.size();
+        g.young.insert(key.to_string(), entry);
+        found
+    }
+
+    /// `fill` the entry of `key` at `id` (an entry of another id is replaced); an
+    /// entry grown past [`MAX_ENTRY`] is dropped.
+    fn keep(&self, key: &str, id: FormId, fill: impl FnOnce(&mut Entry)) {
         let Ok(mut g) = self.shard(key).lock() else {
             return;
         };
-        if bytes.len() > self.shard_budget.min(MAX_ENTRY) {
+        let mut entry = match (g.young.remove(key), g.old.remove(key)) {
+            (Some(e), _) => {
+                g.young_bytes = g.young_bytes.saturating_sub(e.size());
+                e
+            }
+            (None, Some(e)) => e,
+            (None, None) => Entry::default(),
+        };
+        if entry.id != Some(id) {
+            entry = Entry {
+                id: Some(id),
+                ..Entry::default()
+            };
+        }
+        fill(&mut entry);
+        let size = entry.size();
+        if size > self.shard_budget.min(MAX_ENTRY) {
             return;
         }
-        if g.young_bytes + bytes.len() > self.shard_budget {
+        if g.young_bytes + size > self.shard_budget {
             g.old = std::mem::take(&mut g.young);
             g.young_bytes = 0;
         }
-        g.old.remove(key);
-        g.young_bytes += bytes.len();
-        if let Some(previous) = g.young.insert(key.to_string(), Entry { id, bytes }) {
-            g.young_bytes = g.young_bytes.saturating_sub(previous.bytes.len());
-        }
+        g.young_bytes += size;
+        g.young.insert(key.to_string(), entry);
     }
 
     /// Bytes held (both generations).
@@ -124,7 +182,7 @@ impl ServedCache {
         self.shards
             .iter()
             .filter_map(|s| s.lock().ok())
-            .map(|g| g.young_bytes + g.old.values().map(|e| e.bytes.len()).sum::<usize>())
+            .map(|g| g.young_bytes + g.old.values().map(Entry::size).sum::<usize>())
             .sum()
     }
 
@@ -174,6 +232,51 @@ mod tests {
         assert!(c.bytes() <= 64 * 1024 + SHARDS * 100, "{}", c.bytes());
         // Recent entries survive.
         assert!(c.get("/k/9999", id(9999)).is_some());
+    }
+
+    #[test]
+    fn an_object_and_its_bytes_share_an_entry_of_one_revision_and_form() {
+        let c = ServedCache::new(1 << 20);
+        let obj = Arc::new(serde_json::json!({"a": 1}));
+        c.put_object("/k/a", id(5), obj.clone(), 10);
+        assert_eq!(c.get_object("/k/a", id(5)), Some(obj.clone()));
+        assert_eq!(c.get("/k/a", id(5)), None, "no bytes made yet");
+        c.put("/k/a", id(5), Bytes::from_static(b"{\"a\":1}"));
+        assert_eq!(
+            c.get_object("/k/a", id(5)),
+            Some(obj.clone()),
+            "kept beside the bytes"
+        );
+        assert_eq!(c.bytes(), 10 * OBJECT_SIZE + 7);
+        assert_eq!(c.get_object("/k/a", id(6)), None);
+        let other_form = FormId {
+            form: (2, 0),
+            revision: 5,
+        };
+        assert_eq!(c.get_object("/k/a", other_form), None);
+        // Another revision replaces both.
+        c.put("/k/a", id(6), Bytes::from_static(b"six"));
+        assert_eq!(c.get_object("/k/a", id(5)), None);
+        assert_eq!(c.get("/k/a", id(5)), None);
+        assert_eq!(c.bytes(), 3);
+    }
+
+    #[test]
+    fn objects_count_against_the_budget() {
+        let c = ServedCache::new(64 * 1024);
+        let obj = Arc::new(serde_json::json!({}));
+        for i in 0..10_000 {
+            c.put_object(&format!("/k/{i}"), id(i), obj.clone(), 100);
+        }
+        assert!(
+            c.bytes() <= 64 * 1024 + SHARDS * 100 * OBJECT_SIZE,
+            "{}",
+            c.bytes()
+        );
+        assert!(c.get_object("/k/9999", id(9999)).is_some());
+        // Too large to keep.
+        c.put_object("/k/big", id(1), obj, MAX_ENTRY);
+        assert_eq!(c.get_object("/k/big", id(1)), None);
     }
 
     #[test]

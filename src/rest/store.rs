@@ -436,9 +436,36 @@ impl Store {
             .await
             .map_err(|e| storage_status(e, gr, name))?
             .ok_or_else(|| Status::not_found(gr, name))?;
+        if let Some(form) = kind.served_form() {
+            let id = super::served_cache::FormId {
+                form,
+                revision: kv.mod_revision,
+            };
+            if let Some(obj) = self.served.get_object(&kv.key, id) {
+                return Ok((kv, Value::clone(&obj)));
+            }
+        }
         let mut obj = decode_stored(&kv)?;
         kind.on_read(&mut obj).await?;
         Ok((kv, obj))
+    }
+
+    /// Keep the object an update wrote, as the next read of it would serve it, for
+    /// the next update (the stored form holds no `selfLink`).
+    fn remember_written(&self, kind: &dyn ResourceKind, kv: &KeyValue, obj: &Value) {
+        let Some(form) = kind.served_form() else {
+            return;
+        };
+        let mut served = obj.clone();
+        if let Some(meta) = served.get_mut("metadata").and_then(Value::as_object_mut) {
+            meta.remove("selfLink");
+        }
+        let id = super::served_cache::FormId {
+            form,
+            revision: kv.mod_revision,
+        };
+        self.served
+            .put_object(&kv.key, id, Arc::new(served), kv.value.len());
     }
 
     /// Whether storage answers (`/readyz`).
@@ -832,6 +859,7 @@ impl Store {
                         keep(&mut taken).await;
                         object::set_resource_version(&mut obj, new_kv.mod_revision);
                         kind.on_written(&mut obj).await?;
+                        self.remember_written(kind, &new_kv, &obj);
                         Ok(Some((obj, false)))
                     }
                     Err(StorageError::Conflict { .. }) => Ok(None),
