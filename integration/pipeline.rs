@@ -208,11 +208,43 @@ impl Pipeline {
             .unwrap_or_else(|e| panic!("{e}"))
     }
 
+    /// PATCH `path` with `patch` of `content_type`.
+    fn patch(&self, path: &str, content_type: &str, patch: &Value) -> HttpResponse {
+        self.send("PATCH", path, &[], content_type, &[], to_bytes(patch))
+    }
+
     /// GET one Widget, which must exist.
     fn get(&self, name: &str) -> Value {
         let r = self.http.get(&format!("{WIDGETS}/{name}"));
         assert_eq!(r.status, 200, "GET {name}: {}", r.text());
         body(&r)
+    }
+
+    /// Changes the Widget CRD's spec properties with `change`, then waits until creates
+    /// follow it: probes `<prefix>-<n>` with `spec` are created until `followed` holds
+    /// for a reply.
+    fn change_spec_properties(
+        &self,
+        change: impl FnOnce(&mut Value),
+        prefix: &str,
+        spec: Value,
+        followed: impl Fn(&Value) -> bool,
+    ) {
+        let mut crd = body(&self.http.get(WIDGET_CRD));
+        change(
+            &mut crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
+                ["properties"],
+        );
+        let r = self.http.send_json("PUT", WIDGET_CRD, &crd);
+        assert_eq!(r.status, 200, "updating the CRD: {}", r.text());
+        let probes = std::cell::Cell::new(0);
+        let seen = common::poll(CRD_TIMEOUT, || {
+            probes.set(probes.get() + 1);
+            let name = format!("{prefix}-{}", probes.get());
+            let r = self.write(Verb::Create, &name, &widget(&name, spec.clone()), &[], &[]);
+            (r.status == 201 && followed(&body(&r))).then_some(())
+        });
+        assert!(seen.is_some(), "creates never followed the changed schema");
     }
 
     /// Creates the Widget an update starts from (spec `{}` plus defaults).
@@ -579,20 +611,12 @@ fn pruned_fields_stay_gone_when_the_schema_later_declares_them() {
         written.push(name);
     }
 
-    let mut crd = body(&p.http.get(WIDGET_CRD));
-    crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]
-        ["later"] = json!({"type": "string"});
-    let r = p.http.send_json("PUT", WIDGET_CRD, &crd);
-    assert_eq!(r.status, 200, "updating the CRD: {}", r.text());
-    let probes = std::cell::Cell::new(0);
-    let followed = common::poll(CRD_TIMEOUT, || {
-        probes.set(probes.get() + 1);
-        let name = format!("later-probe-{}", probes.get());
-        let probe = widget(&name, json!({"later": "kept"}));
-        let r = p.write(Verb::Create, &name, &probe, &[], &[]);
-        (r.status == 201 && at(&body(&r), "spec.later") == "kept").then_some(())
-    });
-    assert!(followed.is_some(), "creates never kept the new field");
+    p.change_spec_properties(
+        |props| props["later"] = json!({"type": "string"}),
+        "later-probe",
+        json!({"later": "kept"}),
+        |reply| at(reply, "spec.later") == "kept",
+    );
 
     for name in written {
         let got = p.get(&name);
@@ -614,13 +638,10 @@ fn updates_start_from_the_stored_object_as_the_current_schema_serves_it() {
     let item = format!("{WIDGETS}/chain");
     p.create_base("chain");
     let merge = |spec: Value| {
-        p.send(
-            "PATCH",
+        p.patch(
             &item,
-            &[],
             "application/merge-patch+json",
-            &[],
-            to_bytes(&json!({"spec": spec})),
+            &json!({"spec": spec}),
         )
     };
     for i in 1..=5 {
@@ -632,14 +653,7 @@ fn updates_start_from_the_stored_object_as_the_current_schema_serves_it() {
         {"op": "test", "path": "/spec/a", "value": "5"},
         {"op": "replace", "path": "/spec/a", "value": "6"}
     ]);
-    let r = p.send(
-        "PATCH",
-        &item,
-        &[],
-        "application/json-patch+json",
-        &[],
-        to_bytes(&test_then_replace),
-    );
+    let r = p.patch(&item, "application/json-patch+json", &test_then_replace);
     assert_eq!(
         r.status,
         200,
@@ -653,21 +667,14 @@ fn updates_start_from_the_stored_object_as_the_current_schema_serves_it() {
     let written = body(&r);
     assert_eq!(written["metadata"]["generation"], json!(8));
 
-    let mut crd = body(&p.http.get(WIDGET_CRD));
-    crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]
-        ["plain"]["default"] = json!("later");
-    let r = p.http.send_json("PUT", WIDGET_CRD, &crd);
-    assert_eq!(r.status, 200, "updating the CRD: {}", r.text());
     // Other objects show when the server follows the new schema (a read of `chain`
     // itself would make its served form anew).
-    let probes = std::cell::Cell::new(0);
-    let followed = common::poll(CRD_TIMEOUT, || {
-        probes.set(probes.get() + 1);
-        let name = format!("chain-probe-{}", probes.get());
-        let r = p.write(Verb::Create, &name, &widget(&name, json!({})), &[], &[]);
-        (r.status == 201 && at(&body(&r), "spec.plain") == "later").then_some(())
-    });
-    assert!(followed.is_some(), "creates never got the new default");
+    p.change_spec_properties(
+        |props| props["plain"]["default"] = json!("later"),
+        "chain-probe",
+        json!({}),
+        |reply| at(reply, "spec.plain") == "later",
+    );
     let r = merge(json!({"a": "7"}));
     assert_eq!(r.status, 200, "{}", r.text());
     let after = body(&r);
@@ -1044,14 +1051,7 @@ fn defaults_apply_on_every_verb_without_creating_missing_parents() {
         {"op": "add", "path": "/spec/weights", "value": {"k": {}}}
     ]);
     let item = format!("{WIDGETS}/def-json");
-    let r = p.send(
-        "PATCH",
-        &item,
-        &[],
-        "application/json-patch+json",
-        &[],
-        to_bytes(&ops),
-    );
+    let r = p.patch(&item, "application/json-patch+json", &ops);
     assert_eq!(r.status, 200, "{}", r.text());
     assert_eq!(
         body(&r)["spec"],
