@@ -473,7 +473,10 @@ mod tests {
         assert_eq!(ManagerId::parse(&id.key()), Some(id));
         let apply = ManagerId::new("a", APPLY, "v1", "");
         let read = ManagerId::parse(&apply.key()).unwrap();
-        assert_eq!((read.manager.as_str(), read.api_version.as_str()), ("a", ""));
+        assert_eq!(
+            (read.manager.as_str(), read.api_version.as_str()),
+            ("a", "")
+        );
         // Other JSON: fields that are not strings read as empty; not JSON: no manager.
         let odd = ManagerId::parse(r#"{"manager": 7, "operation": "Update", "x": null}"#);
         assert_eq!(
