@@ -324,6 +324,18 @@ pub fn finish_write(
     if !dry_run {
         api.after_write(kind.descriptor(), &w.object, w.deleted);
     }
+    if let (Some(json), Output::Json) = (&w.json, req.output) {
+        let trace = if req.header("x-pipeline-trace") == Some("true") {
+            &w.trace[..]
+        } else {
+            &[]
+        };
+        return response::with_headers(
+            response::json_bytes(code, json.clone()),
+            &w.warnings,
+            trace,
+        );
+    }
     let mut reply = Reply::with_code(code, w.object);
     reply.warnings = w.warnings;
     reply.trace = w.trace;

@@ -105,21 +105,35 @@ pub fn reply(r: Reply, output: Output) -> Response<Body> {
         return status(&Status::not_acceptable(NOT_ACCEPTABLE), Output::Json);
     }
     let (bytes, content_type) = encode_value(&r.body, output);
-    let mut resp = Response::builder()
-        .status(r.code)
-        .header(header::CONTENT_TYPE, content_type)
-        .header("Cache-Control", "no-cache, private");
-    for w in dedup(&r.warnings) {
-        resp = resp.header("Warning", warning_header(w));
-    }
-    if !r.trace.is_empty() {
-        let joined = r.trace.join("; ");
-        if let Ok(v) = HeaderValue::from_str(&joined) {
-            resp = resp.header("X-Pipeline-Trace", v);
+    let mut resp = Response::new(full(bytes));
+    *resp.status_mut() = r.code;
+    let headers = resp.headers_mut();
+    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    headers.insert(
+        header::CACHE_CONTROL,
+        HeaderValue::from_static("no-cache, private"),
+    );
+    with_headers(resp, &r.warnings, &r.trace)
+}
+
+/// `resp` with a reply's `Warning` headers (each text once) and its pipeline trace.
+pub fn with_headers(
+    mut resp: Response<Body>,
+    warnings: &[String],
+    trace: &[String],
+) -> Response<Body> {
+    let headers = resp.headers_mut();
+    for w in dedup(warnings) {
+        if let Ok(v) = HeaderValue::from_str(&warning_header(w)) {
+            headers.append("Warning", v);
         }
     }
-    resp.body(full(bytes))
-        .unwrap_or_else(|_| Response::new(full("")))
+    if !trace.is_empty() {
+        if let Ok(v) = HeaderValue::from_str(&trace.join("; ")) {
+            headers.insert("X-Pipeline-Trace", v);
+        }
+    }
+    resp
 }
 
 /// A JSON reply of bytes encoded already (as [`encode_value`] encodes for

@@ -92,12 +92,16 @@ impl ResourceKind for CustomResourceKind {
     }
 
     fn on_written<'a>(&'a self, obj: &'a mut Value) -> Conversion<'a> {
-        // Written in the addressed version, pruned and defaulted by its schema: a read
-        // would serve it unchanged.
-        if !self.webhook && self.addresses_storage_version() {
+        if self.stored_is_served() {
             return Conversion::done(Ok(()));
         }
         self.on_read(obj)
+    }
+
+    fn stored_is_served(&self) -> bool {
+        // Written in the addressed version, pruned and defaulted by its schema: a read
+        // would serve it unchanged.
+        !self.webhook && self.addresses_storage_version()
     }
 
     fn served_form(&self) -> Option<(i64, usize)> {

@@ -174,6 +174,13 @@ pub trait ResourceKind: Send + Sync {
         self.on_read(obj)
     }
 
+    /// Whether [`ResourceKind::on_written`] leaves every object as it was stored (with
+    /// its `resourceVersion`): a write then replies with its stored bytes (and the
+    /// `resourceVersion` put in) instead of encoding the object again.
+    fn stored_is_served(&self) -> bool {
+        false
+    }
+
     /// What the served form of this kind's objects depends on besides their storage
     /// revision, when [`ResourceKind::on_read`] is a pure function of the two (no
     /// webhook): the store then keeps the served bytes (`served_cache`). `None`: always

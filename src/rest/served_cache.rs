@@ -121,10 +121,23 @@ impl ServedCache {
         self.keep(key, id, |e| e.bytes = Some(bytes));
     }
 
-    /// Keep `object` as what `key` serves at `id`; `stored_len`: its stored size.
-    pub fn put_object(&self, key: &str, id: FormId, object: Arc<Value>, stored_len: usize) {
+    /// Keep `object` as what `key` serves at `id` (and `bytes`, its JSON, when known);
+    /// `stored_len`: its stored size.
+    pub fn put_object(
+        &self,
+        key: &str,
+        id: FormId,
+        object: Arc<Value>,
+        stored_len: usize,
+        bytes: Option<Bytes>,
+    ) {
         let size = stored_len.saturating_mul(OBJECT_SIZE);
-        self.keep(key, id, |e| e.object = Some((object, size)));
+        self.keep(key, id, |e| {
+            e.object = Some((object, size));
+            if bytes.is_some() {
+                e.bytes = bytes;
+            }
+        });
     }
 
     /// What `take` finds in the entry of `key` at `id` (an entry of the older
@@ -238,7 +251,7 @@ mod tests {
     fn an_object_and_its_bytes_share_an_entry_of_one_revision_and_form() {
         let c = ServedCache::new(1 << 20);
         let obj = Arc::new(serde_json::json!({"a": 1}));
-        c.put_object("/k/a", id(5), obj.clone(), 10);
+        c.put_object("/k/a", id(5), obj.clone(), 10, None);
         assert_eq!(c.get_object("/k/a", id(5)), Some(obj.clone()));
         assert_eq!(c.get("/k/a", id(5)), None, "no bytes made yet");
         c.put("/k/a", id(5), Bytes::from_static(b"{\"a\":1}"));
@@ -259,6 +272,12 @@ mod tests {
         assert_eq!(c.get_object("/k/a", id(5)), None);
         assert_eq!(c.get("/k/a", id(5)), None);
         assert_eq!(c.bytes(), 3);
+        // An update keeps both at once.
+        let json = Bytes::from_static(b"{\"a\":2}");
+        c.put_object("/k/a", id(7), obj.clone(), 10, Some(json.clone()));
+        assert_eq!(c.get("/k/a", id(7)), Some(json));
+        assert_eq!(c.get_object("/k/a", id(7)), Some(obj));
+        assert_eq!(c.bytes(), 10 * OBJECT_SIZE + 7);
     }
 
     #[test]
@@ -266,7 +285,7 @@ mod tests {
         let c = ServedCache::new(64 * 1024);
         let obj = Arc::new(serde_json::json!({}));
         for i in 0..10_000 {
-            c.put_object(&format!("/k/{i}"), id(i), obj.clone(), 100);
+            c.put_object(&format!("/k/{i}"), id(i), obj.clone(), 100, None);
         }
         assert!(
             c.bytes() <= 64 * 1024 + SHARDS * 100 * OBJECT_SIZE,
@@ -275,7 +294,7 @@ mod tests {
         );
         assert!(c.get_object("/k/9999", id(9999)).is_some());
         // Too large to keep.
-        c.put_object("/k/big", id(1), obj, MAX_ENTRY);
+        c.put_object("/k/big", id(1), obj, MAX_ENTRY, None);
         assert_eq!(c.get_object("/k/big", id(1)), None);
     }
 

@@ -21,6 +21,16 @@ const MAX_RETRIES: usize = 64;
 pub use crate::storage::storage_status;
 
 pub use super::stored::{decode_stored, encode_for_storage};
+use super::stored::{encode_stored, Place};
+
+/// The reply's JSON of an object `kind` just wrote as `kv`, made from the stored
+/// bytes when what is stored is what is served.
+fn reply_json(kind: &dyn ResourceKind, place: Place, kv: &KeyValue) -> Option<bytes::Bytes> {
+    if !kind.stored_is_served() {
+        return None;
+    }
+    place.served(&kv.value, kv.mod_revision)
+}
 
 /// A value as a JSON reply holds it (`http::response::encode_value`): serde_json's
 /// bytes and a newline.
@@ -87,6 +97,9 @@ pub struct Written {
     /// True when an update removed the last finalizer of a terminating object and
     /// the object was deleted.
     pub deleted: bool,
+    /// `object` as a JSON reply holds it (`serde_json` bytes and a newline), when the
+    /// write made it from the stored bytes ([`ResourceKind::stored_is_served`]).
+    pub json: Option<bytes::Bytes>,
 }
 
 /// `metav1.Status` with `status: Success` for a delete.
@@ -451,8 +464,15 @@ impl Store {
     }
 
     /// Keep the object an update wrote, as the next read of it would serve it, for
-    /// the next update (the stored form holds no `selfLink`).
-    fn remember_written(&self, kind: &dyn ResourceKind, kv: &KeyValue, obj: &Value) {
+    /// the next update (the stored form holds no `selfLink`), and its JSON when the
+    /// write made it.
+    fn remember_written(
+        &self,
+        kind: &dyn ResourceKind,
+        kv: &KeyValue,
+        obj: &Value,
+        json: Option<bytes::Bytes>,
+    ) {
         let Some(form) = kind.served_form() else {
             return;
         };
@@ -465,7 +485,7 @@ impl Store {
             revision: kv.mod_revision,
         };
         self.served
-            .put_object(&kv.key, id, Arc::new(served), kv.value.len());
+            .put_object(&kv.key, id, Arc::new(served), kv.value.len(), json);
     }
 
     /// Whether storage answers (`/readyz`).
@@ -692,22 +712,26 @@ impl Store {
                 if opts.dry_run {
                     // kube's dry run still round-trips the object through the storage form.
                     kind.on_written(&mut stored).await?;
-                    return Ok(Some(stored));
+                    return Ok(Some((stored, None)));
                 }
-                let mut created = self.storage.create(&key, encode_for_storage(&stored)).await;
+                let (bytes, mut place) = encode_stored(&stored);
+                let mut created = self.storage.create(&key, bytes).await;
                 if matches!(created, Err(StorageError::TooLarge(_)))
                     && !opts.is_apply
                     && object::remove_managed_fields(&mut stored)
                 {
                     // kube: managedFields can be large, and are safe to drop to fit.
-                    created = self.storage.create(&key, encode_for_storage(&stored)).await;
+                    let (bytes, smaller) = encode_stored(&stored);
+                    place = smaller;
+                    created = self.storage.create(&key, bytes).await;
                 }
                 match created {
                     Ok(kv) => {
                         keep(&mut taken).await;
                         object::set_resource_version(&mut stored, kv.mod_revision);
                         kind.on_written(&mut stored).await?;
-                        Ok(Some(stored))
+                        let json = reply_json(kind, place, &kv);
+                        Ok(Some((stored, json)))
                     }
                     // A generated name may collide: kube tries again with a new one.
                     Err(StorageError::AlreadyExists(_)) if generated && attempts < 8 => Ok(None),
@@ -717,12 +741,13 @@ impl Store {
             .await;
             give_back(&mut taken).await;
             match written? {
-                Some(object) => {
+                Some((object, json)) => {
                     return Ok(Written {
                         object,
                         warnings,
                         trace,
                         deleted: false,
+                        json,
                     })
                 }
                 None => attempts += 1,
@@ -817,7 +842,7 @@ impl Store {
                 if obj == old && !remove {
                     // kube skips writes that change nothing: no new resourceVersion.
                     keep(&mut taken).await;
-                    return Ok(Some((old, false)));
+                    return Ok(Some((old, false, None)));
                 }
                 if opts.dry_run {
                     if !remove {
@@ -825,7 +850,7 @@ impl Store {
                         kind.to_storage(&mut obj).await?;
                         kind.on_written(&mut obj).await?;
                     }
-                    return Ok(Some((obj, remove)));
+                    return Ok(Some((obj, remove, None)));
                 }
                 if remove {
                     return match self.storage.delete(&key, Some(kv.mod_revision)).await {
@@ -833,34 +858,32 @@ impl Store {
                             keep(&mut taken).await;
                             kind.after_delete(&obj).await;
                             object::set_resource_version(&mut obj, deleted.mod_revision);
-                            Ok(Some((obj, true)))
+                            Ok(Some((obj, true, None)))
                         }
                         Err(StorageError::Conflict { .. }) => Ok(None),
                         Err(e) => Err(storage_status(e, &d.gr, name)),
                     };
                 }
                 kind.to_storage(&mut obj).await?;
-                let mut updated = self
-                    .storage
-                    .update(&key, encode_for_storage(&obj), kv.mod_revision)
-                    .await;
+                let (bytes, mut place) = encode_stored(&obj);
+                let mut updated = self.storage.update(&key, bytes, kv.mod_revision).await;
                 if matches!(updated, Err(StorageError::TooLarge(_)))
                     && !opts.is_apply
                     && object::remove_managed_fields(&mut obj)
                 {
                     // kube: managedFields can be large, and are safe to drop to fit.
-                    updated = self
-                        .storage
-                        .update(&key, encode_for_storage(&obj), kv.mod_revision)
-                        .await;
+                    let (bytes, smaller) = encode_stored(&obj);
+                    place = smaller;
+                    updated = self.storage.update(&key, bytes, kv.mod_revision).await;
                 }
                 match updated {
                     Ok(new_kv) => {
                         keep(&mut taken).await;
                         object::set_resource_version(&mut obj, new_kv.mod_revision);
                         kind.on_written(&mut obj).await?;
-                        self.remember_written(kind, &new_kv, &obj);
-                        Ok(Some((obj, false)))
+                        let json = reply_json(kind, place, &new_kv);
+                        self.remember_written(kind, &new_kv, &obj, json.clone());
+                        Ok(Some((obj, false, json)))
                     }
                     Err(StorageError::Conflict { .. }) => Ok(None),
                     Err(e) => Err(storage_status(e, &d.gr, name)),
@@ -868,12 +891,13 @@ impl Store {
             }
             .await;
             give_back(&mut taken).await;
-            if let Some((object, deleted)) = written? {
+            if let Some((object, deleted, json)) = written? {
                 return Ok(Written {
                     object,
                     warnings,
                     trace,
                     deleted,
+                    json,
                 });
             }
         }
