@@ -694,8 +694,14 @@ impl Store {
         }
         let generated =
             object::name(&body).is_empty() && !object::meta_str(&body, "generateName").is_empty();
+        // Only a generated name is tried again (with a new one): the body is kept for that.
+        let retry_body = generated.then(|| body.clone());
+        let mut body = Some(body);
         let mut attempts = 0;
         loop {
+            let Some(attempt) = body.take().or_else(|| retry_body.clone()) else {
+                return Err(Status::internal("create: no body to try again"));
+            };
             let (
                 Admitted {
                     object: obj,
@@ -703,7 +709,7 @@ impl Store {
                     trace,
                 },
                 mut taken,
-            ) = self.admit_create(kind, body.clone(), opts).await?;
+            ) = self.admit_create(kind, attempt, opts).await?;
             let name = object::name(&obj).to_string();
             let key = d.key(object::namespace(&obj), &name);
             let written = async {

@@ -9,7 +9,7 @@
 //! effect. LimitRanger is in `limits`, ResourceQuota in `quota`.
 
 use serde_json::{json, Value};
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashSet};
 
 pub mod limits;
 pub mod quota;
@@ -96,9 +96,9 @@ pub const DEFAULT_ON: &[&str] = &[
 #[error("{0}")]
 pub struct Denied(pub String);
 
-/// Which plugins run.
+/// Which plugins run (looked up by name several times per write: hashed).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Enabled(BTreeSet<&'static str>);
+pub struct Enabled(HashSet<&'static str, foldhash::fast::FixedState>);
 
 impl Default for Enabled {
     fn default() -> Self {
@@ -154,7 +154,7 @@ impl Enabled {
         ALL_ORDERED
             .iter()
             .copied()
-            .filter(|p| self.0.contains(p))
+            .filter(|p| self.0.contains(*p))
             .collect()
     }
 }

@@ -372,8 +372,9 @@ pub fn json_syntax_error(bytes: &[u8]) -> Option<String> {
     s.eof().err()
 }
 
-/// Builds values from JSON already checked by the scanner; records duplicate keys
-/// with the field paths kube's strict decoder prints.
+/// Builds values from JSON, checking its syntax as it goes (`bad`: something Go's
+/// scanner rejects, whose words [`json_syntax_error`] then finds); records duplicate
+/// keys with the field paths kube's strict decoder prints.
 struct JsonBuilder<'a> {
     b: &'a [u8],
     i: usize,
@@ -382,7 +383,10 @@ struct JsonBuilder<'a> {
     /// one buffer grown and cut back as the walk enters and leaves values.
     path: String,
     duplicates: Vec<String>,
+    /// A valid document that Go cannot hold (a number out of range, too deep).
     error: Option<String>,
+    /// Invalid JSON: building stopped.
+    bad: bool,
 }
 
 impl JsonBuilder<'_> {
@@ -394,6 +398,17 @@ impl JsonBuilder<'_> {
         while is_space(self.peek()) {
             self.i += 1;
         }
+    }
+
+    /// Whether building must stop (bad syntax, or an error found).
+    fn stopped(&self) -> bool {
+        self.bad || self.error.is_some()
+    }
+
+    /// Invalid JSON: stop, with `partial` as what was built.
+    fn reject<T>(&mut self, partial: T) -> T {
+        self.bad = true;
+        partial
     }
 
     fn field_error(&mut self, key: &str) {
@@ -426,92 +441,144 @@ impl JsonBuilder<'_> {
     }
 
     fn container(&mut self) -> Value {
-        match self.peek() {
-            b'{' => {
-                self.i += 1;
-                let mut m = Map::new();
-                loop {
-                    self.skip_space();
-                    if self.peek() == b'}' {
-                        self.i += 1;
-                        return Value::Object(m);
-                    }
-                    if self.peek() == b',' {
-                        self.i += 1;
-                        self.skip_space();
-                    }
-                    let key = self.string();
-                    self.skip_space();
-                    self.i += 1; // ':'
-                    if m.contains_key(&key) {
-                        self.field_error(&key);
-                    }
-                    let mark = self.path.len();
-                    if mark > 0 {
-                        self.path.push('.');
-                    }
-                    self.path.push_str(&key);
-                    let v = self.value();
-                    self.path.truncate(mark);
-                    m.insert(key, v);
-                    if self.error.is_some() {
-                        return Value::Object(m);
-                    }
-                }
+        if self.peek() == b'[' {
+            return Value::Array(self.array());
+        }
+        self.i += 1; // '{'
+        let mut m = Map::new();
+        self.skip_space();
+        if self.peek() == b'}' {
+            self.i += 1;
+            return Value::Object(m);
+        }
+        loop {
+            self.skip_space();
+            if self.peek() != b'"' {
+                return self.reject(Value::Object(m));
             }
-            b'[' => {
-                self.i += 1;
-                let mut a = Vec::new();
-                loop {
-                    self.skip_space();
-                    if self.peek() == b']' {
-                        self.i += 1;
-                        return Value::Array(a);
-                    }
-                    if self.peek() == b',' {
-                        self.i += 1;
-                    }
-                    let mark = self.path.len();
-                    let _ = write!(self.path, "[{}]", a.len());
-                    let v = self.value();
-                    self.path.truncate(mark);
-                    a.push(v);
-                    if self.error.is_some() {
-                        return Value::Array(a);
-                    }
-                }
+            let key = self.string();
+            self.skip_space();
+            if self.bad || self.peek() != b':' {
+                return self.reject(Value::Object(m));
             }
-            _ => self.scalar(),
+            self.i += 1;
+            if m.contains_key(&key) {
+                self.field_error(&key);
+            }
+            let mark = self.path.len();
+            if mark > 0 {
+                self.path.push('.');
+            }
+            self.path.push_str(&key);
+            let v = self.value();
+            self.path.truncate(mark);
+            m.insert(key, v);
+            if self.stopped() {
+                return Value::Object(m);
+            }
+            self.skip_space();
+            match self.peek() {
+                b',' => self.i += 1,
+                b'}' => {
+                    self.i += 1;
+                    return Value::Object(m);
+                }
+                _ => return self.reject(Value::Object(m)),
+            }
+        }
+    }
+
+    fn array(&mut self) -> Vec<Value> {
+        self.i += 1; // '['
+        let mut a = Vec::new();
+        self.skip_space();
+        if self.peek() == b']' {
+            self.i += 1;
+            return a;
+        }
+        loop {
+            let mark = self.path.len();
+            let _ = write!(self.path, "[{}]", a.len());
+            let v = self.value();
+            self.path.truncate(mark);
+            a.push(v);
+            if self.stopped() {
+                return a;
+            }
+            self.skip_space();
+            match self.peek() {
+                b',' => self.i += 1,
+                b']' => {
+                    self.i += 1;
+                    return a;
+                }
+                _ => return self.reject(a),
+            }
+        }
+    }
+
+    /// Whether the input goes on with `word`, consumed if so.
+    fn literal(&mut self, word: &[u8]) -> bool {
+        if self.b.get(self.i..self.i + word.len()) == Some(word) {
+            self.i += word.len();
+            true
+        } else {
+            false
         }
     }
 
     fn scalar(&mut self) -> Value {
         match self.peek() {
             b'"' => Value::String(self.string()),
-            b't' => {
-                self.i += 4;
-                Value::Bool(true)
-            }
-            b'f' => {
-                self.i += 5;
-                Value::Bool(false)
-            }
-            b'n' => {
-                self.i += 4;
-                Value::Null
-            }
-            _ => self.number(),
+            b't' if self.literal(b"true") => Value::Bool(true),
+            b'f' if self.literal(b"false") => Value::Bool(false),
+            b'n' if self.literal(b"null") => Value::Null,
+            b'-' | b'0'..=b'9' => self.number(),
+            _ => self.reject(Value::Null),
         }
     }
 
-    fn number(&mut self) -> Value {
+    fn digits(&mut self) -> usize {
         let start = self.i;
-        while matches!(self.peek(), b'-' | b'+' | b'.' | b'e' | b'E' | b'0'..=b'9') {
+        while self.peek().is_ascii_digit() {
             self.i += 1;
         }
-        // The scanner let only ASCII digits, signs, dots and exponents through.
+        self.i - start
+    }
+
+    fn number(&mut self) -> Value {
+        // JSON's grammar: -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
+        let start = self.i;
+        if self.peek() == b'-' {
+            self.i += 1;
+        }
+        match self.peek() {
+            b'0' => self.i += 1,
+            b'1'..=b'9' => {
+                self.digits();
+            }
+            _ => return self.reject(Value::Null),
+        }
+        let mut integer = true;
+        if self.peek() == b'.' {
+            integer = false;
+            self.i += 1;
+            if self.digits() == 0 {
+                return self.reject(Value::Null);
+            }
+        }
+        if matches!(self.peek(), b'e' | b'E') {
+            self.i += 1;
+            if matches!(self.peek(), b'+' | b'-') {
+                self.i += 1;
+            }
+            if self.digits() == 0 {
+                return self.reject(Value::Null);
+            }
+        }
+        // Only ASCII digits, signs, dots and exponents.
         let text = std::str::from_utf8(&self.b[start..self.i]).unwrap_or_default();
-        if !text.contains('.') {
+        if integer {
             if let Ok(i) = text.parse::<i64>() {
                 return Value::from(i);
             }
@@ -536,7 +603,10 @@ impl JsonBuilder<'_> {
         self.i += 1; // opening quote
                      // Most strings have no escape and are valid UTF-8: one copy.
         let rest = self.b.get(self.i..).unwrap_or_default();
-        if let Some(n) = rest.iter().position(|&c| c == b'"' || c == b'\\') {
+        if let Some(n) = rest
+            .iter()
+            .position(|&c| c == b'"' || c == b'\\' || c < 0x20)
+        {
             if rest[n] == b'"' {
                 if let Ok(s) = std::str::from_utf8(&rest[..n]) {
                     self.i += n + 1;
@@ -565,10 +635,15 @@ impl JsonBuilder<'_> {
             bytes.clear();
         };
         loop {
+            if self.i >= self.b.len() {
+                // Unterminated.
+                return self.reject(out);
+            }
             let c = self.peek();
             self.i += 1;
             match c {
-                b'"' | 0 => break,
+                b'"' => break,
+                0..=0x1f => return self.reject(out),
                 b'\\' => {
                     flush(&mut bytes, &mut out);
                     let e = self.peek();
@@ -579,8 +654,11 @@ impl JsonBuilder<'_> {
                         b'n' => out.push('\n'),
                         b'r' => out.push('\r'),
                         b't' => out.push('\t'),
+                        b'"' | b'\\' | b'/' => out.push(char::from(e)),
                         b'u' => {
-                            let hi = self.hex4();
+                            let Some(hi) = self.hex4() else {
+                                return self.reject(out);
+                            };
                             if (0xd800..0xdc00).contains(&hi)
                                 && self.b.get(self.i) == Some(&b'\\')
                                 && self.b.get(self.i + 1) == Some(&b'u')
@@ -588,16 +666,17 @@ impl JsonBuilder<'_> {
                                 let save = self.i;
                                 self.i += 2;
                                 let lo = self.hex4();
-                                if (0xdc00..0xe000).contains(&lo) {
+                                if let Some(lo @ 0xdc00..0xe000) = lo {
                                     let c = 0x10000 + ((hi - 0xd800) << 10) + (lo - 0xdc00);
                                     out.push(char::from_u32(c).unwrap_or('\u{fffd}'));
                                     continue;
                                 }
+                                // Not a low surrogate: read again as an escape of its own.
                                 self.i = save;
                             }
                             out.push(char::from_u32(hi).unwrap_or('\u{fffd}'));
                         }
-                        other => out.push(char::from(other)),
+                        _ => return self.reject(out),
                     }
                 }
                 c => bytes.push(c),
@@ -607,22 +686,21 @@ impl JsonBuilder<'_> {
         out
     }
 
-    fn hex4(&mut self) -> u32 {
-        let s = self.b.get(self.i..self.i + 4).unwrap_or_default();
+    /// Four hex digits of a `\u` escape; `None` when they are not.
+    fn hex4(&mut self) -> Option<u32> {
+        let digits = self.b.get(self.i..self.i + 4)?;
+        let mut n = 0;
+        for &d in digits {
+            n = n * 16 + char::from(d).to_digit(16)?;
+        }
         self.i += 4;
-        std::str::from_utf8(s)
-            .ok()
-            .and_then(|h| u32::from_str_radix(h, 16).ok())
-            .unwrap_or(0xfffd)
+        Some(n)
     }
 }
 
 /// Decode JSON the way kube decodes an unstructured body, also returning the paths of
 /// duplicate fields (first 100, each once, in document order).
 pub fn decode_json_with_duplicates(bytes: &[u8]) -> Result<(Value, Vec<String>), DecodeError> {
-    if let Some(e) = json_syntax_error(bytes) {
-        return Err(DecodeError::Json(e));
-    }
     let mut b = JsonBuilder {
         b: bytes,
         i: 0,
@@ -630,11 +708,27 @@ pub fn decode_json_with_duplicates(bytes: &[u8]) -> Result<(Value, Vec<String>),
         path: String::new(),
         duplicates: Vec::new(),
         error: None,
+        bad: false,
     };
     let v = b.value();
+    if !b.stopped() {
+        b.skip_space();
+        if b.i < bytes.len() {
+            b.bad = true;
+        }
+    }
+    if !b.stopped() {
+        return Ok((v, b.duplicates));
+    }
+    // Go checks the whole document's syntax before decoding any of it: a syntax error
+    // anywhere comes first, in the scanner's words.
+    if let Some(e) = json_syntax_error(bytes) {
+        return Err(DecodeError::Json(e));
+    }
     match b.error {
         Some(e) => Err(DecodeError::Json(e)),
-        None => Ok((v, b.duplicates)),
+        // The builder and the scanner disagree (a bug): refuse rather than guess.
+        None => Err(DecodeError::Json(format!("invalid JSON at offset {}", b.i))),
     }
 }
 
@@ -729,6 +823,124 @@ mod tests {
             None
         );
         assert_eq!(json_syntax_error(b"123"), None);
+    }
+
+    /// Pieces JSON-like inputs are made of: valid and broken tokens alike.
+    const PIECES: &[&str] = &[
+        "{",
+        "}",
+        "[",
+        "]",
+        ",",
+        ":",
+        " ",
+        "\n",
+        "\"",
+        "\"a\"",
+        "\"k\":",
+        "\\",
+        "\\u",
+        "\\ud83d",
+        "\\ude00",
+        "00e9",
+        "\\n",
+        "\\x",
+        "0",
+        "1",
+        "-",
+        ".",
+        "e",
+        "E",
+        "+",
+        "12.5e-3",
+        "true",
+        "tru",
+        "false",
+        "null",
+        "nul",
+        "x",
+        "\u{1}",
+        "é",
+        "\u{7f}",
+        "1e400",
+        "9223372036854775808",
+    ];
+
+    proptest::proptest! {
+        /// The builder accepts exactly what Go's scanner accepts, and fails with the
+        /// scanner's words; what it accepts re-encodes to the same value.
+        #[test]
+        fn the_decoder_accepts_what_gos_scanner_accepts(
+            picks in proptest::collection::vec(0..PIECES.len(), 0..24),
+            raw in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..4),
+        ) {
+            let mut input: Vec<u8> = picks.iter().flat_map(|&i| PIECES[i].bytes()).collect();
+            input.extend(raw);
+            let syntax = json_syntax_error(&input);
+            match (decode_json(&input), syntax) {
+                (Ok(v), None) => {
+                    let again = decode_json(&serde_json::to_vec(&v).unwrap()).unwrap();
+                    proptest::prop_assert_eq!(again, v);
+                }
+                (Err(e), Some(want)) => proptest::prop_assert_eq!(e.message(), want),
+                (Err(e), None) => proptest::prop_assert!(
+                    e.message().starts_with("json: cannot unmarshal number"),
+                    "{} refused: {}", String::from_utf8_lossy(&input), e.message()
+                ),
+                (Ok(v), Some(want)) => proptest::prop_assert!(
+                    false, "{} accepted as {v}; Go: {want}", String::from_utf8_lossy(&input)
+                ),
+            }
+        }
+    }
+
+    #[test]
+    fn the_decoder_refuses_what_gos_scanner_refuses() {
+        for input in [
+            &b"{\"a\":1,}"[..],
+            b"[1,]",
+            b"{\"a\"}",
+            b"{\"a\":}",
+            b"{,\"a\":1}",
+            b"[,1]",
+            b"{\"a\":1 \"b\":2}",
+            b"[1 2]",
+            b"01",
+            b"-",
+            b"1.",
+            b".5",
+            b"1e",
+            b"1e+",
+            b"+1",
+            b"tru",
+            b"truex",
+            b"nulL",
+            b"\"\\u12\"",
+            b"\"\\u+123\"",
+            b"\"\\x\"",
+            b"\"a\x01\"",
+            b"\"abc",
+            b"\"\\",
+            b"[",
+            b"{",
+            b"",
+            b" ",
+            b"{\"a\":1}}",
+            b"\"\\ud83d\\u12\"",
+            b"{'a':1}",
+            b"[1]x",
+            b"{\"a\":[1,{\"b\":}]}",
+        ] {
+            let want = json_syntax_error(input)
+                .unwrap_or_else(|| panic!("{} is valid", String::from_utf8_lossy(input)));
+            let got = decode_json(input).map_err(|e| e.message());
+            assert_eq!(got, Err(want), "{}", String::from_utf8_lossy(input));
+        }
+        // A syntax error after an unrepresentable number is reported first, as Go does.
+        assert_eq!(
+            decode_json(b"[1e400, x]").unwrap_err().message(),
+            "invalid character 'x' looking for beginning of value"
+        );
     }
 
     #[test]
