@@ -92,13 +92,14 @@ impl Followed {
         if self.root.is_empty() {
             return Ok(Vec::new());
         }
-        let prefix = format!("{}/{sub}", self.root);
+        let prefix = crate::field::concat(&[&self.root, "/", sub]);
         if !fresh {
             if let Ok(cache) = self.cache.read() {
                 if let Some(cache) = cache.as_ref() {
+                    use std::ops::Bound;
                     return Ok(cache
                         .entries
-                        .range(prefix.clone()..)
+                        .range::<str, _>((Bound::Included(prefix.as_str()), Bound::Unbounded))
                         .take_while(|(k, _)| k.starts_with(&prefix))
                         .map(|(_, e)| e.clone())
                         .collect());

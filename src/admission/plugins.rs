@@ -255,7 +255,7 @@ impl Builtin {
         {
             return Ok(());
         }
-        let ns = format!("{}/", crate::object::namespace(obj));
+        let ns = crate::field::concat(&[crate::object::namespace(obj), "/"]);
         let name = crate::object::name(obj).to_string();
         for attempt in 0..8 {
             // The cache first; after a conflict, storage itself.

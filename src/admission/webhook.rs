@@ -160,12 +160,13 @@ impl WebhookSource {
     /// The configurations under `root` in name order: from the cache once loaded,
     /// else from storage.
     async fn configurations(&self, root: &str) -> Result<Vec<Arc<Value>>, Status> {
-        let prefix = format!("{root}/");
+        let prefix = crate::field::concat(&[root, "/"]);
         if let Ok(cache) = self.cache.read() {
             if cache.synced {
+                use std::ops::Bound;
                 return Ok(cache
                     .entries
-                    .range(prefix.clone()..)
+                    .range::<str, _>((Bound::Included(prefix.as_str()), Bound::Unbounded))
                     .take_while(|(k, _)| k.starts_with(&prefix))
                     .filter_map(|(_, (_, v))| v.clone())
                     .collect());

@@ -7,6 +7,15 @@
 use serde_json::Value;
 use std::fmt;
 
+/// The parts joined, in one allocation (paths are made for every field a walk visits).
+pub fn concat(parts: &[&str]) -> String {
+    let mut out = String::with_capacity(parts.iter().map(|p| p.len()).sum());
+    for p in parts {
+        out.push_str(p);
+    }
+    out
+}
+
 /// A path to a field, rendered as kube renders it: `spec.items[0].name`, `spec.map[key]`.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub struct Path(String);
@@ -27,18 +36,18 @@ impl Path {
         if self.0.is_empty() {
             Path(name.to_string())
         } else {
-            Path(format!("{}.{}", self.0, name))
+            Path(concat(&[&self.0, ".", name]))
         }
     }
 
     /// `self[i]`
     pub fn index(&self, i: usize) -> Self {
-        Path(format!("{}[{}]", self.0, i))
+        Path(concat(&[&self.0, "[", &i.to_string(), "]"]))
     }
 
     /// `self[key]`
     pub fn key(&self, key: &str) -> Self {
-        Path(format!("{}[{}]", self.0, key))
+        Path(concat(&[&self.0, "[", key, "]"]))
     }
 
     /// The rendered path.

@@ -269,10 +269,11 @@ impl<'a, 'p, 'x> Interp<'a, 'p, 'x> {
 
     /// Qualified type names (`google.protobuf.Duration`) spelled as field selections.
     fn qualified_constant(&mut self, e: &'p IdedExpr) -> Result<Option<Val<'a>>, EvalError> {
-        let Some(q) = namespace_of(e).filter(|q| q.contains('.')) else {
+        // A selection from a variable (`self.spec.x`, the common case) is not a type name:
+        // known from its root, before spelling the name out.
+        let Some(root) = root_of(e) else {
             return Ok(None);
         };
-        let root = q.split('.').next().unwrap_or_default();
         if root == "self"
             || root == "oldSelf"
             || self.scopes.iter().any(|(n, _)| *n == root)
@@ -280,6 +281,9 @@ impl<'a, 'p, 'x> Interp<'a, 'p, 'x> {
         {
             return Ok(None);
         }
+        let Some(q) = namespace_of(e).filter(|q| q.contains('.')) else {
+            return Ok(None);
+        };
         match library::type_value(&q) {
             Some(v) => {
                 self.add_cost(1)?;
@@ -399,6 +403,15 @@ impl<'a, 'p, 'x> Interp<'a, 'p, 'x> {
 
 fn is_accumulator(e: &IdedExpr) -> bool {
     matches!(&e.expr, Expr::Ident(n) if n.starts_with('@'))
+}
+
+/// The identifier `a` of `a.b.c` spelled by identifiers only (see [`namespace_of`]).
+fn root_of(e: &IdedExpr) -> Option<&str> {
+    match &e.expr {
+        Expr::Ident(n) => Some(n),
+        Expr::Select(s) if !s.test => root_of(&s.operand),
+        _ => None,
+    }
 }
 
 /// `a.b.c` spelled by identifiers only, for namespaced functions (`optional.of`).

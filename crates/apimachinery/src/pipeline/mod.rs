@@ -70,7 +70,7 @@ pub struct VersionSchema {
 impl VersionSchema {
     /// `group/version`.
     pub fn api_version(&self) -> String {
-        format!("{}/{}", self.group, self.version)
+        field::concat(&[&self.group, "/", &self.version])
     }
 }
 

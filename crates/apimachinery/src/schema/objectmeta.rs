@@ -260,28 +260,39 @@ pub fn is_label_value(value: &str) -> Vec<String> {
 }
 
 /// `ValidateLabels`: every error is reported at the `labels` path itself.
-pub fn validate_labels(labels: &BTreeMap<String, String>, path: &Path) -> ErrorList {
+pub fn validate_labels<K: AsRef<str>, V: AsRef<str>>(
+    labels: &BTreeMap<K, V>,
+    path: &Path,
+) -> ErrorList {
     let mut errs = ErrorList::new();
     for (k, v) in labels {
+        let (k, v) = (k.as_ref(), v.as_ref());
         for msg in is_qualified_name(k) {
-            errs.push(Error::invalid(path, Value::String(k.clone()), msg));
+            errs.push(Error::invalid(path, Value::String(k.to_string()), msg));
         }
         for msg in is_label_value(v) {
-            errs.push(Error::invalid(path, Value::String(v.clone()), msg));
+            errs.push(Error::invalid(path, Value::String(v.to_string()), msg));
         }
     }
     errs
 }
 
 /// `ValidateAnnotations`: keys are qualified names (checked lower-cased), total size limited.
-pub fn validate_annotations(annotations: &BTreeMap<String, String>, path: &Path) -> ErrorList {
+pub fn validate_annotations<K: AsRef<str>, V: AsRef<str>>(
+    annotations: &BTreeMap<K, V>,
+    path: &Path,
+) -> ErrorList {
     let mut errs = ErrorList::new();
     for k in annotations.keys() {
+        let k = k.as_ref();
         for msg in is_qualified_name(&k.to_lowercase()) {
-            errs.push(Error::invalid(path, Value::String(k.clone()), msg));
+            errs.push(Error::invalid(path, Value::String(k.to_string()), msg));
         }
     }
-    let total: usize = annotations.iter().map(|(k, v)| k.len() + v.len()).sum();
+    let total: usize = annotations
+        .iter()
+        .map(|(k, v)| k.as_ref().len() + v.as_ref().len())
+        .sum();
     if total > TOTAL_ANNOTATION_SIZE_LIMIT {
         errs.push(Error::too_long(path, TOTAL_ANNOTATION_SIZE_LIMIT as i64));
     }
@@ -289,17 +300,25 @@ pub fn validate_annotations(annotations: &BTreeMap<String, String>, path: &Path)
 }
 
 /// `ValidateFinalizers`: qualified names, and not both `orphan` and `foregroundDeletion`.
-pub fn validate_finalizers(finalizers: &[String], path: &Path) -> ErrorList {
+pub fn validate_finalizers<S: AsRef<str>>(finalizers: &[S], path: &Path) -> ErrorList {
     let mut errs = ErrorList::new();
     for f in finalizers {
+        let f = f.as_ref();
         for msg in is_qualified_name(f) {
-            errs.push(Error::invalid(path, Value::String(f.clone()), msg));
+            errs.push(Error::invalid(path, Value::String(f.to_string()), msg));
         }
     }
-    if finalizers.iter().any(|f| f == "orphan")
-        && finalizers.iter().any(|f| f == "foregroundDeletion")
+    if finalizers.iter().any(|f| f.as_ref() == "orphan")
+        && finalizers
+            .iter()
+            .any(|f| f.as_ref() == "foregroundDeletion")
     {
-        let list = Value::Array(finalizers.iter().cloned().map(Value::String).collect());
+        let list = Value::Array(
+            finalizers
+                .iter()
+                .map(|f| Value::String(f.as_ref().to_string()))
+                .collect(),
+        );
         errs.push(Error::invalid(
             path,
             list,
@@ -332,28 +351,28 @@ pub fn finalizer_warnings(new: &[String], old: Option<&[String]>) -> Vec<String>
 }
 
 // ---------------------------------------------------------------------------------
-// A typed view of `metadata`.
+// A typed view of `metadata`, borrowing its strings.
 
 #[derive(Clone, Debug, Default)]
-struct OwnerRef {
-    api_version: String,
-    kind: String,
-    name: String,
-    uid: String,
+struct OwnerRef<'a> {
+    api_version: &'a str,
+    kind: &'a str,
+    name: &'a str,
+    uid: &'a str,
     controller: Option<bool>,
     block_owner_deletion: Option<bool>,
 }
 
-impl OwnerRef {
+impl OwnerRef<'_> {
     /// JSON of a `metav1.OwnerReference` in Go's field order.
     fn go_json(&self) -> String {
         let s = |v: &str| go_json(&Value::String(v.to_string()));
         let mut out = format!(
             "{{\"apiVersion\":{},\"kind\":{},\"name\":{},\"uid\":{}",
-            s(&self.api_version),
-            s(&self.kind),
-            s(&self.name),
-            s(&self.uid)
+            s(self.api_version),
+            s(self.kind),
+            s(self.name),
+            s(self.uid)
         );
         if let Some(c) = self.controller {
             out.push_str(&format!(",\"controller\":{c}"));
@@ -367,26 +386,26 @@ impl OwnerRef {
 }
 
 #[derive(Clone, Debug, Default)]
-struct ManagedField {
-    manager: String,
-    operation: String,
-    fields_type: String,
-    subresource: String,
+struct ManagedField<'a> {
+    manager: &'a str,
+    operation: &'a str,
+    fields_type: &'a str,
+    subresource: &'a str,
 }
 
 #[derive(Clone, Debug, Default)]
-struct Meta {
-    name: String,
-    generate_name: String,
-    namespace: String,
-    uid: String,
-    resource_version: String,
+struct Meta<'a> {
+    name: &'a str,
+    generate_name: &'a str,
+    namespace: &'a str,
+    uid: &'a str,
+    resource_version: &'a str,
     generation: i64,
-    labels: BTreeMap<String, String>,
-    annotations: BTreeMap<String, String>,
-    owner_references: Vec<OwnerRef>,
-    finalizers: Vec<String>,
-    managed_fields: Vec<ManagedField>,
+    labels: BTreeMap<&'a str, &'a str>,
+    annotations: BTreeMap<&'a str, &'a str>,
+    owner_references: Vec<OwnerRef<'a>>,
+    finalizers: Vec<&'a str>,
+    managed_fields: Vec<ManagedField<'a>>,
     creation_timestamp: Option<DateTime<Utc>>,
     deletion_timestamp: Option<DateTime<Utc>>,
     deletion_grace_period_seconds: Option<i64>,
@@ -405,18 +424,15 @@ fn time_value(t: Option<DateTime<Utc>>) -> Value {
     })
 }
 
-fn string_map(v: Option<&Value>) -> Option<BTreeMap<String, String>> {
+fn string_map(v: Option<&Value>) -> Option<BTreeMap<&str, &str>> {
     v?.as_object()?
         .iter()
-        .map(|(k, v)| v.as_str().map(|s| (k.clone(), s.to_string())))
+        .map(|(k, v)| v.as_str().map(|s| (k.as_str(), s)))
         .collect()
 }
 
-fn string_list(v: Option<&Value>) -> Option<Vec<String>> {
-    v?.as_array()?
-        .iter()
-        .map(|x| x.as_str().map(str::to_string))
-        .collect()
+fn string_list(v: Option<&Value>) -> Option<Vec<&str>> {
+    v?.as_array()?.iter().map(Value::as_str).collect()
 }
 
 /// A JSON integer as Go decodes it into an int64 (floats and strings are not).
@@ -427,13 +443,13 @@ fn json_int(v: &Value) -> Option<i64> {
     }
 }
 
-impl Meta {
+impl<'a> Meta<'a> {
     /// Read `metadata` through unstructured accessors: wrongly typed fields read as unset.
-    fn from_unstructured(meta: &Value) -> Meta {
+    fn from_unstructured(meta: &'a Value) -> Meta<'a> {
         let Some(m) = meta.as_object() else {
             return Meta::default();
         };
-        let s = |k: &str| m.get(k).and_then(Value::as_str).unwrap_or("").to_string();
+        let s = |k: &str| m.get(k).and_then(Value::as_str).unwrap_or("");
         let owner_references = m
             .get("ownerReferences")
             .and_then(Value::as_array)
@@ -441,8 +457,7 @@ impl Meta {
                 list.iter()
                     .map(|r| {
                         let r = r.as_object()?;
-                        let rs =
-                            |k: &str| r.get(k).and_then(Value::as_str).unwrap_or("").to_string();
+                        let rs = |k: &str| r.get(k).and_then(Value::as_str).unwrap_or("");
                         Some(OwnerRef {
                             api_version: rs("apiVersion"),
                             kind: rs("kind"),
@@ -474,14 +489,14 @@ impl Meta {
             owner_references,
             finalizers: string_list(m.get("finalizers")).unwrap_or_default(),
             managed_fields,
-            creation_timestamp: parse_time(&s("creationTimestamp")),
-            deletion_timestamp: parse_time(&s("deletionTimestamp")),
+            creation_timestamp: parse_time(s("creationTimestamp")),
+            deletion_timestamp: parse_time(s("deletionTimestamp")),
             deletion_grace_period_seconds: m.get("deletionGracePeriodSeconds").and_then(json_int),
         }
     }
 
     /// Decode `metadata` into an ObjectMeta as Go's JSON decoder does, with its error text.
-    fn decode(meta: &Value) -> Result<Meta, String> {
+    fn decode(meta: &'a Value) -> Result<Meta<'a>, String> {
         let m = match meta {
             Value::Null => return Ok(Meta::default()),
             Value::Object(m) => m,
@@ -610,12 +625,12 @@ impl Meta {
     }
 }
 
-fn managed_field(v: &Value) -> Option<ManagedField> {
+fn managed_field(v: &Value) -> Option<ManagedField<'_>> {
     let m = v.as_object()?;
-    let s = |k: &str| -> Option<String> {
+    let s = |k: &str| -> Option<&str> {
         match m.get(k) {
-            None | Some(Value::Null) => Some(String::new()),
-            Some(Value::String(s)) => Some(s.clone()),
+            None | Some(Value::Null) => Some(""),
+            Some(Value::String(s)) => Some(s),
             Some(_) => None,
         }
     };
@@ -694,7 +709,7 @@ fn validate_meta(meta: &Meta, requires_namespace: bool, rule: NameRule, path: &P
         for msg in rule.check(&meta.generate_name, true) {
             errs.push(Error::invalid(
                 &path.child("generateName"),
-                Value::String(meta.generate_name.clone()),
+                Value::String(meta.generate_name.to_string()),
                 msg,
             ));
         }
@@ -708,7 +723,7 @@ fn validate_meta(meta: &Meta, requires_namespace: bool, rule: NameRule, path: &P
         for msg in rule.check(&meta.name, false) {
             errs.push(Error::invalid(
                 &path.child("name"),
-                Value::String(meta.name.clone()),
+                Value::String(meta.name.to_string()),
                 msg,
             ));
         }
@@ -720,7 +735,7 @@ fn validate_meta(meta: &Meta, requires_namespace: bool, rule: NameRule, path: &P
             for msg in validate_namespace_name(&meta.namespace) {
                 errs.push(Error::invalid(
                     &path.child("namespace"),
-                    Value::String(meta.namespace.clone()),
+                    Value::String(meta.namespace.to_string()),
                     msg,
                 ));
             }
@@ -788,28 +803,28 @@ fn validate_owner_references(refs: &[OwnerRef], path: &Path) -> ErrorList {
         if version.is_empty() {
             errs.push(Error::invalid(
                 &path.child("apiVersion"),
-                Value::String(r.api_version.clone()),
+                Value::String(r.api_version.to_string()),
                 "version must not be empty",
             ));
         }
         if r.kind.is_empty() {
             errs.push(Error::invalid(
                 &path.child("kind"),
-                Value::String(r.kind.clone()),
+                Value::String(r.kind.to_string()),
                 "must not be empty",
             ));
         }
         if r.name.is_empty() {
             errs.push(Error::invalid(
                 &path.child("name"),
-                Value::String(r.name.clone()),
+                Value::String(r.name.to_string()),
                 "must not be empty",
             ));
         }
         if r.uid.is_empty() {
             errs.push(Error::invalid(
                 &path.child("uid"),
-                Value::String(r.uid.clone()),
+                Value::String(r.uid.to_string()),
                 "must not be empty",
             ));
         }
@@ -877,14 +892,14 @@ fn validate_managed_fields(fields: &[ManagedField], path: &Path) -> ErrorList {
         if f.operation != "Apply" && f.operation != "Update" {
             errs.push(Error::invalid(
                 &p.child("operation"),
-                Value::String(f.operation.clone()),
+                Value::String(f.operation.to_string()),
                 "must be `Apply` or `Update`",
             ));
         }
         if !f.fields_type.is_empty() && f.fields_type != "FieldsV1" {
             errs.push(Error::invalid(
                 &p.child("fieldsType"),
-                Value::String(f.fields_type.clone()),
+                Value::String(f.fields_type.to_string()),
                 "must be `FieldsV1`",
             ));
         }
@@ -898,7 +913,7 @@ fn validate_managed_fields(fields: &[ManagedField], path: &Path) -> ErrorList {
             if !is_print(c) {
                 errs.push(Error::invalid(
                     &p.child("manager"),
-                    Value::String(f.manager.clone()),
+                    Value::String(f.manager.to_string()),
                     format!("invalid character U+{:04X} (at position {pos})", c as u32),
                 ));
             }
@@ -918,10 +933,11 @@ pub fn validate_object_meta_update(new: &Value, old: &Value, path: &Path) -> Err
     let (n, o) = (Meta::from_unstructured(new), Meta::from_unstructured(old));
     let mut errs = ErrorList::new();
     if o.deletion_timestamp.is_some() {
-        let before: BTreeSet<&String> = o.finalizers.iter().collect();
-        let extra: BTreeSet<&String> = n
+        let before: BTreeSet<&str> = o.finalizers.iter().copied().collect();
+        let extra: BTreeSet<&str> = n
             .finalizers
             .iter()
+            .copied()
             .filter(|f| !before.contains(f))
             .collect();
         if !extra.is_empty() {
@@ -949,50 +965,36 @@ pub fn validate_object_meta_update(new: &Value, old: &Value, path: &Path) -> Err
             "must not be decremented",
         ));
     }
-    let immutable: [(&str, Value, Value); 6] = [
-        (
-            "name",
-            Value::String(n.name.clone()),
-            Value::String(o.name.clone()),
-        ),
-        (
-            "namespace",
-            Value::String(n.namespace.clone()),
-            Value::String(o.namespace.clone()),
-        ),
-        (
-            "uid",
-            Value::String(n.uid.clone()),
-            Value::String(o.uid.clone()),
-        ),
+    // Each immutable field as kube prints it, made only for a changed one.
+    let string = |v: &str| Value::String(v.to_string());
+    let seconds = |v: Option<i64>| v.map_or(Value::Null, Value::from);
+    let changed: [(&str, bool, &dyn Fn() -> Value); 6] = [
+        ("name", n.name != o.name, &|| string(n.name)),
+        ("namespace", n.namespace != o.namespace, &|| {
+            string(n.namespace)
+        }),
+        ("uid", n.uid != o.uid, &|| string(n.uid)),
         (
             "creationTimestamp",
-            time_value(n.creation_timestamp),
-            time_value(o.creation_timestamp),
+            n.creation_timestamp != o.creation_timestamp,
+            &|| time_value(n.creation_timestamp),
         ),
         (
             "deletionTimestamp",
-            time_value(n.deletion_timestamp),
-            time_value(o.deletion_timestamp),
+            n.deletion_timestamp != o.deletion_timestamp,
+            &|| time_value(n.deletion_timestamp),
         ),
         (
             "deletionGracePeriodSeconds",
-            n.deletion_grace_period_seconds
-                .map_or(Value::Null, Value::from),
-            o.deletion_grace_period_seconds
-                .map_or(Value::Null, Value::from),
+            n.deletion_grace_period_seconds != o.deletion_grace_period_seconds,
+            &|| seconds(n.deletion_grace_period_seconds),
         ),
     ];
-    for (field, new_v, old_v) in immutable {
-        let equal = match field {
-            "creationTimestamp" => n.creation_timestamp == o.creation_timestamp,
-            "deletionTimestamp" => n.deletion_timestamp == o.deletion_timestamp,
-            _ => new_v == old_v,
-        };
-        if !equal {
+    for (field, changed, value) in changed {
+        if changed {
             errs.push(Error::invalid(
                 &path.child(field),
-                new_v,
+                value(),
                 "field is immutable",
             ));
         }
@@ -1099,7 +1101,7 @@ fn validate_embedded_resource(obj: &Map<String, Value>, path: &Path) -> ErrorLis
                 Err(e) => errs.push(Error::invalid(&path.child("metadata"), v.clone(), e)),
                 Ok(mut meta) => {
                     if meta.name.is_empty() {
-                        meta.name = "fakename".to_string();
+                        meta.name = "fakename";
                     }
                     let namespaced = !meta.namespace.is_empty();
                     errs.extend(validate_meta(

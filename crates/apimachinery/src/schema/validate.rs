@@ -1303,7 +1303,7 @@ fn validate_array(
             result.merge(run_node(
                 item_schema,
                 item,
-                &format!("{path}[{i}]"),
+                &crate::field::concat(&[path, "[", &i.to_string(), "]"]),
                 child,
                 ratchet,
             ));
@@ -1463,7 +1463,7 @@ fn validate_object(
                 res.merge(run_node(
                     schema,
                     value,
-                    &format!("{path}.{key}"),
+                    &crate::field::concat(&[path, ".", key]),
                     child_corr(key),
                     ratchet,
                 ));
@@ -1475,7 +1475,7 @@ fn validate_object(
             let child_path = if path.is_empty() {
                 name.clone()
             } else {
-                format!("{path}.{name}")
+                crate::field::concat(&[path, ".", name])
             };
             res.merge(run_node(
                 schema,
