@@ -7,7 +7,6 @@ use crate::object;
 use crate::schema::structural::{AdditionalProperties, Structural};
 use crate::selector::SelectorError;
 use serde_json::{Map, Value};
-use std::borrow::Cow;
 use std::sync::OnceLock;
 
 /// Every built-in definition (kube's `definitions` of `/openapi/v2`): the schemas of
@@ -108,19 +107,19 @@ pub fn go_type_error(obj: &Value, definition: &str) -> Option<String> {
 }
 
 /// The first mismatch among the fields of a Go struct; `stack` is the field path so far.
-fn go_struct_error(
-    obj: &Value,
+fn go_struct_error<'v>(
+    obj: &'v Value,
     def: &Value,
     defs: &Map<String, Value>,
     struct_name: &str,
-    stack: &mut Vec<String>,
+    stack: &mut Vec<&'v str>,
     depth: usize,
 ) -> Option<String> {
     let fields = obj.as_object()?;
     let props = def.get("properties").and_then(Value::as_object)?;
     for (k, v) in fields {
         let Some(prop) = props.get(k) else { continue };
-        stack.push(k.clone());
+        stack.push(k);
         let err = go_value_error(v, prop, defs, struct_name, stack, depth + 1);
         stack.pop();
         if err.is_some() {
@@ -130,106 +129,132 @@ fn go_struct_error(
     None
 }
 
-/// The Go type name of a schema node, the node it resolves to, and the struct's short
-/// name when it refers to a definition.
-fn go_type_of<'a>(
-    node: &'a Value,
-    defs: &'a Map<String, Value>,
-) -> (Cow<'a, str>, &'a Value, Option<&'a str>) {
+/// The Go type of a schema node, named only for an error message.
+enum GoType<'a> {
+    /// A definition (`$ref`), by its short name: `v1.ObjectMeta`.
+    Ref(&'a str),
+    /// `string`, `[]uint8`, `bool`, `float64`, or an integer's format (`int64`).
+    Scalar(&'a str),
+    /// A slice of the items' type (`[]interface {}` without items).
+    Slice(Option<&'a Value>),
+    /// A map of the additional properties' type (`map[string]interface {}` without).
+    Map(Option<&'a Value>),
+    /// `interface {}`.
+    Interface,
+}
+
+impl GoType<'_> {
+    /// Go's name of the type: `[]v1.OwnerReference`, `map[string]string`.
+    fn name(&self, defs: &Map<String, Value>) -> String {
+        match self {
+            GoType::Ref(short) => format!("v1.{short}"),
+            GoType::Scalar(t) => t.to_string(),
+            GoType::Slice(Some(items)) => format!("[]{}", go_type_of(items, defs).0.name(defs)),
+            GoType::Slice(None) => "[]interface {}".to_string(),
+            GoType::Map(Some(ap)) => format!("map[string]{}", go_type_of(ap, defs).0.name(defs)),
+            GoType::Map(None) => "map[string]interface {}".to_string(),
+            GoType::Interface => "interface {}".to_string(),
+        }
+    }
+}
+
+/// The Go type of a schema node, and the node it resolves to (a definition's, for a
+/// `$ref`).
+fn go_type_of<'a>(node: &'a Value, defs: &'a Map<String, Value>) -> (GoType<'a>, &'a Value) {
     if let Some(r) = node.get("$ref").and_then(Value::as_str) {
         let full = r.rsplit('/').next().unwrap_or("");
         let short = full.rsplit('.').next().unwrap_or(full);
         if let Some(target) = defs.get(full) {
-            return (format!("v1.{short}").into(), target, Some(short));
+            return (GoType::Ref(short), target);
         }
     }
     let ty = match node.get("type").and_then(Value::as_str).unwrap_or("") {
-        "string" if node.get("format").and_then(Value::as_str) == Some("byte") => "[]uint8".into(),
-        "string" => "string".into(),
-        "boolean" => "bool".into(),
-        "number" => "float64".into(),
-        "integer" => node
-            .get("format")
-            .and_then(Value::as_str)
-            .unwrap_or("int64")
-            .into(),
-        "array" => match node.get("items") {
-            Some(items) => format!("[]{}", go_type_of(items, defs).0).into(),
-            None => "[]interface {}".into(),
-        },
-        "object" => match node.get("additionalProperties") {
-            Some(ap @ Value::Object(_)) => format!("map[string]{}", go_type_of(ap, defs).0).into(),
-            _ => "map[string]interface {}".into(),
-        },
-        _ => "interface {}".into(),
+        "string" if node.get("format").and_then(Value::as_str) == Some("byte") => {
+            GoType::Scalar("[]uint8")
+        }
+        "string" => GoType::Scalar("string"),
+        "boolean" => GoType::Scalar("bool"),
+        "number" => GoType::Scalar("float64"),
+        "integer" => GoType::Scalar(
+            node.get("format")
+                .and_then(Value::as_str)
+                .unwrap_or("int64"),
+        ),
+        "array" => GoType::Slice(node.get("items")),
+        "object" => GoType::Map(node.get("additionalProperties").filter(|ap| ap.is_object())),
+        _ => GoType::Interface,
     };
-    (ty, node, None)
+    (ty, node)
 }
 
 /// The first mismatch of one value (Go names the innermost struct and the full path).
-fn go_value_error(
-    v: &Value,
+fn go_value_error<'v>(
+    v: &'v Value,
     node: &Value,
     defs: &Map<String, Value>,
     struct_name: &str,
-    stack: &mut Vec<String>,
+    stack: &mut Vec<&'v str>,
     depth: usize,
 ) -> Option<String> {
     if v.is_null() || depth > MAX_REF_DEPTH {
         return None;
     }
-    let (go_type, target, struct_ref) = go_type_of(node, defs);
-    // The path and the value's kind are named only in an error.
-    let mismatch = |what: &str| {
+    let (go_type, target) = go_type_of(node, defs);
+    // The path, the type and the value's kind are named only in an error.
+    let mismatch = |stack: &[&str], what: &str| {
         let path = stack.join(".");
+        let go_type = go_type.name(defs);
         Some(format!(
             "json: cannot unmarshal {what} into Go struct field {struct_name}.{path} of type {go_type}"
         ))
     };
-    let kind = crate::goformat::go_json_kind(v);
-    if let Some(name) = struct_ref {
-        // Time and MicroTime decode themselves from strings.
-        if target.get("type").and_then(Value::as_str) == Some("string") {
-            return if v.is_string() { None } else { mismatch(kind) };
+    let kind = || crate::goformat::go_json_kind(v);
+    match (&go_type, v) {
+        (GoType::Ref(name), _) => {
+            // Time and MicroTime decode themselves from strings.
+            if target.get("type").and_then(Value::as_str) == Some("string") {
+                return if v.is_string() {
+                    None
+                } else {
+                    mismatch(stack, kind())
+                };
+            }
+            // IntOrString and Quantity (`oneOf` scalars) decode from strings and numbers.
+            if target.get("type").is_none() && target.get("oneOf").is_some() {
+                return if v.is_string() || v.is_number() {
+                    None
+                } else {
+                    mismatch(stack, kind())
+                };
+            }
+            if !v.is_object() {
+                return mismatch(stack, kind());
+            }
+            go_struct_error(v, target, defs, name, stack, depth + 1)
         }
-        // IntOrString and Quantity (`oneOf` scalars) decode from strings and numbers.
-        if target.get("type").is_none() && target.get("oneOf").is_some() {
-            return if v.is_string() || v.is_number() {
-                None
-            } else {
-                mismatch(kind)
-            };
-        }
-        if !v.is_object() {
-            return mismatch(kind);
-        }
-        return go_struct_error(v, target, defs, name, stack, depth + 1);
-    }
-    match (go_type.as_ref(), v) {
-        ("string" | "[]uint8", Value::String(_)) | ("bool", Value::Bool(_)) => None,
-        ("float64", Value::Number(_)) => None,
-        ("int32" | "int64", Value::Number(n)) => {
+        (GoType::Scalar("string" | "[]uint8"), Value::String(_))
+        | (GoType::Scalar("bool"), Value::Bool(_))
+        | (GoType::Scalar("float64"), Value::Number(_)) => None,
+        (GoType::Scalar("int32" | "int64"), Value::Number(n)) => {
             if n.is_i64() || n.is_u64() {
                 None
             } else {
-                mismatch(&format!("number {n}"))
+                mismatch(stack, &format!("number {n}"))
             }
         }
-        (t, Value::Array(items)) if t.starts_with("[]") && t != "[]uint8" => {
-            let item = node.get("items")?;
-            items
+        (GoType::Slice(items), Value::Array(values)) => {
+            let item = (*items)?;
+            values
                 .iter()
                 .find_map(|i| go_value_error(i, item, defs, struct_name, stack, depth + 1))
         }
-        (t, Value::Object(m)) if t.starts_with("map[") => {
-            let Some(ap @ Value::Object(_)) = node.get("additionalProperties") else {
-                return None;
-            };
+        (GoType::Map(ap), Value::Object(m)) => {
+            let ap = (*ap)?;
             m.values()
                 .find_map(|i| go_value_error(i, ap, defs, struct_name, stack, depth + 1))
         }
-        ("interface {}" | "map[string]interface {}", _) => None,
-        _ => mismatch(kind),
+        (GoType::Map(None) | GoType::Interface, _) => None,
+        _ => mismatch(stack, kind()),
     }
 }
 
