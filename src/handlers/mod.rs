@@ -336,7 +336,7 @@ pub fn finish_write(
             trace,
         );
     }
-    let mut reply = Reply::with_code(code, w.object);
+    let mut reply = Reply::with_code(code, Arc::unwrap_or_clone(w.object));
     reply.warnings = w.warnings;
     reply.trace = w.trace;
     object_reply(req, kind, reply)

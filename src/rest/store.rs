@@ -88,8 +88,9 @@ pub enum Deleted {
 /// The result of a successful write.
 #[derive(Clone, Debug)]
 pub struct Written {
-    /// The object as stored, with its `resourceVersion`.
-    pub object: Value,
+    /// The object as stored, with its `resourceVersion` (shared with the served
+    /// cache after an update).
+    pub object: Arc<Value>,
     /// Warnings for the client.
     pub warnings: Vec<String>,
     /// Pipeline trace.
@@ -442,6 +443,18 @@ impl Store {
         key: &str,
         name: &str,
     ) -> Result<(KeyValue, Value), Status> {
+        let (kv, obj) = self.read_shared(kind, key, name).await?;
+        Ok((kv, Arc::unwrap_or_clone(obj)))
+    }
+
+    /// [`Store::read`], sharing the object with the served cache (an update only
+    /// reads the object it replaces: no copy of it).
+    async fn read_shared(
+        &self,
+        kind: &dyn ResourceKind,
+        key: &str,
+        name: &str,
+    ) -> Result<(KeyValue, Arc<Value>), Status> {
         let gr = &kind.descriptor().gr;
         let kv = self
             .storage
@@ -455,12 +468,12 @@ impl Store {
                 revision: kv.mod_revision,
             };
             if let Some(obj) = self.served.get_object(&kv.key, id) {
-                return Ok((kv, Value::clone(&obj)));
+                return Ok((kv, obj));
             }
         }
         let mut obj = decode_stored(&kv)?;
         kind.on_read(&mut obj).await?;
-        Ok((kv, obj))
+        Ok((kv, Arc::new(obj)))
     }
 
     /// Keep the object an update wrote, as the next read of it would serve it, for
@@ -470,22 +483,27 @@ impl Store {
         &self,
         kind: &dyn ResourceKind,
         kv: &KeyValue,
-        obj: &Value,
+        obj: &Arc<Value>,
         json: Option<bytes::Bytes>,
     ) {
         let Some(form) = kind.served_form() else {
             return;
         };
-        let mut served = obj.clone();
-        if let Some(meta) = served.get_mut("metadata").and_then(Value::as_object_mut) {
-            meta.remove("selfLink");
-        }
+        let served = if obj.pointer("/metadata/selfLink").is_some() {
+            let mut served = Value::clone(obj);
+            if let Some(meta) = served.get_mut("metadata").and_then(Value::as_object_mut) {
+                meta.remove("selfLink");
+            }
+            Arc::new(served)
+        } else {
+            obj.clone()
+        };
         let id = super::served_cache::FormId {
             form,
             revision: kv.mod_revision,
         };
         self.served
-            .put_object(&kv.key, id, Arc::new(served), kv.value.len(), json);
+            .put_object(&kv.key, id, served, kv.value.len(), json);
     }
 
     /// Whether storage answers (`/readyz`).
@@ -749,7 +767,7 @@ impl Store {
             match written? {
                 Some((object, json)) => {
                     return Ok(Written {
-                        object,
+                        object: Arc::new(object),
                         warnings,
                         trace,
                         deleted: false,
@@ -799,7 +817,7 @@ impl Store {
         let d: Descriptor = kind.descriptor().clone();
         let key = d.key(namespace, name);
         for _ in 0..MAX_RETRIES {
-            let (kv, old) = self.read(kind, &key, name).await?;
+            let (kv, old) = self.read_shared(kind, &key, name).await?;
             let mut desired = build(&old)?;
             if !desired.is_object() {
                 return Err(Status::bad_request(
@@ -845,7 +863,7 @@ impl Store {
             let remove = object::is_terminating(&obj) && !kind.strategy().finalizers_pending(&obj);
             // `Ok(None)`: a conflict, tried again.
             let written = async {
-                if obj == old && !remove {
+                if obj == *old && !remove {
                     // kube skips writes that change nothing: no new resourceVersion.
                     keep(&mut taken).await;
                     return Ok(Some((old, false, None)));
@@ -856,7 +874,7 @@ impl Store {
                         kind.to_storage(&mut obj).await?;
                         kind.on_written(&mut obj).await?;
                     }
-                    return Ok(Some((obj, remove, None)));
+                    return Ok(Some((Arc::new(obj), remove, None)));
                 }
                 if remove {
                     return match self.storage.delete(&key, Some(kv.mod_revision)).await {
@@ -864,7 +882,7 @@ impl Store {
                             keep(&mut taken).await;
                             kind.after_delete(&obj).await;
                             object::set_resource_version(&mut obj, deleted.mod_revision);
-                            Ok(Some((obj, true, None)))
+                            Ok(Some((Arc::new(obj), true, None)))
                         }
                         Err(StorageError::Conflict { .. }) => Ok(None),
                         Err(e) => Err(storage_status(e, &d.gr, name)),
@@ -888,6 +906,7 @@ impl Store {
                         object::set_resource_version(&mut obj, new_kv.mod_revision);
                         kind.on_written(&mut obj).await?;
                         let json = reply_json(kind, place, &new_kv);
+                        let obj = Arc::new(obj);
                         self.remember_written(kind, &new_kv, &obj, json.clone());
                         Ok(Some((obj, false, json)))
                     }

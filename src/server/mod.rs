@@ -1076,7 +1076,7 @@ pub async fn apply_manifest(api: &Arc<ApiServer>, mut doc: Value) -> Result<Valu
         Err(s) => return Err(s),
     };
     api.after_write(&d, &written.object, written.deleted);
-    Ok(written.object)
+    Ok(std::sync::Arc::unwrap_or_clone(written.object))
 }
 
 /// A snapshot file's failure.

@@ -657,31 +657,42 @@ pub fn revert_time_only_change(new: &mut Value, old: &Value) {
     if new_mf.len() != old_mf.len() || new_mf.is_empty() {
         return;
     }
-    let time = |e: &Value| e.get("time").cloned();
-    if new_mf.iter().zip(old_mf).all(|(n, o)| time(n) == time(o)) {
-        return;
-    }
-    let without_time = |e: &Value| {
-        let mut e = e.clone();
-        if let Some(m) = e.as_object_mut() {
-            m.remove("time");
-        }
-        e
-    };
-    if !new_mf
+    if new_mf
         .iter()
         .zip(old_mf)
-        .all(|(n, o)| without_time(n) == without_time(o))
+        .all(|(n, o)| n.get("time") == o.get("time"))
     {
         return;
     }
-    let mut a = new.clone();
-    let mut b = old.clone();
-    set_managed_fields(&mut a, None);
-    set_managed_fields(&mut b, None);
-    if a == b {
-        set_managed_fields(new, Some(Value::Array(old_mf.clone())));
+    // Compared in place: the entries but their times, the objects but their
+    // managedFields.
+    let entries_equal = new_mf.iter().zip(old_mf).all(|(n, o)| match (n, o) {
+        (Value::Object(n), Value::Object(o)) => maps_equal_but(n, o, "time"),
+        _ => n == o,
+    });
+    let rest_equal = match (&*new, old) {
+        (Value::Object(n), Value::Object(o)) => {
+            maps_equal_but(n, o, "metadata")
+                && match (n.get("metadata"), o.get("metadata")) {
+                    (Some(Value::Object(nm)), Some(Value::Object(om))) => {
+                        maps_equal_but(nm, om, "managedFields")
+                    }
+                    _ => false,
+                }
+        }
+        _ => false,
+    };
+    if entries_equal && rest_equal {
+        let kept = old_mf.clone();
+        set_managed_fields(new, Some(Value::Array(kept)));
     }
+}
+
+/// Whether two maps are equal but for their entries named `skip`.
+fn maps_equal_but(a: &Map<String, Value>, b: &Map<String, Value>, skip: &str) -> bool {
+    a.iter()
+        .filter(|(k, _)| *k != skip)
+        .eq(b.iter().filter(|(k, _)| *k != skip))
 }
 
 fn annotation<'a>(obj: &'a Value, key: &str) -> Option<&'a str> {

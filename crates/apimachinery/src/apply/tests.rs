@@ -516,6 +516,20 @@ fn time_only_change_is_reverted() {
     new["spec"]["replicas"] = json!(2);
     revert_time_only_change(&mut new, &old);
     assert_eq!(new["metadata"]["managedFields"][0]["time"], LATER);
+    // So does a change elsewhere in metadata, or in the entry itself.
+    let changes: [fn(&mut Value); 3] = [
+        |v| v["metadata"]["labels"] = json!({"a": "b"}),
+        |v| v["metadata"]["managedFields"][0]["manager"] = json!("dave"),
+        |v| v["metadata"]["managedFields"][0]["fieldsV1"] = json!({}),
+    ];
+    for change in changes {
+        let mut new = old.clone();
+        new["metadata"]["managedFields"][0]["time"] = json!(LATER);
+        change(&mut new);
+        let expected = new.clone();
+        revert_time_only_change(&mut new, &old);
+        assert_eq!(new, expected);
+    }
 }
 
 /// A recorded create: the stored object kube returned, minus its managedFields, run
