@@ -4,6 +4,7 @@
 use super::VersionSchema;
 use crate::crd::scale::ScaleSpec;
 use crate::field::{self, Path};
+use crate::schema::objectmeta;
 use crate::status::Status;
 use crate::write::{FieldValidation, WriteOptions};
 use serde_json::{json, Value};
@@ -19,6 +20,7 @@ pub fn metadata_type_check(
 ) -> Result<(), Status> {
     let err = match obj.get("metadata") {
         None | Some(Value::Null) => None,
+        Some(Value::Object(m)) if objectmeta::plainly_typed(m) => None,
         Some(meta @ Value::Object(_)) => {
             crate::typed::go_type_error(meta, "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta")
         }

@@ -653,6 +653,58 @@ fn json_kind_detail(v: &Value, go_type: &str) -> String {
 // ---------------------------------------------------------------------------------
 // Validation.
 
+/// Whether every ObjectMeta field of `meta` has a JSON type Go decodes without
+/// question: strings, integers, maps and lists of strings, and owner references and
+/// managedFields entries whose fields are such (`null` anywhere). Then
+/// [`crate::typed::go_type_error`] finds nothing, and its walk through the OpenAPI
+/// definitions is not needed; `false` only means "ask it".
+pub fn plainly_typed(meta: &Map<String, Value>) -> bool {
+    fn string(v: &Value) -> bool {
+        v.is_string() || v.is_null()
+    }
+    fn integer(v: &Value) -> bool {
+        v.is_null() || v.is_i64() || v.is_u64()
+    }
+    fn strings_map(v: &Value) -> bool {
+        v.is_null() || v.as_object().is_some_and(|m| m.values().all(string))
+    }
+    fn strings_list(v: &Value) -> bool {
+        v.is_null() || v.as_array().is_some_and(|a| a.iter().all(string))
+    }
+    /// A list of structs whose fields `field` accepts.
+    fn structs(v: &Value, field: fn(&str, &Value) -> bool) -> bool {
+        v.is_null()
+            || v.as_array().is_some_and(|a| {
+                a.iter().all(|e| {
+                    e.is_null()
+                        || e.as_object()
+                            .is_some_and(|m| m.iter().all(|(k, v)| field(k, v)))
+                })
+            })
+    }
+    meta.iter().all(|(k, v)| match k.as_str() {
+        "name" | "generateName" | "namespace" | "selfLink" | "uid" | "resourceVersion"
+        | "creationTimestamp" | "deletionTimestamp" => string(v),
+        "generation" | "deletionGracePeriodSeconds" => integer(v),
+        "labels" | "annotations" => strings_map(v),
+        "finalizers" => strings_list(v),
+        "ownerReferences" => structs(v, |k, v| match k {
+            "apiVersion" | "kind" | "name" | "uid" => string(v),
+            "controller" | "blockOwnerDeletion" => v.is_null() || v.is_boolean(),
+            _ => true,
+        }),
+        "managedFields" => structs(v, |k, v| match k {
+            "apiVersion" | "fieldsType" | "manager" | "operation" | "subresource" | "time" => {
+                string(v)
+            }
+            "fieldsV1" => v.is_null() || v.is_object(),
+            _ => true,
+        }),
+        // Not a field of ObjectMeta: Go's decoder skips it.
+        _ => true,
+    })
+}
+
 /// Create-time validation of a custom resource's `metadata` (at `path`, usually `metadata`).
 pub fn validate_object_meta(meta: &Value, namespaced: bool, path: &Path) -> ErrorList {
     validate_meta(
@@ -1122,6 +1174,149 @@ fn validate_embedded_resource(obj: &Map<String, Value>, path: &Path) -> ErrorLis
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// The fields [`plainly_typed`] names, per definition: all there are.
+    #[test]
+    fn plainly_typed_names_every_field_of_the_types_it_checks() {
+        let defs = crate::typed::builtin_definitions();
+        let cases: [(&str, &[&str]); 3] = [
+            (
+                "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta",
+                &[
+                    "annotations",
+                    "creationTimestamp",
+                    "deletionGracePeriodSeconds",
+                    "deletionTimestamp",
+                    "finalizers",
+                    "generateName",
+                    "generation",
+                    "labels",
+                    "managedFields",
+                    "name",
+                    "namespace",
+                    "ownerReferences",
+                    "resourceVersion",
+                    "selfLink",
+                    "uid",
+                ],
+            ),
+            (
+                "io.k8s.apimachinery.pkg.apis.meta.v1.OwnerReference",
+                &[
+                    "apiVersion",
+                    "blockOwnerDeletion",
+                    "controller",
+                    "kind",
+                    "name",
+                    "uid",
+                ],
+            ),
+            (
+                "io.k8s.apimachinery.pkg.apis.meta.v1.ManagedFieldsEntry",
+                &[
+                    "apiVersion",
+                    "fieldsType",
+                    "fieldsV1",
+                    "manager",
+                    "operation",
+                    "subresource",
+                    "time",
+                ],
+            ),
+        ];
+        for (definition, fields) in cases {
+            let props: Vec<&str> = defs[definition]["properties"]
+                .as_object()
+                .unwrap()
+                .keys()
+                .map(String::as_str)
+                .collect();
+            assert_eq!(props, fields, "{definition}");
+        }
+    }
+
+    fn meta_value() -> impl proptest::strategy::Strategy<Value = Value> {
+        use proptest::prelude::*;
+        let scalar = prop_oneof![
+            Just(Value::Null),
+            Just(json!("s")),
+            Just(json!("2024-01-01T00:00:00Z")),
+            Just(json!(3)),
+            Just(json!(-3)),
+            Just(json!(1.5)),
+            Just(json!(18446744073709551615u64)),
+            Just(json!(true)),
+            Just(json!({})),
+            Just(json!([])),
+        ];
+        scalar.prop_recursive(3, 24, 4, |inner| {
+            let keys = prop_oneof![
+                Just("apiVersion"),
+                Just("kind"),
+                Just("name"),
+                Just("uid"),
+                Just("controller"),
+                Just("blockOwnerDeletion"),
+                Just("fieldsV1"),
+                Just("fieldsType"),
+                Just("time"),
+                Just("manager"),
+                Just("other"),
+            ];
+            prop_oneof![
+                proptest::collection::vec(inner.clone(), 0..3).prop_map(Value::Array),
+                proptest::collection::btree_map(keys.prop_map(str::to_string), inner, 0..4)
+                    .prop_map(|m| Value::Object(m.into_iter().collect())),
+            ]
+        })
+    }
+
+    proptest::proptest! {
+        /// What [`plainly_typed`] passes, Go's typed decoding passes too.
+        #[test]
+        fn plainly_typed_metadata_decodes_into_object_meta(
+            fields in proptest::collection::btree_map(
+                proptest::sample::select(vec![
+                    "name", "uid", "creationTimestamp", "generation", "deletionGracePeriodSeconds",
+                    "labels", "annotations", "finalizers", "ownerReferences", "managedFields",
+                    "unknown",
+                ]),
+                meta_value(),
+                0..5,
+            )
+        ) {
+            let meta: Map<String, Value> =
+                fields.into_iter().map(|(k, v)| (k.to_string(), v)).collect();
+            if plainly_typed(&meta) {
+                let generic = crate::typed::go_type_error(
+                    &Value::Object(meta.clone()),
+                    "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta",
+                );
+                proptest::prop_assert_eq!(generic, None, "{:?}", meta);
+            }
+        }
+    }
+
+    #[test]
+    fn plainly_typed_metadata_of_a_written_object() {
+        let meta = json!({
+            "name": "a", "namespace": "n", "uid": "u", "resourceVersion": "5", "generation": 2,
+            "creationTimestamp": "2024-01-01T00:00:00Z", "labels": {"a": "b"},
+            "annotations": {"x": "y"}, "finalizers": ["f"],
+            "ownerReferences": [{"apiVersion": "v1", "kind": "K", "name": "o", "uid": "u2", "controller": true}],
+            "managedFields": [{"manager": "m", "operation": "Update", "apiVersion": "v1",
+                "time": "2024-01-01T00:00:00Z", "fieldsType": "FieldsV1", "fieldsV1": {"f:spec": {}}}]
+        });
+        assert!(plainly_typed(meta.as_object().unwrap()));
+        for odd in [
+            json!({"generation": 1.5}),
+            json!({"labels": {"a": 1}}),
+            json!({"managedFields": [{"fieldsV1": "x"}]}),
+            json!({"ownerReferences": ["x"]}),
+        ] {
+            assert!(!plainly_typed(odd.as_object().unwrap()), "{odd}");
+        }
+    }
 
     fn rendered(errs: &ErrorList) -> Vec<String> {
         let mut v: Vec<String> = errs.iter().map(|e| e.to_string()).collect();
