@@ -130,7 +130,22 @@ pub fn go_json(v: &Value) -> String {
 /// A JSON string as Go escapes it (HTML-safe: `<`, `>`, `&` and U+2028/2029 escaped).
 pub fn go_json_string(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 2);
+    push_go_json_string(&mut out, s);
+    out
+}
+
+/// [`go_json_string`] written at the end of `out`.
+pub fn push_go_json_string(out: &mut String, s: &str) {
     out.push('"');
+    // Most strings need no escape (0xE2 starts U+2028 and U+2029, escaped by Go).
+    let plain = s
+        .bytes()
+        .all(|b| b >= 0x20 && !matches!(b, b'"' | b'\\' | b'<' | b'>' | b'&' | 0xE2));
+    if plain {
+        out.push_str(s);
+        out.push('"');
+        return;
+    }
     for c in s.chars() {
         match c {
             '"' => out.push_str("\\\""),
@@ -146,7 +161,6 @@ pub fn go_json_string(s: &str) -> String {
         }
     }
     out.push('"');
-    out
 }
 
 /// The JSON kind as Go's `encoding/json` names it in type errors (`array`, `object`,
@@ -174,5 +188,28 @@ pub fn go_type_name(v: &Value) -> &'static str {
         Value::String(_) => "string",
         Value::Array(_) => "[]interface {}",
         Value::Object(_) => "map[string]interface {}",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_strings_are_escaped_as_go_escapes_them() {
+        for (s, want) in [
+            ("plain name-1.x/y", r#""plain name-1.x/y""#),
+            ("", r#""""#),
+            ("a\"b\\c", r#""a\"b\\c""#),
+            ("<a>&", r#""\u003ca\u003e\u0026""#),
+            ("tab\tnl\ncr\r\u{1}", r#""tab\tnl\ncr\r\u0001""#),
+            ("\u{2028}\u{2029}", r#""\u2028\u2029""#),
+            ("€ é 😀", "\"€ é 😀\""),
+        ] {
+            assert_eq!(go_json_string(s), want, "{s:?}");
+            let mut out = String::from("x");
+            push_go_json_string(&mut out, s);
+            assert_eq!(out, format!("x{want}"));
+        }
     }
 }

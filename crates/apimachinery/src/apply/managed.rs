@@ -17,7 +17,7 @@
 use super::fieldpath::{FieldSet, PathElement};
 use super::merge::{Managers, VersionedSet};
 use super::FieldSetError;
-use crate::goformat::go_json_string;
+use crate::goformat::push_go_json_string;
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 
@@ -78,7 +78,7 @@ impl ManagerId {
                 out.push('"');
                 out.push_str(name);
                 out.push_str("\":");
-                out.push_str(&go_json_string(v));
+                push_go_json_string(&mut out, v);
             }
         };
         field("manager", &self.manager);

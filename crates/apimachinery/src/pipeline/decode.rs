@@ -135,9 +135,10 @@ pub fn check_body_type_meta(
 /// kube's `ParseGroupVersion`, with an unparsable value read as empty (as
 /// `Unstructured.GroupVersionKind` does).
 fn parse_group_version(api_version: &str) -> (&str, &str) {
-    match api_version.split('/').collect::<Vec<_>>().as_slice() {
-        [version] => ("", version),
-        [group, version] => (group, version),
+    let mut parts = api_version.splitn(3, '/');
+    match (parts.next(), parts.next(), parts.next()) {
+        (Some(version), None, _) => ("", version),
+        (Some(group), Some(version), None) => (group, version),
         _ => ("", ""),
     }
 }

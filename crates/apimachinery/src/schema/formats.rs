@@ -46,8 +46,12 @@ pub fn normalize_format_name(format: &str) -> String {
 
 /// True when kube validates string values against `format` (after name normalisation).
 pub fn is_known_format(format: &str) -> bool {
-    let normalized = normalize_format_name(format);
-    SUPPORTED_FORMATS.contains(&normalized.as_str())
+    // Checked for every string a write validates: a name without dashes is its own
+    // normal form.
+    if !format.contains('-') {
+        return SUPPORTED_FORMATS.contains(&format);
+    }
+    SUPPORTED_FORMATS.contains(&normalize_format_name(format).as_str())
 }
 
 /// The format kube keeps on a schema node of type `schema_type` (`""` when it strips it).
