@@ -1175,63 +1175,38 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    /// The fields [`plainly_typed`] names, per definition: all there are.
+    /// [`plainly_typed`] checks every field of the types it passes: a wrongly typed
+    /// value in any field the definitions name (a fraction fits none of them) is one
+    /// Go's decoding refuses, and one it does not pass.
     #[test]
-    fn plainly_typed_names_every_field_of_the_types_it_checks() {
+    fn plainly_typed_checks_every_field_of_the_types_it_passes() {
         let defs = crate::typed::builtin_definitions();
-        let cases: [(&str, &[&str]); 3] = [
-            (
-                "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta",
-                &[
-                    "annotations",
-                    "creationTimestamp",
-                    "deletionGracePeriodSeconds",
-                    "deletionTimestamp",
-                    "finalizers",
-                    "generateName",
-                    "generation",
-                    "labels",
-                    "managedFields",
-                    "name",
-                    "namespace",
-                    "ownerReferences",
-                    "resourceVersion",
-                    "selfLink",
-                    "uid",
-                ],
-            ),
-            (
-                "io.k8s.apimachinery.pkg.apis.meta.v1.OwnerReference",
-                &[
-                    "apiVersion",
-                    "blockOwnerDeletion",
-                    "controller",
-                    "kind",
-                    "name",
-                    "uid",
-                ],
-            ),
-            (
-                "io.k8s.apimachinery.pkg.apis.meta.v1.ManagedFieldsEntry",
-                &[
-                    "apiVersion",
-                    "fieldsType",
-                    "fieldsV1",
-                    "manager",
-                    "operation",
-                    "subresource",
-                    "time",
-                ],
-            ),
-        ];
-        for (definition, fields) in cases {
-            let props: Vec<&str> = defs[definition]["properties"]
+        let props = |definition: &str| -> Vec<String> {
+            defs[definition]["properties"]
                 .as_object()
                 .unwrap()
                 .keys()
-                .map(String::as_str)
-                .collect();
-            assert_eq!(props, fields, "{definition}");
+                .cloned()
+                .collect()
+        };
+        let meta = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta";
+        let mut cases: Vec<Value> = props(meta).iter().map(|f| json!({ f: 12.5 })).collect();
+        for (list, item) in [
+            (
+                "ownerReferences",
+                "io.k8s.apimachinery.pkg.apis.meta.v1.OwnerReference",
+            ),
+            (
+                "managedFields",
+                "io.k8s.apimachinery.pkg.apis.meta.v1.ManagedFieldsEntry",
+            ),
+        ] {
+            cases.extend(props(item).iter().map(|f| json!({ list: [{ f: 12.5 }] })));
+        }
+        assert!(cases.len() > 25, "{cases:?}");
+        for case in cases {
+            assert!(crate::typed::go_type_error(&case, meta).is_some(), "{case}");
+            assert!(!plainly_typed(case.as_object().unwrap()), "{case}");
         }
     }
 
