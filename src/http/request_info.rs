@@ -45,11 +45,39 @@ fn segments(path: &str) -> impl Iterator<Item = &str> {
     path.split('/').filter(|s| !s.is_empty())
 }
 
+/// The non-empty segments of `path` written into `out`, and how many there are;
+/// `None` when there are more than `out` holds.
+fn split_segments<'a>(path: &'a str, out: &mut [&'a str]) -> Option<usize> {
+    let mut n = 0;
+    let mut start = 0;
+    for (i, b) in path.bytes().chain(std::iter::once(b'/')).enumerate() {
+        if b != b'/' {
+            continue;
+        }
+        if i > start {
+            *out.get_mut(n)? = &path[start..i];
+            n += 1;
+        }
+        start = i + 1;
+    }
+    Some(n)
+}
+
 /// Parse a request as kube does. `watch` is the value of the `watch` query parameter.
 /// Every request is parsed so: each field is allocated once, from the path's segments.
 pub fn parse(method: &Method, path: &str, watch: bool) -> RequestInfo {
-    let parts: Vec<&str> = segments(path).collect();
-    let mut info = address(method, &parts, watch);
+    // Every request's path is parsed: its segments go on the stack (API paths have at
+    // most 8), a longer path's into a Vec.
+    let mut short = [""; 8];
+    let longer: Vec<&str>;
+    let parts: &[&str] = match split_segments(path, &mut short) {
+        Some(n) => &short[..n],
+        None => {
+            longer = segments(path).collect();
+            &longer
+        }
+    };
+    let mut info = address(method, parts, watch);
     if info.verb.is_empty() && !info.is_resource_request {
         info.verb = method.as_str().to_lowercase();
     }
@@ -157,6 +185,30 @@ fn finish(mut info: RequestInfo, verb: &str, legacy_watch: bool, watch: bool) ->
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn segments_split_on_the_stack_as_they_split_into_a_vec() {
+        for path in [
+            "",
+            "/",
+            "//",
+            "/api",
+            "/apis/g/v1/namespaces/ns/widgets/w1/status",
+            "a/b",
+            "/a//b/",
+            "/é/ü//ß",
+            "/1/2/3/4/5/6/7/8",
+            "/1/2/3/4/5/6/7/8/",
+        ] {
+            let mut out = [""; 8];
+            let n = split_segments(path, &mut out).expect(path);
+            assert_eq!(&out[..n], segments(path).collect::<Vec<_>>(), "{path}");
+        }
+        assert_eq!(split_segments("/1/2/3/4/5/6/7/8/9", &mut [""; 8]), None);
+        // A longer path still parses (its segments in a Vec).
+        let i = parse(&Method::GET, "/apis/g/v1/namespaces/n/r/x/a/b/c", false);
+        assert_eq!(i.subresource, "a/b/c");
+    }
 
     #[test]
     fn namespaced_custom_resource() {
