@@ -758,7 +758,7 @@ impl NameRule {
 fn validate_meta(meta: &Meta, requires_namespace: bool, rule: NameRule, path: &Path) -> ErrorList {
     let mut errs = ErrorList::new();
     if !meta.generate_name.is_empty() {
-        for msg in rule.check(&meta.generate_name, true) {
+        for msg in rule.check(meta.generate_name, true) {
             errs.push(Error::invalid(
                 &path.child("generateName"),
                 Value::String(meta.generate_name.to_string()),
@@ -772,7 +772,7 @@ fn validate_meta(meta: &Meta, requires_namespace: bool, rule: NameRule, path: &P
             "name or generateName is required",
         ));
     } else {
-        for msg in rule.check(&meta.name, false) {
+        for msg in rule.check(meta.name, false) {
             errs.push(Error::invalid(
                 &path.child("name"),
                 Value::String(meta.name.to_string()),
@@ -784,7 +784,7 @@ fn validate_meta(meta: &Meta, requires_namespace: bool, rule: NameRule, path: &P
         if meta.namespace.is_empty() {
             errs.push(Error::required(&path.child("namespace"), ""));
         } else {
-            for msg in validate_namespace_name(&meta.namespace) {
+            for msg in validate_namespace_name(meta.namespace) {
                 errs.push(Error::invalid(
                     &path.child("namespace"),
                     Value::String(meta.namespace.to_string()),
@@ -851,7 +851,7 @@ fn validate_owner_references(refs: &[OwnerRef], path: &Path) -> ErrorList {
     let mut errs = ErrorList::new();
     let mut first_controller: Option<String> = None;
     for r in refs {
-        let (group, version) = parse_group_version(&r.api_version).unwrap_or_default();
+        let (group, version) = parse_group_version(r.api_version).unwrap_or_default();
         if version.is_empty() {
             errs.push(Error::invalid(
                 &path.child("apiVersion"),
