@@ -445,54 +445,43 @@ fn json_int(v: &Value) -> Option<i64> {
 
 impl<'a> Meta<'a> {
     /// Read `metadata` through unstructured accessors: wrongly typed fields read as unset.
+    /// One pass over the map (every write reads it two or three times).
     fn from_unstructured(meta: &'a Value) -> Meta<'a> {
+        let mut out = Meta::default();
         let Some(m) = meta.as_object() else {
-            return Meta::default();
+            return out;
         };
-        let s = |k: &str| m.get(k).and_then(Value::as_str).unwrap_or("");
-        let owner_references = m
-            .get("ownerReferences")
-            .and_then(Value::as_array)
-            .and_then(|list| {
-                list.iter()
-                    .map(|r| {
-                        let r = r.as_object()?;
-                        let rs = |k: &str| r.get(k).and_then(Value::as_str).unwrap_or("");
-                        Some(OwnerRef {
-                            api_version: rs("apiVersion"),
-                            kind: rs("kind"),
-                            name: rs("name"),
-                            uid: rs("uid"),
-                            controller: r.get("controller").and_then(Value::as_bool),
-                            block_owner_deletion: r
-                                .get("blockOwnerDeletion")
-                                .and_then(Value::as_bool),
-                        })
-                    })
-                    .collect::<Option<Vec<_>>>()
-            })
-            .unwrap_or_default();
-        let managed_fields = m
-            .get("managedFields")
-            .and_then(Value::as_array)
-            .and_then(|list| list.iter().map(managed_field).collect::<Option<Vec<_>>>())
-            .unwrap_or_default();
-        Meta {
-            name: s("name"),
-            generate_name: s("generateName"),
-            namespace: s("namespace"),
-            uid: s("uid"),
-            resource_version: s("resourceVersion"),
-            generation: m.get("generation").and_then(json_int).unwrap_or(0),
-            labels: string_map(m.get("labels")).unwrap_or_default(),
-            annotations: string_map(m.get("annotations")).unwrap_or_default(),
-            owner_references,
-            finalizers: string_list(m.get("finalizers")).unwrap_or_default(),
-            managed_fields,
-            creation_timestamp: parse_time(s("creationTimestamp")),
-            deletion_timestamp: parse_time(s("deletionTimestamp")),
-            deletion_grace_period_seconds: m.get("deletionGracePeriodSeconds").and_then(json_int),
+        let text = |v: &'a Value| v.as_str().unwrap_or("");
+        for (k, v) in m {
+            match k.as_str() {
+                "name" => out.name = text(v),
+                "generateName" => out.generate_name = text(v),
+                "namespace" => out.namespace = text(v),
+                "uid" => out.uid = text(v),
+                "resourceVersion" => out.resource_version = text(v),
+                "generation" => out.generation = json_int(v).unwrap_or(0),
+                "labels" => out.labels = string_map(Some(v)).unwrap_or_default(),
+                "annotations" => out.annotations = string_map(Some(v)).unwrap_or_default(),
+                "ownerReferences" => {
+                    out.owner_references = v
+                        .as_array()
+                        .and_then(|list| list.iter().map(owner_ref).collect())
+                        .unwrap_or_default()
+                }
+                "finalizers" => out.finalizers = string_list(Some(v)).unwrap_or_default(),
+                "managedFields" => {
+                    out.managed_fields = v
+                        .as_array()
+                        .and_then(|list| list.iter().map(managed_field).collect())
+                        .unwrap_or_default()
+                }
+                "creationTimestamp" => out.creation_timestamp = parse_time(text(v)),
+                "deletionTimestamp" => out.deletion_timestamp = parse_time(text(v)),
+                "deletionGracePeriodSeconds" => out.deletion_grace_period_seconds = json_int(v),
+                _ => {}
+            }
         }
+        out
     }
 
     /// Decode `metadata` into an ObjectMeta as Go's JSON decoder does, with its error text.
@@ -625,21 +614,44 @@ impl<'a> Meta<'a> {
     }
 }
 
+/// An owner reference read through unstructured accessors (`None`: not an object).
+fn owner_ref(v: &Value) -> Option<OwnerRef<'_>> {
+    let r = v.as_object()?;
+    let mut out = OwnerRef::default();
+    for (k, v) in r {
+        match k.as_str() {
+            "apiVersion" => out.api_version = v.as_str().unwrap_or(""),
+            "kind" => out.kind = v.as_str().unwrap_or(""),
+            "name" => out.name = v.as_str().unwrap_or(""),
+            "uid" => out.uid = v.as_str().unwrap_or(""),
+            "controller" => out.controller = v.as_bool(),
+            "blockOwnerDeletion" => out.block_owner_deletion = v.as_bool(),
+            _ => {}
+        }
+    }
+    Some(out)
+}
+
+/// A managedFields entry's strings (`None`: not an object, or one of them is neither a
+/// string nor null).
 fn managed_field(v: &Value) -> Option<ManagedField<'_>> {
     let m = v.as_object()?;
-    let s = |k: &str| -> Option<&str> {
-        match m.get(k) {
-            None | Some(Value::Null) => Some(""),
-            Some(Value::String(s)) => Some(s),
-            Some(_) => None,
-        }
-    };
-    Some(ManagedField {
-        manager: s("manager")?,
-        operation: s("operation")?,
-        fields_type: s("fieldsType")?,
-        subresource: s("subresource")?,
-    })
+    let mut out = ManagedField::default();
+    for (k, v) in m {
+        let slot = match k.as_str() {
+            "manager" => &mut out.manager,
+            "operation" => &mut out.operation,
+            "fieldsType" => &mut out.fields_type,
+            "subresource" => &mut out.subresource,
+            _ => continue,
+        };
+        *slot = match v {
+            Value::Null => "",
+            Value::String(s) => s,
+            _ => return None,
+        };
+    }
+    Some(out)
 }
 
 /// Go names a fractional number going into an integer by its text: `number 1.5`.
@@ -1270,6 +1282,58 @@ mod tests {
                 proptest::prop_assert_eq!(generic, None, "{:?}", meta);
             }
         }
+    }
+
+    #[test]
+    fn metadata_reads_through_unstructured_accessors() {
+        let meta = json!({
+            "name": "a", "generateName": "g-", "namespace": "n", "uid": "u",
+            "resourceVersion": "5", "generation": 2, "labels": {"a": "b"},
+            "annotations": {"x": "y"}, "finalizers": ["f"],
+            "creationTimestamp": "2024-01-01T00:00:00Z",
+            "deletionGracePeriodSeconds": 30,
+            "ownerReferences": [{"apiVersion": "v1", "kind": "K", "name": "o", "uid": "u2",
+                "controller": true, "other": 1}],
+            "managedFields": [{"manager": "m", "operation": "Update", "fieldsType": "FieldsV1",
+                "subresource": null, "time": "t"}],
+            "extra": 1
+        });
+        let m = Meta::from_unstructured(&meta);
+        assert_eq!(
+            (
+                m.name,
+                m.generate_name,
+                m.namespace,
+                m.uid,
+                m.resource_version,
+                m.generation
+            ),
+            ("a", "g-", "n", "u", "5", 2)
+        );
+        assert_eq!(m.labels.get("a"), Some(&"b"));
+        assert_eq!(m.annotations.get("x"), Some(&"y"));
+        assert_eq!(m.finalizers, vec!["f"]);
+        assert!(m.creation_timestamp.is_some() && m.deletion_timestamp.is_none());
+        assert_eq!(m.deletion_grace_period_seconds, Some(30));
+        let r = &m.owner_references[0];
+        assert_eq!(
+            (r.api_version, r.kind, r.name, r.uid),
+            ("v1", "K", "o", "u2")
+        );
+        assert_eq!((r.controller, r.block_owner_deletion), (Some(true), None));
+        let f = &m.managed_fields[0];
+        assert_eq!(
+            (f.manager, f.operation, f.fields_type, f.subresource),
+            ("m", "Update", "FieldsV1", "")
+        );
+        // Wrongly typed fields read as unset; one bad entry unsets its whole list.
+        let odd = json!({"name": 1, "generation": "2", "labels": {"a": 1},
+            "managedFields": [{"manager": "m"}, {"manager": 1}], "ownerReferences": ["x"]});
+        let m = Meta::from_unstructured(&odd);
+        assert_eq!((m.name, m.generation), ("", 0));
+        assert!(m.labels.is_empty() && m.managed_fields.is_empty());
+        assert!(m.owner_references.is_empty());
+        assert_eq!(Meta::from_unstructured(&json!("x")).name, "");
     }
 
     #[test]
