@@ -424,15 +424,22 @@ fn time_value(t: Option<DateTime<Utc>>) -> Value {
     })
 }
 
-fn string_map(v: Option<&Value>) -> Option<BTreeMap<&str, &str>> {
-    v?.as_object()?
+fn string_map(v: &Value) -> Option<BTreeMap<&str, &str>> {
+    v.as_object()?
         .iter()
         .map(|(k, v)| v.as_str().map(|s| (k.as_str(), s)))
         .collect()
 }
 
-fn string_list(v: Option<&Value>) -> Option<Vec<&str>> {
-    v?.as_array()?.iter().map(Value::as_str).collect()
+fn string_list(v: &Value) -> Option<Vec<&str>> {
+    v.as_array()?.iter().map(Value::as_str).collect()
+}
+
+/// A list's items read by `item`; empty when it is not a list or one item is not read.
+fn items<'a, T>(v: &'a Value, item: fn(&'a Value) -> Option<T>) -> Vec<T> {
+    v.as_array()
+        .and_then(|list| list.iter().map(item).collect())
+        .unwrap_or_default()
 }
 
 /// A JSON integer as Go decodes it into an int64 (floats and strings are not).
@@ -460,21 +467,11 @@ impl<'a> Meta<'a> {
                 "uid" => out.uid = text(v),
                 "resourceVersion" => out.resource_version = text(v),
                 "generation" => out.generation = json_int(v).unwrap_or(0),
-                "labels" => out.labels = string_map(Some(v)).unwrap_or_default(),
-                "annotations" => out.annotations = string_map(Some(v)).unwrap_or_default(),
-                "ownerReferences" => {
-                    out.owner_references = v
-                        .as_array()
-                        .and_then(|list| list.iter().map(owner_ref).collect())
-                        .unwrap_or_default()
-                }
-                "finalizers" => out.finalizers = string_list(Some(v)).unwrap_or_default(),
-                "managedFields" => {
-                    out.managed_fields = v
-                        .as_array()
-                        .and_then(|list| list.iter().map(managed_field).collect())
-                        .unwrap_or_default()
-                }
+                "labels" => out.labels = string_map(v).unwrap_or_default(),
+                "annotations" => out.annotations = string_map(v).unwrap_or_default(),
+                "ownerReferences" => out.owner_references = items(v, owner_ref),
+                "finalizers" => out.finalizers = string_list(v).unwrap_or_default(),
+                "managedFields" => out.managed_fields = items(v, managed_field),
                 "creationTimestamp" => out.creation_timestamp = parse_time(text(v)),
                 "deletionTimestamp" => out.deletion_timestamp = parse_time(text(v)),
                 "deletionGracePeriodSeconds" => out.deletion_grace_period_seconds = json_int(v),
