@@ -11,7 +11,7 @@ use super::fieldpath::{values_equal, FieldSet, PathElement};
 use super::schema::{ListKind, ListType, ScalarKind, Shape, TypeRef};
 use super::FieldSetError;
 use crate::goformat::{go_number_v, go_type_name};
-use serde_json::Value;
+use serde_json::{Map, Value};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
@@ -126,6 +126,55 @@ impl SetWalker {
     }
 }
 
+/// The `FieldsV1` of what an update from nothing adds: every node of `v` (kube's
+/// `Compare` of an absent value with `v`), written straight into `FieldsV1` form
+/// instead of through a [`FieldSet`]. Equals `compare`'s `added` set for an absent
+/// left side, as [`FieldSet::to_fields_v1`] writes it: a map, or an associative
+/// list with items, is a member that also lists what is below it (`"."`), a
+/// duplicated list item is owned as a whole.
+pub fn added_fields_v1(v: &Value, t: TypeRef) -> Map<String, Value> {
+    let mut out = Map::new();
+    match t.atom().deduce(Some(v)).shape() {
+        Shape::Scalar(_) | Shape::Invalid => {}
+        Shape::List(lt) => {
+            let items = v.as_array().filter(|_| lt.kind.is_associative());
+            let mut by_element: BTreeMap<PathElement, (usize, &Value)> = BTreeMap::new();
+            for item in items.into_iter().flatten() {
+                let Ok(pe) = list_item_element(&lt, item) else {
+                    continue;
+                };
+                by_element
+                    .entry(pe)
+                    .and_modify(|(n, _)| *n += 1)
+                    .or_insert((1, item));
+            }
+            for (pe, (n, item)) in by_element {
+                let below = match n {
+                    1 => member_with(added_fields_v1(item, lt.elem)),
+                    _ => Map::new(),
+                };
+                out.insert(pe.serialize(), Value::Object(below));
+            }
+        }
+        Shape::Map(mt) if !mt.atomic => {
+            for (k, val) in v.as_object().into_iter().flatten() {
+                let below = member_with(added_fields_v1(val, mt.value_type(k)));
+                out.insert(PathElement::field_key(k), Value::Object(below));
+            }
+        }
+        Shape::Map(_) => {}
+    }
+    out
+}
+
+/// A member's `FieldsV1` value: `{}` for a leaf, or what is below it marked with `"."`.
+fn member_with(mut below: Map<String, Value>) -> Map<String, Value> {
+    if !below.is_empty() {
+        below.insert(".".into(), Value::Object(Map::new()));
+    }
+    below
+}
+
 /// How `rhs` differs from `lhs` (kube's `Comparison`); a path is in at most one set.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Comparison {
@@ -150,46 +199,56 @@ impl Comparison {
 /// Compare two objects of type `t` (kube's `TypedValue.Compare`).
 pub fn compare(lhs: &Value, rhs: &Value, t: TypeRef) -> Comparison {
     // The root's own marks name the empty path, which is no path.
-    compare_node(t, Some(lhs), Some(rhs)).below
+    compare_node(t, Some(lhs), Some(rhs))
+        .below
+        .map(|b| *b)
+        .unwrap_or_default()
 }
 
 /// One node of a comparison: how its descendants differ (relative to it) and whether
 /// the node itself was added, removed or modified. Built bottom-up, so that each path
 /// element is placed once, at its parent, instead of every path being walked down
-/// from the root.
+/// from the root. An unchanged node (most of an update) holds no sets at all.
 #[derive(Default)]
 struct Node {
-    below: Comparison,
+    /// `None` while nothing below differs.
+    below: Option<Box<Comparison>>,
     added: bool,
     removed: bool,
     modified: bool,
 }
 
 impl Node {
+    /// No mark and no difference below: attaching it would add nothing, so it needs
+    /// no path element.
+    fn is_unchanged(&self) -> bool {
+        !self.added && !self.removed && !self.modified && self.below.is_none()
+    }
+
     fn marked(added: bool, removed: bool, modified: bool) -> Node {
         Node {
             added,
             removed,
             modified,
-            ..Node::default()
+            below: None,
         }
     }
 
-    /// Place a child's marks and differences under `pe`.
+    /// Place a changed child's marks and differences under `pe`.
     fn attach(&mut self, pe: PathElement, child: Node) {
         let Comparison {
             removed,
             modified,
             added,
-        } = child.below;
+        } = child.below.map(|b| *b).unwrap_or_default();
+        let below = self.below.get_or_insert_with(Box::default);
         let slots = [
-            (&mut self.below.removed, removed, child.removed),
-            (&mut self.below.modified, modified, child.modified),
-            (&mut self.below.added, added, child.added),
+            (&mut below.removed, removed, child.removed),
+            (&mut below.modified, modified, child.modified),
+            (&mut below.added, added, child.added),
         ];
         // Sets built bottom-up hold no empty subtrees: emptiness is a look at one level.
-        let bare =
-            |set: &FieldSet| set.members().next().is_none() && set.children().next().is_none();
+        let bare = FieldSet::is_empty_level;
         let mut uses = slots
             .iter()
             .map(|(_, set, mark)| usize::from(!bare(set)) + usize::from(*mark))
@@ -215,6 +274,14 @@ impl Node {
                     into.insert_member(pe);
                 }
             }
+        }
+    }
+
+    /// [`Node::attach`] a field's node when it changed: an unchanged field costs no
+    /// copy of its name.
+    fn attach_field(&mut self, name: &str, child: Node) {
+        if !child.is_unchanged() {
+            self.attach(PathElement::Field(name.to_string()), child);
         }
     }
 }
@@ -277,20 +344,38 @@ fn handle(node: &mut Node, shape: Shape, lhs: Option<&Value>, rhs: Option<&Value
             if mt.atomic || empty {
                 return leaf(node, lhs, rhs);
             }
-            // Every key of either side once: the left's, then the right's alone (the
-            // results are sets, so the order does not matter).
-            let left_keys = l.into_iter().flat_map(|m| m.keys());
-            let right_only = r
-                .into_iter()
-                .flat_map(|m| m.keys())
-                .filter(|k| !l.is_some_and(|m| m.contains_key(*k)));
-            for k in left_keys.chain(right_only) {
-                let child = compare_node(
-                    mt.value_type(k),
-                    l.and_then(|m| m.get(k)),
-                    r.and_then(|m| m.get(k)),
-                );
-                node.attach(PathElement::Field(k.clone()), child);
+            // Every key of either side once, both sides walked together in their
+            // (sorted) key order.
+            let mut left = l.into_iter().flatten().peekable();
+            let mut right = r.into_iter().flatten().peekable();
+            loop {
+                let (k, lv, rv) = match (left.peek(), right.peek()) {
+                    (None, None) => break,
+                    (Some(&(lk, lv)), Some(&(rk, rv))) => match lk.cmp(rk) {
+                        std::cmp::Ordering::Less => {
+                            left.next();
+                            (lk, Some(lv), None)
+                        }
+                        std::cmp::Ordering::Greater => {
+                            right.next();
+                            (rk, None, Some(rv))
+                        }
+                        std::cmp::Ordering::Equal => {
+                            left.next();
+                            right.next();
+                            (lk, Some(lv), Some(rv))
+                        }
+                    },
+                    (Some(&(lk, lv)), None) => {
+                        left.next();
+                        (lk, Some(lv), None)
+                    }
+                    (None, Some(&(rk, rv))) => {
+                        right.next();
+                        (rk, None, Some(rv))
+                    }
+                };
+                node.attach_field(k, compare_node(mt.value_type(k), lv, rv));
             }
             false
         }
@@ -350,7 +435,9 @@ fn visit_list(node: &mut Node, lt: &ListType, l: Option<&[Value]>, r: Option<&[V
                 child
             }
         };
-        node.attach(pe, child);
+        if !child.is_unchanged() {
+            node.attach(pe, child);
+        }
     }
 }
 

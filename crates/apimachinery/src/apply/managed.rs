@@ -19,6 +19,7 @@ use super::merge::{Managers, VersionedSet};
 use super::FieldSetError;
 use crate::goformat::push_go_json_string;
 use serde_json::{Map, Value};
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 /// `operation: Apply`.
@@ -67,6 +68,17 @@ impl ManagerId {
     /// The key managers are stored under: kube's JSON identifier, so that entries sort
     /// and group as kube's do.
     pub fn key(&self) -> String {
+        Self::key_of(
+            &self.manager,
+            &self.operation,
+            &self.api_version,
+            &self.subresource,
+        )
+    }
+
+    /// [`ManagerId::key`] of the identity these fields make, as they are (an empty
+    /// manager stays empty).
+    pub fn key_of(manager: &str, operation: &str, api_version: &str, subresource: &str) -> String {
         let mut out = String::with_capacity(96);
         out.push('{');
         let mut field = |name: &str, v: &str| {
@@ -81,12 +93,12 @@ impl ManagerId {
                 push_go_json_string(&mut out, v);
             }
         };
-        field("manager", &self.manager);
-        field("operation", &self.operation);
-        if self.operation != APPLY {
-            field("apiVersion", &self.api_version);
+        field("manager", manager);
+        field("operation", operation);
+        if operation != APPLY {
+            field("apiVersion", api_version);
         }
-        field("subresource", &self.subresource);
+        field("subresource", subresource);
         out.push('}');
         out
     }
@@ -177,37 +189,38 @@ pub fn is_print(c: char) -> bool {
         || (0xd800..=0xdfff).contains(&(c as u32)))
 }
 
-/// One decoded `managedFields[]` entry (kube's `ManagedFieldsEntry`).
+/// One decoded `managedFields[]` entry (kube's `ManagedFieldsEntry`), borrowed from
+/// the object it was read from.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct Entry {
+pub struct Entry<'a> {
     /// `manager`.
-    pub manager: String,
+    pub manager: &'a str,
     /// `operation`.
-    pub operation: String,
+    pub operation: &'a str,
     /// `apiVersion`.
-    pub api_version: String,
+    pub api_version: &'a str,
     /// `time`, normalised to UTC seconds (`2024-01-02T03:04:05Z`).
-    pub time: Option<String>,
+    pub time: Option<Cow<'a, str>>,
     /// `fieldsType`.
-    pub fields_type: String,
+    pub fields_type: &'a str,
     /// `fieldsV1`.
-    pub fields_v1: Option<Value>,
+    pub fields_v1: Option<&'a Value>,
     /// `subresource`.
-    pub subresource: String,
+    pub subresource: &'a str,
 }
 
 /// metav1.Time's wire form: RFC 3339 in UTC, whole seconds.
-pub fn normalize_time(s: &str) -> Option<String> {
+pub fn normalize_time(s: &str) -> Option<Cow<'_, str>> {
     let t = chrono::DateTime::parse_from_rfc3339(s).ok()?;
     // Already in that form (as every stored entry is): kept as it is.
     if s.len() == "2024-01-02T03:04:05Z".len() && s.ends_with('Z') && s.as_bytes()[10] == b'T' {
-        return Some(s.to_string());
+        return Some(Cow::Borrowed(s));
     }
-    Some(
+    Some(Cow::Owned(
         t.with_timezone(&chrono::Utc)
             .format("%Y-%m-%dT%H:%M:%SZ")
             .to_string(),
-    )
+    ))
 }
 
 fn unix_seconds(t: Option<&str>) -> i64 {
@@ -218,17 +231,17 @@ fn unix_seconds(t: Option<&str>) -> i64 {
 
 /// Read `metadata.managedFields` as kube's `GetManagedFields`: `None` when absent or
 /// not decodable (kube then treats the object as having none).
-pub fn parse_entries(v: Option<&Value>) -> Option<Vec<Entry>> {
+pub fn parse_entries(v: Option<&Value>) -> Option<Vec<Entry<'_>>> {
     let items = v?.as_array()?;
     items.iter().map(parse_entry).collect()
 }
 
-fn parse_entry(v: &Value) -> Option<Entry> {
+fn parse_entry(v: &Value) -> Option<Entry<'_>> {
     let m = v.as_object()?;
-    let s = |name: &str| -> Option<String> {
+    let s = |name: &str| -> Option<&str> {
         match m.get(name) {
-            None | Some(Value::Null) => Some(String::new()),
-            Some(Value::String(s)) => Some(s.clone()),
+            None | Some(Value::Null) => Some(""),
+            Some(Value::String(s)) => Some(s),
             Some(_) => None,
         }
     };
@@ -243,7 +256,7 @@ fn parse_entry(v: &Value) -> Option<Entry> {
         api_version: s("apiVersion")?,
         time,
         fields_type: s("fieldsType")?,
-        fields_v1: m.get("fieldsV1").filter(|v| !v.is_null()).cloned(),
+        fields_v1: m.get("fieldsV1").filter(|v| !v.is_null()),
         subresource: s("subresource")?,
     })
 }
@@ -268,7 +281,7 @@ pub struct Managed {
 
 impl Managed {
     /// Decode entries (kube's `DecodeManagedFields`), with kube's errors.
-    pub fn decode(entries: &[Entry]) -> Result<Managed, FieldSetError> {
+    pub fn decode(entries: &[Entry<'_>]) -> Result<Managed, FieldSetError> {
         let mut out = Managed::default();
         for (i, e) in entries.iter().enumerate() {
             if e.operation != APPLY && e.operation != UPDATE {
@@ -277,7 +290,7 @@ impl Managed {
             if e.api_version.is_empty() {
                 return Err(FieldSetError::EmptyApiVersion);
             }
-            match e.fields_type.as_str() {
+            match e.fields_type {
                 FIELDS_V1 => {}
                 "" => return Err(FieldSetError::MissingFieldsType(i)),
                 other => {
@@ -287,14 +300,8 @@ impl Managed {
                     })
                 }
             }
-            let key = ManagerId {
-                manager: e.manager.clone(),
-                operation: e.operation.clone(),
-                api_version: e.api_version.clone(),
-                subresource: e.subresource.clone(),
-            }
-            .key();
-            let set = match &e.fields_v1 {
+            let key = ManagerId::key_of(e.manager, e.operation, e.api_version, e.subresource);
+            let set = match e.fields_v1 {
                 Some(v) => FieldSet::from_fields_v1(v)
                     .map_err(|err| FieldSetError::VersionedSet(Box::new(err)))?,
                 None => FieldSet::new(),
@@ -303,11 +310,11 @@ impl Managed {
                 key.clone(),
                 VersionedSet {
                     set,
-                    api_version: e.api_version.clone(),
+                    api_version: e.api_version.to_string(),
                     applied: e.operation == APPLY,
                 },
             );
-            out.times.insert(key, e.time.clone());
+            out.times.insert(key, e.time.as_deref().map(str::to_string));
         }
         Ok(out)
     }
@@ -319,7 +326,7 @@ impl Managed {
         if self.fields.is_empty() {
             return None;
         }
-        let mut entries: Vec<(ManagerId, Option<&String>, &VersionedSet)> = self
+        let mut entries: Vec<(ManagerId, Option<&String>, i64, &VersionedSet)> = self
             .fields
             .iter()
             .map(|(key, vs)| {
@@ -329,39 +336,23 @@ impl Managed {
                     id.operation = APPLY.to_string();
                 }
                 let time = self.times.get(key).and_then(Option::as_ref);
-                (id, time, vs)
+                // Parsed once, not per comparison.
+                let seconds = unix_seconds(time.map(String::as_str));
+                (id, time, seconds, vs)
             })
             .collect();
-        entries.sort_by(|(a, at, _), (b, bt, _)| {
+        entries.sort_by(|(a, _, at, _), (b, _, bt, _)| {
             a.operation
                 .cmp(&b.operation)
-                .then_with(|| {
-                    unix_seconds(at.map(String::as_str)).cmp(&unix_seconds(bt.map(String::as_str)))
-                })
+                .then_with(|| at.cmp(bt))
                 .then_with(|| a.manager.cmp(&b.manager))
                 .then_with(|| a.api_version.cmp(&b.api_version))
                 .then_with(|| a.subresource.cmp(&b.subresource))
         });
         let list = entries
             .into_iter()
-            .map(|(id, time, vs)| {
-                let mut m = Map::new();
-                if !id.manager.is_empty() {
-                    m.insert("manager".into(), Value::String(id.manager));
-                }
-                if !id.operation.is_empty() {
-                    m.insert("operation".into(), Value::String(id.operation));
-                }
-                m.insert("apiVersion".into(), Value::String(id.api_version));
-                if let Some(t) = time {
-                    m.insert("time".into(), Value::String(t.clone()));
-                }
-                m.insert("fieldsType".into(), Value::String(FIELDS_V1.into()));
-                m.insert("fieldsV1".into(), vs.set.to_fields_v1());
-                if !id.subresource.is_empty() {
-                    m.insert("subresource".into(), Value::String(id.subresource));
-                }
-                Value::Object(m)
+            .map(|(id, time, _, vs)| {
+                entry_value(id, time.map(String::as_str), vs.set.to_fields_v1())
             })
             .collect();
         Some(Value::Array(list))
@@ -422,6 +413,27 @@ impl Managed {
             }
         }
     }
+}
+
+/// One `managedFields[]` entry as kube writes it (empty strings left out).
+pub fn entry_value(id: ManagerId, time: Option<&str>, fields_v1: Value) -> Value {
+    let mut m = Map::new();
+    if !id.manager.is_empty() {
+        m.insert("manager".into(), Value::String(id.manager));
+    }
+    if !id.operation.is_empty() {
+        m.insert("operation".into(), Value::String(id.operation));
+    }
+    m.insert("apiVersion".into(), Value::String(id.api_version));
+    if let Some(t) = time {
+        m.insert("time".into(), Value::String(t.to_string()));
+    }
+    m.insert("fieldsType".into(), Value::String(FIELDS_V1.into()));
+    m.insert("fieldsV1".into(), fields_v1);
+    if !id.subresource.is_empty() {
+        m.insert("subresource".into(), Value::String(id.subresource));
+    }
+    Value::Object(m)
 }
 
 /// Fields nobody owns (kube's `stripMetaManager`).
