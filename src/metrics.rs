@@ -193,11 +193,15 @@ fn latency_histogram() -> Histogram {
     Histogram::new(LATENCY_BUCKETS)
 }
 
-/// One request series: latencies, and response sizes (of GETs and LISTs), found once
-/// per request. Sizes are labelled without `dry_run`: summed over it on output.
+/// One request series: latencies, response sizes (of GETs and LISTs) and counts by
+/// code, found once per request. Sizes are labelled without `dry_run`: summed over it
+/// on output. The counts are `apiserver_request_total`, whose labels are these plus
+/// `code` and `system_client`.
 struct RequestSeries {
     durations: Histogram,
     sizes: Histogram,
+    /// (code, system_client, count): a few per series, scanned in place.
+    totals: RwLock<Vec<(u16, &'static str, AtomicU64)>>,
 }
 
 impl Default for RequestSeries {
@@ -205,6 +209,27 @@ impl Default for RequestSeries {
         RequestSeries {
             durations: latency_histogram(),
             sizes: size_histogram(),
+            totals: RwLock::new(Vec::new()),
+        }
+    }
+}
+
+impl RequestSeries {
+    /// Count one request answered with `code`.
+    fn count(&self, code: u16, system_client: &'static str, n: u64) {
+        let is = |(c, s, _): &&(u16, &str, AtomicU64)| *c == code && *s == system_client;
+        let totals = self.totals.read().unwrap_or_else(|e| e.into_inner());
+        if let Some((_, _, count)) = totals.iter().find(is) {
+            count.fetch_add(n, Ordering::Relaxed);
+            return;
+        }
+        drop(totals);
+        let mut totals = self.totals.write().unwrap_or_else(|e| e.into_inner());
+        match totals.iter().find(is) {
+            Some((_, _, count)) => {
+                count.fetch_add(n, Ordering::Relaxed);
+            }
+            None => totals.push((code, system_client, AtomicU64::new(n))),
         }
     }
 }
@@ -266,11 +291,9 @@ impl Inflight {
 
 /// The metrics of one server.
 pub struct Metrics {
-    /// `apiserver_request_total`: code, component, dry_run, group, resource, scope,
-    /// subresource, system_client, verb, version.
-    requests: Family<AtomicU64>,
     /// `apiserver_request_duration_seconds`: component, dry_run, group, resource, scope,
-    /// subresource, verb, version.
+    /// subresource, verb, version; and below each series, `apiserver_request_total`
+    /// (those labels and code, system_client).
     durations: Family<RequestSeries>,
     /// `apiserver_longrunning_requests`: component, group, resource, scope, subresource,
     /// verb, version.
@@ -295,7 +318,6 @@ impl Metrics {
     /// Empty metrics.
     pub fn new() -> Self {
         Metrics {
-            requests: Family::new(AtomicU64::default),
             durations: Family::new(RequestSeries::default),
             longrunning: Family::new(AtomicI64::default),
             inflight: [Inflight::default(), Inflight::default()],
@@ -348,32 +370,9 @@ impl Metrics {
         if !labels.recorded {
             return;
         }
-        // The code's digits without formatting them (any valid status code).
-        let status = http::StatusCode::from_u16(code).ok();
-        let formatted;
-        let code = match &status {
-            Some(s) => s.as_str(),
-            None => {
-                formatted = code.to_string();
-                &formatted
-            }
-        };
         let l = labels;
-        self.requests
-            .series(&[
-                code,
-                l.component,
-                &l.dry_run,
-                &l.info.group,
-                &l.info.resource,
-                l.scope,
-                l.subresource(),
-                l.system_client,
-                l.verb,
-                &l.info.version,
-            ])
-            .fetch_add(1, Ordering::Relaxed);
         let series = self.durations.series(&l.with_dry_run());
+        series.count(code, l.system_client, 1);
         series.durations.observe(elapsed.as_secs_f64());
         if l.verb == "GET" || l.verb == "LIST" {
             series.sizes.observe(bytes as f64);
@@ -500,15 +499,29 @@ impl Metrics {
         }
 
         header(out, "apiserver_request_total", "counter", "[STABLE] Counter of apiserver requests broken out for each verb, dry run value, group, version, resource, scope, component, and HTTP response code.");
-        for (values, c) in self.requests.snapshot() {
-            let v = c.load(Ordering::Relaxed) as f64;
+        // Each duration series' counts, with `code` first and `system_client` before
+        // `verb`, sorted by label values as the other families are.
+        let mut totals: Vec<(Vec<String>, u64)> = Vec::new();
+        for (values, s) in &durations {
+            let counts = s.totals.read().unwrap_or_else(|e| e.into_inner());
+            for (code, system_client, count) in counts.iter() {
+                let mut labels = Vec::with_capacity(REQUEST_LABELS.len());
+                labels.push(code.to_string());
+                labels.extend(values[..6].iter().cloned());
+                labels.push(system_client.to_string());
+                labels.extend(values[6..].iter().cloned());
+                totals.push((labels, count.load(Ordering::Relaxed)));
+            }
+        }
+        totals.sort_by(|a, b| a.0.cmp(&b.0));
+        for (values, v) in &totals {
             sample(
                 out,
                 "apiserver_request_total",
                 REQUEST_LABELS,
-                &values,
+                values,
                 None,
-                v,
+                *v as f64,
             );
         }
 
@@ -1482,26 +1495,25 @@ mod tests {
     fn counter_exposition() {
         let m = Metrics::new();
         let labels = [
-            "200",
             "apiserver",
             "",
             "example.com",
             "widgets",
             "resource",
             "",
-            "",
             "GET",
             "v1",
         ];
-        m.requests.series(&labels).fetch_add(2, Ordering::Relaxed);
-        m.requests.series(&labels).fetch_add(1, Ordering::Relaxed);
+        m.durations.series(&labels).count(200, "", 2);
+        m.durations.series(&labels).count(200, "", 1);
+        m.durations.series(&labels).count(404, "kube-scheduler", 1);
         let mut out = String::new();
         m.render_requests(&mut out);
         assert!(out.contains(
             "# HELP apiserver_request_total [STABLE] Counter of apiserver requests broken out for each verb, dry run value, group, version, resource, scope, component, and HTTP response code.\n# TYPE apiserver_request_total counter\n"
         ));
         assert!(out.contains(
-            "\napiserver_request_total{code=\"200\",component=\"apiserver\",dry_run=\"\",group=\"example.com\",resource=\"widgets\",scope=\"resource\",subresource=\"\",system_client=\"\",verb=\"GET\",version=\"v1\"} 3\n"
+            "\napiserver_request_total{code=\"200\",component=\"apiserver\",dry_run=\"\",group=\"example.com\",resource=\"widgets\",scope=\"resource\",subresource=\"\",system_client=\"\",verb=\"GET\",version=\"v1\"} 3\napiserver_request_total{code=\"404\",component=\"apiserver\",dry_run=\"\",group=\"example.com\",resource=\"widgets\",scope=\"resource\",subresource=\"\",system_client=\"kube-scheduler\",verb=\"GET\",version=\"v1\"} 1\n"
         ));
         // Nothing in flight: both kinds are present at 0.
         assert!(out.contains("apiserver_current_inflight_requests{request_kind=\"mutating\"} 0\n"));
