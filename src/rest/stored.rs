@@ -4,6 +4,7 @@
 use super::object;
 use crate::status::Status;
 use crate::storage::KeyValue;
+use apimachinery::codec::{encode_str_into, encode_value, encode_value_into};
 use serde_json::Value;
 
 /// Parse stored bytes into an object carrying its `resourceVersion`.
@@ -81,7 +82,7 @@ impl Place {
 /// `resourceVersion` and `selfLink`; note where the former goes.
 pub fn encode_stored(obj: &Value) -> (Vec<u8>, Place) {
     let Value::Object(m) = obj else {
-        let bytes = serde_json::to_vec(obj).unwrap_or_default();
+        let bytes = encode_value(obj);
         let len = bytes.len();
         return (bytes, Place { slot: None, len });
     };
@@ -92,11 +93,11 @@ pub fn encode_stored(obj: &Value) -> (Vec<u8>, Place) {
         if i > 0 {
             out.push(b',');
         }
-        write_json(&mut out, k);
+        encode_str_into(&mut out, k);
         out.push(b':');
         match v {
             Value::Object(meta) if k == "metadata" => slot = write_meta(&mut out, meta),
-            _ => write_json(&mut out, v),
+            _ => encode_value_into(&mut out, v),
         }
     }
     out.push(b'}');
@@ -124,9 +125,9 @@ fn write_meta(out: &mut Vec<u8>, meta: &serde_json::Map<String, Value>) -> Optio
             out.push(b',');
         }
         written += 1;
-        write_json(out, k);
+        encode_str_into(out, k);
         out.push(b':');
-        write_json(out, v);
+        encode_value_into(out, v);
     }
     let (at, before) = place.unwrap_or((out.len(), written));
     out.push(b'}');
@@ -138,13 +139,6 @@ fn write_meta(out: &mut Vec<u8>, meta: &serde_json::Map<String, Value>) -> Optio
         Comma::None
     };
     (!self_link).then_some(Slot { at, comma })
-}
-
-/// Write a JSON value as serde_json does.
-fn write_json<T: serde::Serialize + ?Sized>(out: &mut Vec<u8>, v: &T) {
-    // Writing into a Vec fails only for values serde_json cannot represent, which a
-    // `Value` never holds.
-    let _ = serde_json::to_writer(&mut *out, v);
 }
 
 #[cfg(test)]

@@ -57,6 +57,18 @@ impl PathElement {
         s
     }
 
+    /// [`PathElement::serialize`] into `out` (replacing what it held).
+    pub fn write_key(&self, out: &mut String) {
+        out.clear();
+        match self {
+            PathElement::Field(f) => {
+                out.push_str("f:");
+                out.push_str(f);
+            }
+            other => out.push_str(&other.serialize()),
+        }
+    }
+
     /// The `FieldsV1` key of this element (`f:spec`, `k:{"name":"http"}`, `v:"a"`, `i:0`).
     pub fn serialize(&self) -> String {
         match self {
@@ -521,8 +533,10 @@ impl FieldSet {
     /// applied to a set in its `FieldsV1` form, as [`FieldSet::to_fields_v1`] writes
     /// it: `{}` is a member, `"."` marks a member with paths below it.
     pub fn subtract_from_fields_v1(&self, fields: &mut Map<String, Value>, recursive: bool) {
+        // One buffer for every key of this level.
+        let mut key = String::new();
         for pe in &self.members {
-            let key = pe.serialize();
+            pe.write_key(&mut key);
             let Some(Value::Object(below)) = fields.get_mut(&key) else {
                 continue;
             };
@@ -533,7 +547,7 @@ impl FieldSet {
             }
         }
         for (pe, other) in &self.children {
-            let key = pe.serialize();
+            pe.write_key(&mut key);
             let Some(Value::Object(below)) = fields.get_mut(&key) else {
                 continue;
             };
