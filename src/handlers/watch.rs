@@ -78,7 +78,7 @@ impl Watcher {
         if self.protobuf {
             return protobuf_frame(ty, &object);
         }
-        let object = apimachinery::codec::encode_value(&object);
+        let object = serde_json::to_vec(&object).unwrap_or_default();
         crate::rest::watch_objects::event_line(ty, &object)
     }
 

@@ -66,7 +66,7 @@ pub fn encode_value(value: &Value, output: Output) -> (Vec<u8>, &'static str) {
             "application/yaml",
         ),
         _ => {
-            let mut bytes = apimachinery::codec::encode_value(value);
+            let mut bytes = serde_json::to_vec(value).unwrap_or_default();
             bytes.push(b'\n');
             (bytes, "application/json")
         }

@@ -35,7 +35,7 @@ fn reply_json(kind: &dyn ResourceKind, place: Place, kv: &KeyValue) -> Option<by
 /// A value as a JSON reply holds it (`http::response::encode_value`): serde_json's
 /// bytes and a newline.
 fn json_bytes(obj: &Value) -> bytes::Bytes {
-    let mut bytes = apimachinery::codec::encode_value(obj);
+    let mut bytes = serde_json::to_vec(obj).unwrap_or_default();
     bytes.push(b'\n');
     bytes::Bytes::from(bytes)
 }

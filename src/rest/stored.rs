@@ -4,7 +4,6 @@
 use super::object;
 use crate::status::Status;
 use crate::storage::KeyValue;
-use apimachinery::codec::{encode_str_into, encode_value, encode_value_into};
 use serde_json::Value;
 
 /// Parse stored bytes into an object carrying its `resourceVersion`.
@@ -82,7 +81,7 @@ impl Place {
 /// `resourceVersion` and `selfLink`; note where the former goes.
 pub fn encode_stored(obj: &Value) -> (Vec<u8>, Place) {
     let Value::Object(m) = obj else {
-        let bytes = encode_value(obj);
+        let bytes = serde_json::to_vec(obj).unwrap_or_default();
         let len = bytes.len();
         return (bytes, Place { slot: None, len });
     };
@@ -93,11 +92,11 @@ pub fn encode_stored(obj: &Value) -> (Vec<u8>, Place) {
         if i > 0 {
             out.push(b',');
         }
-        encode_str_into(&mut out, k);
+        write_json(&mut out, k);
         out.push(b':');
         match v {
             Value::Object(meta) if k == "metadata" => slot = write_meta(&mut out, meta),
-            _ => encode_value_into(&mut out, v),
+            _ => write_json(&mut out, v),
         }
     }
     out.push(b'}');
@@ -125,9 +124,9 @@ fn write_meta(out: &mut Vec<u8>, meta: &serde_json::Map<String, Value>) -> Optio
             out.push(b',');
         }
         written += 1;
-        encode_str_into(out, k);
+        write_json(out, k);
         out.push(b':');
-        encode_value_into(out, v);
+        write_json(out, v);
     }
     let (at, before) = place.unwrap_or((out.len(), written));
     out.push(b'}');
@@ -139,6 +138,13 @@ fn write_meta(out: &mut Vec<u8>, meta: &serde_json::Map<String, Value>) -> Optio
         Comma::None
     };
     (!self_link).then_some(Slot { at, comma })
+}
+
+/// Write a JSON value as serde_json does.
+fn write_json<T: serde::Serialize + ?Sized>(out: &mut Vec<u8>, v: &T) {
+    // Writing into a Vec fails only for values serde_json cannot represent, which a
+    // `Value` never holds.
+    let _ = serde_json::to_writer(&mut *out, v);
 }
 
 #[cfg(test)]

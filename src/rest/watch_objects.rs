@@ -183,7 +183,7 @@ impl SharedObjects {
                     return Ok::<_, Status>(None);
                 };
                 kind.on_read(&mut value).await.map_err(conversion_error)?;
-                let mut json = apimachinery::codec::encode_value(&value);
+                let mut json = serde_json::to_vec(&value).unwrap_or_default();
                 json.push(b'\n');
                 let json = Bytes::from(json);
                 served.put(&kv.key, id, json.clone());

@@ -745,68 +745,6 @@ pub fn find_duplicate_fields(json_bytes: &[u8]) -> Vec<String> {
         .unwrap_or_default()
 }
 
-/// `v` as compact JSON, byte for byte what `serde_json::to_vec` writes (object keys in
-/// the map's order). Strings that need no escape, nearly all of an object's, are
-/// copied whole instead of byte by byte.
-pub fn encode_value(v: &Value) -> Vec<u8> {
-    let mut out = Vec::with_capacity(512);
-    encode_value_into(&mut out, v);
-    out
-}
-
-/// [`encode_value`] appended to `out`.
-pub fn encode_value_into(out: &mut Vec<u8>, v: &Value) {
-    match v {
-        Value::Null => out.extend_from_slice(b"null"),
-        Value::Bool(true) => out.extend_from_slice(b"true"),
-        Value::Bool(false) => out.extend_from_slice(b"false"),
-        // Writing into a Vec cannot fail, and a Number always has a representation.
-        Value::Number(n) => {
-            let _ = serde_json::to_writer(&mut *out, n);
-        }
-        Value::String(s) => encode_str_into(out, s),
-        Value::Array(items) => {
-            out.push(b'[');
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push(b',');
-                }
-                encode_value_into(out, item);
-            }
-            out.push(b']');
-        }
-        Value::Object(m) => {
-            out.push(b'{');
-            for (i, (k, item)) in m.iter().enumerate() {
-                if i > 0 {
-                    out.push(b',');
-                }
-                encode_str_into(out, k);
-                out.push(b':');
-                encode_value_into(out, item);
-            }
-            out.push(b'}');
-        }
-    }
-}
-
-/// A JSON string as serde_json writes it: `"`, `\\` and control characters escaped,
-/// everything else as it is.
-pub fn encode_str_into(out: &mut Vec<u8>, s: &str) {
-    // Checked over the whole string without an early exit, which vectorizes.
-    let plain = s
-        .bytes()
-        .fold(true, |ok, b| ok & (b >= 0x20) & (b != b'"') & (b != b'\\'));
-    if plain {
-        out.reserve(s.len() + 2);
-        out.push(b'"');
-        out.extend_from_slice(s.as_bytes());
-        out.push(b'"');
-    } else {
-        let _ = serde_json::to_writer(&mut *out, s);
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1074,48 +1012,5 @@ mod tests {
         );
         // The last value wins, as in Go.
         assert_eq!(decode_json(body).unwrap()["kind"], "Y");
-    }
-
-    mod encoding {
-        use super::super::*;
-        use proptest::prelude::*;
-
-        /// Values with strings of every kind of character (escapes, controls,
-        /// non-ASCII) and numbers of every representation.
-        fn value() -> impl Strategy<Value = Value> {
-            let text = prop_oneof![
-                "[a-z]{0,8}",
-                "[\\x00-\\x7f]{0,8}",
-                any::<String>(),
-                Just("\"\\\\/\u{7f}\u{2028}é".to_string()),
-            ];
-            let leaf = prop_oneof![
-                Just(Value::Null),
-                any::<bool>().prop_map(Value::from),
-                any::<i64>().prop_map(Value::from),
-                any::<u64>().prop_map(Value::from),
-                any::<f64>()
-                    .prop_filter("finite", |f| f.is_finite())
-                    .prop_map(Value::from),
-                text.clone().prop_map(Value::from),
-            ];
-            leaf.prop_recursive(4, 32, 5, move |inner| {
-                prop_oneof![
-                    prop::collection::vec(inner.clone(), 0..5).prop_map(Value::Array),
-                    prop::collection::btree_map(text.clone(), inner, 0..5)
-                        .prop_map(|m| Value::Object(m.into_iter().collect())),
-                ]
-            })
-        }
-
-        proptest! {
-            #![proptest_config(ProptestConfig::with_cases(2000))]
-
-            /// The encoder writes exactly serde_json's bytes.
-            #[test]
-            fn encoding_a_value_writes_serde_jsons_bytes(v in value()) {
-                prop_assert_eq!(encode_value(&v), serde_json::to_vec(&v).unwrap());
-            }
-        }
     }
 }

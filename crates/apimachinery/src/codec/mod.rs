@@ -32,8 +32,8 @@ pub use errors::{
     summarize_body, unknown_field_message, unrecognized_object_message,
 };
 pub use json::{
-    decode_json, decode_json_with_duplicates, decode_stored_json, encode_str_into, encode_value,
-    encode_value_into, find_duplicate_fields, json_syntax_error,
+    decode_json, decode_json_with_duplicates, decode_stored_json, find_duplicate_fields,
+    json_syntax_error,
 };
 pub use manifests::decode_manifests;
 pub use packed::Packed;
