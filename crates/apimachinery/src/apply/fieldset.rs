@@ -344,43 +344,39 @@ fn handle(node: &mut Node, shape: Shape, lhs: Option<&Value>, rhs: Option<&Value
             if mt.atomic || empty {
                 return leaf(node, lhs, rhs);
             }
-            // Every key of either side once, both sides walked together in their
-            // (sorted) key order.
-            let mut left = l.into_iter().flatten().peekable();
-            let mut right = r.into_iter().flatten().peekable();
-            loop {
-                let (k, lv, rv) = match (left.peek(), right.peek()) {
-                    (None, None) => break,
-                    (Some(&(lk, lv)), Some(&(rk, rv))) => match lk.cmp(rk) {
-                        std::cmp::Ordering::Less => {
-                            left.next();
-                            (lk, Some(lv), None)
-                        }
-                        std::cmp::Ordering::Greater => {
-                            right.next();
-                            (rk, None, Some(rv))
-                        }
-                        std::cmp::Ordering::Equal => {
-                            left.next();
-                            right.next();
-                            (lk, Some(lv), Some(rv))
-                        }
-                    },
-                    (Some(&(lk, lv)), None) => {
-                        left.next();
-                        (lk, Some(lv), None)
-                    }
-                    (None, Some(&(rk, rv))) => {
-                        right.next();
-                        (rk, None, Some(rv))
-                    }
-                };
+            for (k, lv, rv) in keys_of_both(l, r) {
                 node.attach_field(k, compare_node(mt.value_type(k), lv, rv));
             }
             false
         }
         Shape::Invalid => false,
     }
+}
+
+/// Every key of either map once, with its value on each side: both maps walked
+/// together in their (sorted) key order instead of one looked up per key of the other.
+fn keys_of_both<'a>(
+    l: Option<&'a Map<String, Value>>,
+    r: Option<&'a Map<String, Value>>,
+) -> impl Iterator<Item = (&'a String, Option<&'a Value>, Option<&'a Value>)> {
+    let mut left = l.into_iter().flatten().peekable();
+    let mut right = r.into_iter().flatten().peekable();
+    std::iter::from_fn(move || {
+        let order = match (left.peek(), right.peek()) {
+            (None, None) => return None,
+            (Some(_), None) => std::cmp::Ordering::Less,
+            (None, Some(_)) => std::cmp::Ordering::Greater,
+            (Some((lk, _)), Some((rk, _))) => lk.cmp(rk),
+        };
+        Some(match order {
+            std::cmp::Ordering::Less => left.next().map(|(k, v)| (k, Some(v), None))?,
+            std::cmp::Ordering::Greater => right.next().map(|(k, v)| (k, None, Some(v)))?,
+            std::cmp::Ordering::Equal => {
+                let (k, lv) = left.next()?;
+                (k, Some(lv), right.next().map(|(_, v)| v))
+            }
+        })
+    })
 }
 
 fn visit_list(node: &mut Node, lt: &ListType, l: Option<&[Value]>, r: Option<&[Value]>) {
@@ -817,6 +813,29 @@ mod tests {
             validate(&json!({"spec": {"image": 1}}), t, false),
             vec![".spec.image: expected string, got &value.valueUnstructured{Value:1}"]
         );
+    }
+
+    #[test]
+    fn keys_of_both_gives_every_key_once_with_each_sides_value() {
+        let l = json!({"a": 1, "c": 2, "d": 3});
+        let r = json!({"b": 4, "c": 5, "e": 6});
+        let got: Vec<(String, Option<Value>, Option<Value>)> =
+            keys_of_both(l.as_object(), r.as_object())
+                .map(|(k, lv, rv)| (k.clone(), lv.cloned(), rv.cloned()))
+                .collect();
+        let n = |v: i64| Some(json!(v));
+        assert_eq!(
+            got,
+            vec![
+                ("a".into(), n(1), None),
+                ("b".into(), None, n(4)),
+                ("c".into(), n(2), n(5)),
+                ("d".into(), n(3), None),
+                ("e".into(), None, n(6)),
+            ]
+        );
+        assert_eq!(keys_of_both(None, r.as_object()).count(), 3);
+        assert_eq!(keys_of_both(l.as_object(), None).count(), 3);
     }
 
     #[test]
