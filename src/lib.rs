@@ -30,6 +30,6 @@ pub use server::{Config, Server, StartError};
 
 // The pure layer, under the paths the server has always used for it.
 pub use apimachinery::{
-    access, apply, cel, codec, field, goformat, object, pipeline, schema, selector, service_alloc,
-    status, table, typed, user, write,
+    access, apply, cel, codec, duration, field, goformat, object, pipeline, schema, selector,
+    service_alloc, status, table, typed, user, write,
 };

@@ -517,7 +517,7 @@ fn own_flags_help(
 
 /// A Go duration flag (`time.ParseDuration`).
 fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
-    crd_apiserver::cel::library::go_parse_duration(s)
+    crd_apiserver::duration::go_parse_duration(s)
         .filter(|n| *n >= 0)
         .map(|n| std::time::Duration::from_nanos(n as u64))
         .ok_or_else(|| format!("time: invalid duration \"{s}\""))

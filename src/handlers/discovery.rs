@@ -154,7 +154,7 @@ pub async fn non_resource(
 fn clock(api: &ApiServer, req: &ApiRequest) -> Result<Value, Status> {
     if req.method == http::Method::POST {
         let advance = req.param("advance").unwrap_or("");
-        let nanos = crate::cel::library::go_parse_duration(advance)
+        let nanos = crate::duration::go_parse_duration(advance)
             .filter(|n| *n >= 0)
             .ok_or_else(|| {
                 Status::bad_request(format!(

@@ -196,7 +196,7 @@ pub fn request_timeout(query: Option<&str>, server: Duration) -> Result<Duration
     let Some(value) = query.filter(|v| !v.is_empty()) else {
         return Ok(server);
     };
-    let nanos = crate::cel::library::go_parse_duration(value).ok_or_else(|| {
+    let nanos = crate::duration::go_parse_duration(value).ok_or_else(|| {
         Status::bad_request(format!(
             "invalid timeout specified in the request URL - time: invalid duration {}",
             crate::field::go_quote(value)

@@ -461,7 +461,7 @@ fn parse_go_int(s: &str) -> Result<i64, &'static str> {
 
 /// Go's `time.ParseDuration`: its error text, if `s` is not a duration.
 fn go_duration_error(s: &str) -> Option<String> {
-    if crate::cel::library::go_parse_duration(s).is_some() {
+    if crate::duration::go_parse_duration(s).is_some() {
         return None;
     }
     let invalid = Some(format!("time: invalid duration {}", go_quote(s)));

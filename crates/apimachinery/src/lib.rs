@@ -22,6 +22,7 @@ pub mod component_status;
 pub mod controller_names;
 pub mod crd;
 pub mod cron;
+pub mod duration;
 pub mod feature_gates;
 pub mod field;
 pub mod goformat;

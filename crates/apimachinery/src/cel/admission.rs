@@ -39,9 +39,8 @@
 use super::check::{self, Checked, CompileError, RuleEnv, Want};
 use super::decls;
 use super::interp;
-use super::library::Ext;
 use super::types::{Decl, ObjectType, Type};
-use super::value::{self, EvalError, Val};
+use super::value::{self, EvalError, Extension, Val};
 use crate::access::{AccessCheck, Attributes, Decision};
 use crate::schema::objectmeta;
 use crate::user::UserInfo;
@@ -755,9 +754,8 @@ impl PartialEq for AuthzVal {
     }
 }
 
-impl AuthzVal {
-    /// The CEL type name.
-    pub fn type_name(&self) -> &'static str {
+impl Extension for AuthzVal {
+    fn type_name(&self) -> &'static str {
         match self {
             AuthzVal::Authorizer(_) => decls::AUTHORIZER,
             AuthzVal::PathCheck(..) => decls::PATH_CHECK,
@@ -767,9 +765,19 @@ impl AuthzVal {
         }
     }
 
-    /// A member function of the library on this value (`None`: not one of its).
-    pub fn call<'a>(&self, name: &str, args: &[Val<'a>]) -> Option<Result<Val<'a>, EvalError>> {
-        let wrap = |v: AuthzVal| Ok(Val::Ext(Rc::new(Ext::Authz(v))));
+    fn equals(&self, other: &dyn Extension) -> bool {
+        other
+            .as_any()
+            .downcast_ref::<AuthzVal>()
+            .is_some_and(|other| self == other)
+    }
+
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+
+    fn call<'a>(&self, name: &str, args: &[Val<'a>]) -> Option<Result<Val<'a>, EvalError>> {
+        let wrap = |v: AuthzVal| Ok(Val::Ext(Rc::new(v)));
         Some(match (self, name, args) {
             (AuthzVal::Authorizer(base), "path", [Val::Str(p)]) => {
                 if p.trim().is_empty() {
@@ -909,8 +917,8 @@ fn authz_values<'a>(ctx: &AuthzContext) -> (Val<'a>, Val<'a>) {
         }),
     );
     (
-        Val::Ext(Rc::new(Ext::Authz(AuthzVal::Authorizer(base)))),
-        Val::Ext(Rc::new(Ext::Authz(request_resource))),
+        Val::Ext(Rc::new(AuthzVal::Authorizer(base))),
+        Val::Ext(Rc::new(request_resource)),
     )
 }
 

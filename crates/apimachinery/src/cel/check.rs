@@ -763,7 +763,7 @@ fn validate_literals_level(e: &IdedExpr, c: &mut Checker<'_, '_, '_>) {
                             .map(|_| "invalid matches argument")
                     }
                     (Expr::Literal(LiteralValue::String(d)), "duration") => {
-                        super::library::go_parse_duration(d.inner())
+                        crate::duration::go_parse_duration(d.inner())
                             .is_none()
                             .then_some("invalid duration argument")
                     }

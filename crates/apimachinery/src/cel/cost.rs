@@ -7,7 +7,7 @@
 //! is expensive; the same rule under `maxItems` is cheap, exactly as kube estimates.
 
 use super::check::{Checked, RuleEnv};
-use super::library::{REGEX_STRING_LENGTH_COST_FACTOR, STRING_TRAVERSAL_COST_FACTOR};
+use super::limits::{REGEX_STRING_LENGTH_COST_FACTOR, STRING_TRAVERSAL_COST_FACTOR};
 use super::types::{Decl, Type};
 use ::cel::common::ast::{operators, EntryExpr, Expr, IdedExpr, LiteralValue};
 use std::collections::HashMap;

@@ -28,6 +28,23 @@ pub struct FunctionDecl {
     pub overloads: Vec<Overload>,
 }
 
+/// The formats of kube's format library (`format.dns1123Label()`, ...).
+pub const FORMAT_NAMES: [&str; 13] = [
+    "dns1123Label",
+    "dns1123Subdomain",
+    "dns1035Label",
+    "qualifiedName",
+    "dns1123LabelPrefix",
+    "dns1123SubdomainPrefix",
+    "dns1035LabelPrefix",
+    "labelValue",
+    "uri",
+    "uuid",
+    "byte",
+    "date",
+    "datetime",
+];
+
 /// kube's URL type.
 pub const URL: &str = "kubernetes.URL";
 /// kube's quantity type.
@@ -604,7 +621,7 @@ static FUNCTIONS: LazyLock<HashMap<&'static str, FunctionDecl>> = LazyLock::new(
         vec![String],
         opt(Opaque(FORMAT)),
     );
-    for f in super::kubelib::FORMAT_NAMES {
+    for f in FORMAT_NAMES {
         let name: &'static str = Box::leak(format!("format.{f}").into_boxed_str());
         t.g(name, "format_by_name", vec![], Opaque(FORMAT));
     }

@@ -1,7 +1,7 @@
 //! cel-go's `string.format(list)` (strings extension): `%s`, `%d`, `%f`, `%e`, `%b`,
 //! `%o`, `%x`, `%X` and `%%`, with the `en_US` locale cel-go formats numbers in.
 
-use super::library::display;
+use super::value::display;
 use super::value::{EvalError, Val};
 
 /// Format `args` into `f`.

@@ -7,7 +7,7 @@
 //! error only if no element decides), and cross-type numeric comparisons are on.
 
 use super::library;
-use super::value::{equals, EvalError, EvalResult, List, ListKind, Map, Val};
+use super::value::{equals, EvalError, EvalResult, Map, Val};
 use ::cel::common::ast::{operators, EntryExpr, Expr, IdedExpr, LiteralValue};
 use std::rc::Rc;
 
@@ -168,7 +168,7 @@ impl<'a, 'p, 'x> Interp<'a, 'p, 'x> {
                         if equals(ek, &k)? {
                             return Err(EvalError::new(format!(
                                 "Failed with repeated key: {}",
-                                library::display(&k)
+                                super::value::display(&k)
                             )));
                         }
                     }
@@ -491,126 +491,4 @@ fn optional_select_inner<'a>(inner: Option<Rc<Val<'a>>>, field: &str) -> EvalRes
             _ => Err(EvalError::no_such_overload()),
         },
     }
-}
-
-/// `l[i]` / `m[k]`.
-pub fn index<'a>(operand: &Val<'a>, key: &Val<'a>) -> EvalResult<'a> {
-    match operand {
-        Val::List(l) => {
-            let i = list_index(key)?;
-            if i < 0 || i as usize >= l.len() {
-                return Err(EvalError::new(format!("index out of bounds: {i}")));
-            }
-            l.get(i as usize)
-        }
-        Val::Map(m) => match m.get(key)? {
-            Some(v) => Ok(v),
-            None => Err(EvalError::new(format!(
-                "no such key: {}",
-                library::display(key)
-            ))),
-        },
-        Val::Optional(None) => Ok(Val::Optional(None)),
-        Val::Optional(Some(v)) => match index(v, key) {
-            Ok(x) => Ok(Val::Optional(Some(Rc::new(x)))),
-            Err(e)
-                if e.message.starts_with("no such key")
-                    || e.message.starts_with("index out of bounds") =>
-            {
-                Ok(Val::Optional(None))
-            }
-            Err(e) => Err(e),
-        },
-        _ => Err(EvalError::no_such_overload()),
-    }
-}
-
-/// `l[?i]` / `m[?k]`.
-pub fn optional_index<'a>(operand: &Val<'a>, key: &Val<'a>) -> EvalResult<'a> {
-    let target = match operand {
-        Val::Optional(None) => return Ok(Val::Optional(None)),
-        Val::Optional(Some(v)) => (**v).clone(),
-        other => other.clone(),
-    };
-    match index(&target, key) {
-        Ok(v) => Ok(Val::Optional(Some(Rc::new(v)))),
-        Err(e)
-            if e.message.starts_with("no such key")
-                || e.message.starts_with("index out of bounds") =>
-        {
-            Ok(Val::Optional(None))
-        }
-        Err(e) => Err(e),
-    }
-}
-
-fn list_index(key: &Val<'_>) -> Result<i64, EvalError> {
-    match key {
-        Val::Int(i) => Ok(*i),
-        Val::Uint(u) => {
-            i64::try_from(*u).map_err(|_| EvalError::new(format!("index out of bounds: {u}")))
-        }
-        Val::Double(d) if d.fract() == 0.0 => Ok(*d as i64),
-        other => Err(EvalError::new(format!(
-            "unsupported index type '{}' in list",
-            other.type_name()
-        ))),
-    }
-}
-
-/// Kept so the list kind of a concatenation can be chosen in one place.
-pub fn concat_lists<'a>(l: List<'a>, r: &List<'a>) -> EvalResult<'a> {
-    let kind = l.kind().clone();
-    let mut items = match l {
-        List::Owned(rc, _) => Rc::try_unwrap(rc).unwrap_or_else(|rc| (*rc).clone()),
-        List::Json(..) => l.items()?,
-    };
-    let right = r.items()?;
-    match &kind {
-        ListKind::Atomic => items.extend(right),
-        ListKind::Set => {
-            for v in right {
-                let mut seen = false;
-                for x in &items {
-                    if equals(x, &v)? {
-                        seen = true;
-                        break;
-                    }
-                }
-                if !seen {
-                    items.push(v);
-                }
-            }
-        }
-        ListKind::Map(keys) => {
-            for v in right {
-                let kv = super::value::map_list_key(&v, keys)?;
-                let mut replaced = false;
-                for x in items.iter_mut() {
-                    let kx = super::value::map_list_key(x, keys)?;
-                    let mut same = true;
-                    for (a, b) in kx.iter().zip(&kv) {
-                        let eq = match (a, b) {
-                            (None, None) => true,
-                            (Some(a), Some(b)) => equals(a, b)?,
-                            _ => false,
-                        };
-                        if !eq {
-                            same = false;
-                            break;
-                        }
-                    }
-                    if same {
-                        *x = v.clone();
-                        replaced = true;
-                        break;
-                    }
-                }
-                if !replaced {
-                    items.push(v);
-                }
-            }
-        }
-    }
-    Ok(Val::List(List::Owned(Rc::new(items), kind)))
 }

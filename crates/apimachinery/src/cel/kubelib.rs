@@ -2,9 +2,11 @@
 //! CIDRs, semantic versions and named formats. Functions, errors and costs follow
 //! `k8s.io/apiserver/pkg/cel/library`.
 
-use super::library::{self, STRING_TRAVERSAL_COST_FACTOR};
-use super::value::{EvalError, EvalResult, Map, Val};
+use super::decls::{self, FORMAT_NAMES};
+use super::limits::{REGEX_STRING_LENGTH_COST_FACTOR, STRING_TRAVERSAL_COST_FACTOR};
+use super::value::{self, EvalError, EvalResult, Extension, Map, Val};
 use crate::schema::objectmeta;
+use std::any::Any;
 use std::cmp::Ordering;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::rc::Rc;
@@ -81,26 +83,24 @@ pub enum Ext {
     Semver(Semver),
     /// `kubernetes.NamedFormat`.
     Format(&'static str),
-    /// A value of kube's authz library (`authorizer`, its checks and decisions).
-    Authz(super::admission::AuthzVal),
 }
 
-impl Ext {
-    /// The CEL type name.
-    pub fn type_name(&self) -> &'static str {
+impl Extension for Ext {
+    fn type_name(&self) -> &'static str {
         match self {
-            Ext::Url(_) => super::decls::URL,
-            Ext::Quantity(_) => super::decls::QUANTITY,
-            Ext::Ip(_) => super::decls::IP,
-            Ext::Cidr(..) => super::decls::CIDR,
-            Ext::Semver(_) => super::decls::SEMVER,
-            Ext::Format(_) => super::decls::FORMAT,
-            Ext::Authz(a) => a.type_name(),
+            Ext::Url(_) => decls::URL,
+            Ext::Quantity(_) => decls::QUANTITY,
+            Ext::Ip(_) => decls::IP,
+            Ext::Cidr(..) => decls::CIDR,
+            Ext::Semver(_) => decls::SEMVER,
+            Ext::Format(_) => decls::FORMAT,
         }
     }
 
-    /// Equality between two library values.
-    pub fn equals(&self, other: &Ext) -> bool {
+    fn equals(&self, other: &dyn Extension) -> bool {
+        let Some(other) = other.as_any().downcast_ref::<Ext>() else {
+            return false;
+        };
         match (self, other) {
             (Ext::Quantity(a), Ext::Quantity(b)) => a.compare(b) == Ordering::Equal,
             (Ext::Semver(a), Ext::Semver(b)) => a.compare(b) == Ordering::Equal,
@@ -108,41 +108,49 @@ impl Ext {
         }
     }
 
-    /// Ordering between two library values (`<` and friends are not declared for them).
-    pub fn compare(&self, _other: &Ext) -> Result<Option<Ordering>, EvalError> {
-        Err(EvalError::no_such_overload())
+    fn to_string_val(&self) -> Option<String> {
+        match self {
+            Ext::Ip(ip) => Some(ip.to_string()),
+            Ext::Cidr(ip, len) => Some(format!("{ip}/{len}")),
+            _ => None,
+        }
     }
 
-    /// `string(x)`.
-    pub fn to_string_val<'a>(&self) -> EvalResult<'a> {
-        match self {
-            Ext::Ip(ip) => Ok(Val::str(&ip.to_string())),
-            Ext::Cidr(ip, len) => Ok(Val::str(&format!("{ip}/{len}"))),
-            _ => Err(EvalError::no_such_overload()),
-        }
+    fn call<'a>(&self, name: &str, args: &[Val<'a>]) -> Option<EvalResult<'a>> {
+        Some(match (self, name, args) {
+            (Ext::Url(u), _, []) => url_getter(u, name)?,
+            (Ext::Quantity(q), _, _) => quantity_method(q, name, args)?,
+            (Ext::Ip(ip), _, []) => ip_method(ip, name)?,
+            (Ext::Cidr(ip, len), _, _) => cidr_method(*ip, *len, name, args)?,
+            (Ext::Semver(v), _, _) => semver_method(v, name, args)?,
+            (Ext::Format(f), "validate", [Val::Str(s)]) => {
+                let errs = validate_format(f, s);
+                Ok(Val::Optional(if errs.is_empty() {
+                    None
+                } else {
+                    Some(Rc::new(value::strings_val(&errs)))
+                }))
+            }
+            _ => return None,
+        })
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+/// The kube library value `v` is, if it is one.
+fn kube_ext<'v>(v: &'v Val<'_>) -> Option<&'v Ext> {
+    match v {
+        Val::Ext(e) => e.as_any().downcast_ref::<Ext>(),
+        _ => None,
     }
 }
 
 fn ext<'a>(e: Ext) -> Val<'a> {
     Val::Ext(Rc::new(e))
 }
-
-/// The formats of kube's format library (`format.dns1123Label()`, ...).
-pub const FORMAT_NAMES: [&str; 13] = [
-    "dns1123Label",
-    "dns1123Subdomain",
-    "dns1035Label",
-    "qualifiedName",
-    "dns1123LabelPrefix",
-    "dns1123SubdomainPrefix",
-    "dns1035LabelPrefix",
-    "labelValue",
-    "uri",
-    "uuid",
-    "byte",
-    "date",
-    "datetime",
-];
 
 /// Namespaced global functions of the kube libraries.
 pub fn is_global(qualified: &str) -> bool {
@@ -153,21 +161,12 @@ pub fn is_global(qualified: &str) -> bool {
             .is_some_and(|f| FORMAT_NAMES.contains(&f))
 }
 
-/// Type identifiers of the kube libraries.
-pub fn type_value<'a>(_name: &str) -> Option<Val<'a>> {
-    None
-}
-
-/// `+` between library values (none is declared).
-pub fn add<'a>(_x: &Ext, _y: &Ext) -> EvalResult<'a> {
-    Err(EvalError::no_such_overload())
-}
-
 fn err<'a>(msg: impl Into<String>) -> EvalResult<'a> {
     Err(EvalError::new(msg))
 }
 
-/// Call a kube library function, if `name` is one.
+/// Call a global function of the kube libraries, if `name` is one (their member
+/// functions are the values' own: [`Extension::call`]).
 pub fn call<'a>(name: &str, member: bool, args: &[Val<'a>]) -> Option<EvalResult<'a>> {
     if let Some(f) = name.strip_prefix("format.") {
         if f == "named" {
@@ -185,29 +184,10 @@ pub fn call<'a>(name: &str, member: bool, args: &[Val<'a>]) -> Option<EvalResult
             return Some(Ok(ext(Ext::Format(x))));
         }
     }
-    if !member {
-        return global(name, args);
-    }
-    let (Val::Ext(target), rest) = args.split_first()? else {
+    if member {
         return None;
-    };
-    Some(match (&**target, name, rest) {
-        (Ext::Url(u), _, []) => url_getter(u, name)?,
-        (Ext::Quantity(q), _, _) => quantity_method(q, name, rest)?,
-        (Ext::Ip(ip), _, []) => ip_method(ip, name)?,
-        (Ext::Cidr(ip, len), _, _) => cidr_method(*ip, *len, name, rest)?,
-        (Ext::Semver(v), _, _) => semver_method(v, name, rest)?,
-        (Ext::Authz(a), _, _) => a.call(name, rest)?,
-        (Ext::Format(f), "validate", [Val::Str(s)]) => {
-            let errs = validate_format(f, s);
-            Ok(Val::Optional(if errs.is_empty() {
-                None
-            } else {
-                Some(Rc::new(library::strings_val(&errs)))
-            }))
-        }
-        _ => return None,
-    })
+    }
+    global(name, args)
 }
 
 fn global<'a>(name: &str, args: &[Val<'a>]) -> Option<EvalResult<'a>> {
@@ -290,14 +270,11 @@ pub fn call_cost(name: &str, args: &[Val<'_>]) -> Option<u64> {
         }
         "validate" => {
             let s = by(1 + size(1), STRING_TRAVERSAL_COST_FACTOR);
-            let max_regex = match args.first() {
-                Some(Val::Ext(e)) => match &**e {
-                    Ext::Format(f) => format_max_regex_size(f),
-                    _ => return None,
-                },
+            let max_regex = match args.first().and_then(kube_ext) {
+                Some(Ext::Format(f)) => format_max_regex_size(f),
                 _ => return None,
             };
-            s * by(max_regex, library::REGEX_STRING_LENGTH_COST_FACTOR)
+            s * by(max_regex, REGEX_STRING_LENGTH_COST_FACTOR)
         }
         _ => return None,
     })
@@ -484,7 +461,7 @@ fn url_getter<'a>(u: &Url, name: &str) -> Option<EvalResult<'a>> {
             Val::Map(Map::Owned(Rc::new(
                 entries
                     .into_iter()
-                    .map(|(k, vs)| (Val::str(&k), library::strings_val(&vs)))
+                    .map(|(k, vs)| (Val::str(&k), value::strings_val(&vs)))
                     .collect(),
             )))
         }
@@ -748,7 +725,7 @@ impl Quantity {
 fn quantity_method<'a>(q: &Quantity, name: &str, rest: &[Val<'a>]) -> Option<EvalResult<'a>> {
     let other = |v: &Val<'a>| -> Option<Quantity> {
         match v {
-            Val::Ext(e) => match &**e {
+            Val::Ext(_) => match kube_ext(v)? {
                 Ext::Quantity(o) => Some(o.clone()),
                 _ => None,
             },
@@ -904,7 +881,7 @@ fn cidr_method<'a>(ip: IpAddr, len: u8, name: &str, rest: &[Val<'a>]) -> Option<
     let as_ip = |v: &Val<'a>| -> Option<Result<IpAddr, String>> {
         match v {
             Val::Str(s) => Some(parse_ip(s)),
-            Val::Ext(e) => match &**e {
+            Val::Ext(_) => match kube_ext(v)? {
                 Ext::Ip(i) => Some(Ok(*i)),
                 _ => None,
             },
@@ -914,7 +891,7 @@ fn cidr_method<'a>(ip: IpAddr, len: u8, name: &str, rest: &[Val<'a>]) -> Option<
     let as_cidr = |v: &Val<'a>| -> Option<Result<(IpAddr, u8), String>> {
         match v {
             Val::Str(s) => Some(parse_cidr(s)),
-            Val::Ext(e) => match &**e {
+            Val::Ext(_) => match kube_ext(v)? {
                 Ext::Cidr(i, l) => Some(Ok((*i, *l))),
                 _ => None,
             },
@@ -1076,7 +1053,7 @@ fn capitalize(s: &str) -> String {
 fn semver_method<'a>(v: &Semver, name: &str, rest: &[Val<'a>]) -> Option<EvalResult<'a>> {
     let other = |x: &Val<'a>| -> Option<Semver> {
         match x {
-            Val::Ext(e) => match &**e {
+            Val::Ext(_) => match kube_ext(x)? {
                 Ext::Semver(s) => Some(s.clone()),
                 _ => None,
             },

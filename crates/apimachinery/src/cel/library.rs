@@ -7,9 +7,12 @@
 //! target first for member calls); [`call_cost`] is cel-go's runtime cost of the call,
 //! with kube's cost estimator for its own functions.
 
-use super::interp;
 use super::kubelib;
-use super::value::{compare, equals, EvalError, EvalResult, List, Map, Val};
+use super::limits::{REGEX_STRING_LENGTH_COST_FACTOR, STRING_TRAVERSAL_COST_FACTOR};
+use super::value::{
+    compare, display, duration_string, equals, map_list_key, strings_val, EvalError, EvalResult,
+    List, ListKind, Map, Val,
+};
 use ::cel::common::ast::operators;
 use chrono::{DateTime, Datelike, FixedOffset, Timelike, Utc};
 use regex::Regex;
@@ -17,13 +20,6 @@ use std::cmp::Ordering;
 use std::collections::HashMap;
 use std::rc::Rc;
 use std::sync::{Arc, LazyLock, Mutex};
-
-pub use kubelib::Ext;
-
-/// cel-go's `common.StringTraversalCostFactor`.
-pub const STRING_TRAVERSAL_COST_FACTOR: f64 = 0.1;
-/// cel-go's `common.RegexStringLengthCostFactor`.
-pub const REGEX_STRING_LENGTH_COST_FACTOR: f64 = 0.25;
 
 type Args<'a> = Vec<Val<'a>>;
 
@@ -46,6 +42,11 @@ pub fn call<'a>(name: &str, member: bool, args: Args<'a>) -> EvalResult<'a> {
     }
     if name == super::macros::MAP_INSERT {
         return map_insert(args);
+    }
+    if let (true, Some((Val::Ext(target), rest))) = (member, args.split_first()) {
+        if let Some(r) = target.call(name, rest) {
+            return r;
+        }
     }
     if let Some(r) = kubelib::call(name, member, &args) {
         return r;
@@ -86,26 +87,9 @@ pub fn type_value<'a>(name: &str) -> Option<Val<'a>> {
         "optional_type" => "optional_type",
         "google.protobuf.Duration" => "google.protobuf.Duration",
         "google.protobuf.Timestamp" => "google.protobuf.Timestamp",
-        _ => return kubelib::type_value(name),
+        _ => return None,
     };
     Some(Val::Type(t))
-}
-
-/// cel-go's `%v` of a value in error messages.
-pub fn display(v: &Val<'_>) -> String {
-    match v {
-        Val::Null => "null".into(),
-        Val::Bool(b) => b.to_string(),
-        Val::Int(i) => i.to_string(),
-        Val::Uint(u) => u.to_string(),
-        Val::Double(d) => crate::goformat::go_float_v(*d),
-        Val::Str(s) => s.to_string(),
-        Val::Bytes(b) => String::from_utf8_lossy(b).into_owned(),
-        Val::Duration(d) => duration_string(*d),
-        Val::Timestamp(t) => t.to_rfc3339_opts(chrono::SecondsFormat::AutoSi, true),
-        Val::Type(t) => t.to_string(),
-        other => other.type_name().to_string(),
-    }
 }
 
 fn bool_val<'a>(b: bool) -> EvalResult<'a> {
@@ -183,8 +167,8 @@ fn operator<'a>(name: &str, args: &[Val<'a>]) -> Option<EvalResult<'a>> {
                 Ok(Val::Uint(a % b))
             }
         }
-        (operators::INDEX, [a, b]) => interp::index(a, b),
-        (operators::OPT_INDEX, [a, b]) => interp::optional_index(a, b),
+        (operators::INDEX, [a, b]) => index(a, b),
+        (operators::OPT_INDEX, [a, b]) => optional_index(a, b),
         (operators::IN, [v, Val::List(l)]) => (|| {
             let mut error = None;
             for i in 0..l.len() {
@@ -231,7 +215,7 @@ fn add<'a>(a: &Val<'a>, b: &Val<'a>) -> EvalResult<'a> {
             v.extend_from_slice(y);
             Ok(Val::Bytes(Rc::from(v)))
         }
-        (Val::List(x), Val::List(y)) => interp::concat_lists(x.clone(), y),
+        (Val::List(x), Val::List(y)) => concat_lists(x.clone(), y),
         (Val::Duration(x), Val::Duration(y)) => x
             .checked_add(*y)
             .map(Val::Duration)
@@ -239,7 +223,6 @@ fn add<'a>(a: &Val<'a>, b: &Val<'a>) -> EvalResult<'a> {
         (Val::Timestamp(t), Val::Duration(d)) | (Val::Duration(d), Val::Timestamp(t)) => {
             timestamp_add(t, *d)
         }
-        (Val::Ext(x), Val::Ext(y)) => kubelib::add(x, y),
         _ => Err(EvalError::no_such_overload()),
     }
 }
@@ -286,6 +269,125 @@ fn check_timestamp_range<'a>(t: DateTime<Utc>) -> EvalResult<'a> {
     Ok(Val::Timestamp(t))
 }
 
+/// `l[i]` / `m[k]`.
+fn index<'a>(operand: &Val<'a>, key: &Val<'a>) -> EvalResult<'a> {
+    match operand {
+        Val::List(l) => {
+            let i = list_index(key)?;
+            if i < 0 || i as usize >= l.len() {
+                return Err(EvalError::new(format!("index out of bounds: {i}")));
+            }
+            l.get(i as usize)
+        }
+        Val::Map(m) => match m.get(key)? {
+            Some(v) => Ok(v),
+            None => Err(EvalError::new(format!("no such key: {}", display(key)))),
+        },
+        Val::Optional(None) => Ok(Val::Optional(None)),
+        Val::Optional(Some(v)) => match index(v, key) {
+            Ok(x) => Ok(Val::Optional(Some(Rc::new(x)))),
+            Err(e)
+                if e.message.starts_with("no such key")
+                    || e.message.starts_with("index out of bounds") =>
+            {
+                Ok(Val::Optional(None))
+            }
+            Err(e) => Err(e),
+        },
+        _ => Err(EvalError::no_such_overload()),
+    }
+}
+
+/// `l[?i]` / `m[?k]`.
+fn optional_index<'a>(operand: &Val<'a>, key: &Val<'a>) -> EvalResult<'a> {
+    let target = match operand {
+        Val::Optional(None) => return Ok(Val::Optional(None)),
+        Val::Optional(Some(v)) => (**v).clone(),
+        other => other.clone(),
+    };
+    match index(&target, key) {
+        Ok(v) => Ok(Val::Optional(Some(Rc::new(v)))),
+        Err(e)
+            if e.message.starts_with("no such key")
+                || e.message.starts_with("index out of bounds") =>
+        {
+            Ok(Val::Optional(None))
+        }
+        Err(e) => Err(e),
+    }
+}
+
+fn list_index(key: &Val<'_>) -> Result<i64, EvalError> {
+    match key {
+        Val::Int(i) => Ok(*i),
+        Val::Uint(u) => {
+            i64::try_from(*u).map_err(|_| EvalError::new(format!("index out of bounds: {u}")))
+        }
+        Val::Double(d) if d.fract() == 0.0 => Ok(*d as i64),
+        other => Err(EvalError::new(format!(
+            "unsupported index type '{}' in list",
+            other.type_name()
+        ))),
+    }
+}
+
+/// `l + r`: the result keeps `l`'s list kind (a set or map list merges `r` into it).
+fn concat_lists<'a>(l: List<'a>, r: &List<'a>) -> EvalResult<'a> {
+    let kind = l.kind().clone();
+    let mut items = match l {
+        List::Owned(rc, _) => Rc::try_unwrap(rc).unwrap_or_else(|rc| (*rc).clone()),
+        List::Json(..) => l.items()?,
+    };
+    let right = r.items()?;
+    match &kind {
+        ListKind::Atomic => items.extend(right),
+        ListKind::Set => {
+            for v in right {
+                let mut seen = false;
+                for x in &items {
+                    if equals(x, &v)? {
+                        seen = true;
+                        break;
+                    }
+                }
+                if !seen {
+                    items.push(v);
+                }
+            }
+        }
+        ListKind::Map(keys) => {
+            for v in right {
+                let kv = map_list_key(&v, keys)?;
+                let mut replaced = false;
+                for x in items.iter_mut() {
+                    let kx = map_list_key(x, keys)?;
+                    let mut same = true;
+                    for (a, b) in kx.iter().zip(&kv) {
+                        let eq = match (a, b) {
+                            (None, None) => true,
+                            (Some(a), Some(b)) => equals(a, b)?,
+                            _ => false,
+                        };
+                        if !eq {
+                            same = false;
+                            break;
+                        }
+                    }
+                    if same {
+                        *x = v.clone();
+                        replaced = true;
+                        break;
+                    }
+                }
+                if !replaced {
+                    items.push(v);
+                }
+            }
+        }
+    }
+    Ok(Val::List(List::Owned(Rc::new(items), kind)))
+}
+
 // ---------------------------------------------------------------------------------------
 // Standard functions
 
@@ -322,7 +424,7 @@ fn standard<'a>(name: &str, member: bool, args: &[Val<'a>]) -> Option<EvalResult
         },
         ("duration", [v]) if !member => match v {
             Val::Duration(_) => Ok(v.clone()),
-            Val::Str(s) => go_parse_duration(s)
+            Val::Str(s) => crate::duration::go_parse_duration(s)
                 .map(Val::Duration)
                 .ok_or_else(|| EvalError::new(format!("time: invalid duration \"{s}\""))),
             _ => Err(EvalError::no_such_overload()),
@@ -436,15 +538,12 @@ fn to_string<'a>(v: &Val<'a>) -> EvalResult<'a> {
         },
         Val::Duration(d) => duration_string(*d),
         Val::Timestamp(t) => t.to_rfc3339_opts(chrono::SecondsFormat::AutoSi, true),
-        Val::Ext(e) => return e.to_string_val(),
+        Val::Ext(e) => match e.to_string_val() {
+            Some(s) => s,
+            None => return Err(EvalError::no_such_overload()),
+        },
         _ => return Err(EvalError::no_such_overload()),
     }))
-}
-
-/// A duration as protobuf JSON prints it (`3600s`, `1.5s`).
-fn duration_string(nanos: i64) -> String {
-    let secs = nanos as f64 / 1e9;
-    format!("{}s", crate::goformat::go_float_f(secs))
 }
 
 fn timestamp_getter<'a>(
@@ -489,92 +588,6 @@ fn parse_fixed_zone(z: &str) -> Option<FixedOffset> {
     let (h, m) = rest.split_once(':')?;
     let secs = h.parse::<i32>().ok()? * 3600 + m.parse::<i32>().ok()? * 60;
     FixedOffset::east_opt(sign * secs)
-}
-
-/// Go's `time.ParseDuration`, in nanoseconds.
-pub fn go_parse_duration(s: &str) -> Option<i64> {
-    let (neg, mut rest) = match s.as_bytes().first() {
-        Some(b'-') => (true, &s[1..]),
-        Some(b'+') => (false, &s[1..]),
-        _ => (false, s),
-    };
-    if rest == "0" {
-        return Some(0);
-    }
-    if rest.is_empty() {
-        return None;
-    }
-    let mut total: u128 = 0;
-    while !rest.is_empty() {
-        let int_len = rest.bytes().take_while(u8::is_ascii_digit).count();
-        let int_part = &rest[..int_len];
-        rest = &rest[int_len..];
-        let mut frac_part = "";
-        if rest.starts_with('.') {
-            rest = &rest[1..];
-            let frac_len = rest.bytes().take_while(u8::is_ascii_digit).count();
-            frac_part = &rest[..frac_len];
-            rest = &rest[frac_len..];
-        }
-        if int_part.is_empty() && frac_part.is_empty() {
-            return None;
-        }
-        let unit_len = rest
-            .char_indices()
-            .find(|(_, c)| *c == '.' || c.is_ascii_digit())
-            .map(|(i, _)| i)
-            .unwrap_or(rest.len());
-        let unit: u128 = match &rest[..unit_len] {
-            "ns" => 1,
-            "us" | "µs" | "μs" => 1_000,
-            "ms" => 1_000_000,
-            "s" => 1_000_000_000,
-            "m" => 60_000_000_000,
-            "h" => 3_600_000_000_000,
-            _ => return None,
-        };
-        rest = &rest[unit_len..];
-        let whole: u128 = if int_part.is_empty() {
-            0
-        } else {
-            int_part.parse().ok()?
-        };
-        let mut v = whole.checked_mul(unit)?;
-        if !frac_part.is_empty() {
-            let digits = frac_part.len().min(30) as u32;
-            let f: u128 = frac_part[..digits as usize].parse().ok()?;
-            v += f * unit / 10u128.pow(digits);
-        }
-        total = total.checked_add(v)?;
-        if total > i64::MAX as u128 + u128::from(neg) {
-            return None;
-        }
-    }
-    let total = i128::try_from(total).ok()?;
-    i64::try_from(if neg { -total } else { total }).ok()
-}
-
-/// A `format: duration` schema value: Go's durations, then kube-openapi's `<n> <unit>`.
-pub fn parse_schema_duration(s: &str) -> Option<i64> {
-    if let Some(d) = go_parse_duration(s) {
-        return Some(d);
-    }
-    static LENIENT: LazyLock<Option<Regex>> = LazyLock::new(|| {
-        Regex::new(r"^(\d+)\s*(ns|us|µs|ms|s|m|h|d|w|nanoseconds?|microseconds?|milliseconds?|seconds?|minutes?|hours?|days?|weeks?|sec|min|hr)$").ok()
-    });
-    let caps = LENIENT.as_ref()?.captures(s.trim())?;
-    let n: i64 = caps.get(1)?.as_str().parse().ok()?;
-    let unit: i64 = match caps.get(2)?.as_str() {
-        "ns" | "nanosecond" | "nanoseconds" => 1,
-        "us" | "µs" | "microsecond" | "microseconds" => 1_000,
-        "ms" | "millisecond" | "milliseconds" => 1_000_000,
-        "s" | "sec" | "second" | "seconds" => 1_000_000_000,
-        "m" | "min" | "minute" | "minutes" => 60_000_000_000,
-        "h" | "hr" | "hour" | "hours" => 3_600_000_000_000,
-        "d" | "day" | "days" => 86_400_000_000_000,
-        _ => 604_800_000_000_000,
-    };
-    n.checked_mul(unit)
 }
 
 /// A compiled RE2 pattern (Go syntax), cached for the process: rules reuse a few
@@ -725,7 +738,7 @@ fn strings_ext<'a>(name: &str, member: bool, args: &[Val<'a>]) -> Option<EvalRes
 }
 
 fn string_list<'a>(items: Vec<String>) -> Val<'a> {
-    Val::list(items.iter().map(|s| Val::str(s)).collect())
+    strings_val(&items)
 }
 
 fn index_of<'a>(runes: &[char], sub: &str, offset: i64) -> EvalResult<'a> {
@@ -1216,24 +1229,9 @@ pub fn call_cost(name: &str, member: bool, args: &[Val<'_>], result: &EvalResult
     }
 }
 
-/// A list of strings made during evaluation.
-pub fn strings_val<'a>(items: &[String]) -> Val<'a> {
-    string_list(items.to_vec())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn go_durations_parse() {
-        assert_eq!(go_parse_duration("1h30m"), Some(5_400_000_000_000));
-        assert_eq!(go_parse_duration("1.5s"), Some(1_500_000_000));
-        assert_eq!(go_parse_duration("-2ms"), Some(-2_000_000));
-        assert_eq!(go_parse_duration("0"), Some(0));
-        assert_eq!(go_parse_duration("1"), None);
-        assert_eq!(go_parse_duration("1d"), None);
-    }
 
     #[test]
     fn go_split_and_replace() {

@@ -1,4 +1,5 @@
-//! cel-go's parser limits, checked before an expression reaches the parser.
+//! cel-go's parser limits, checked before an expression reaches the parser, and the
+//! cost factors its estimator and runtime charge strings and patterns with.
 //!
 //! cel-go refuses expressions over 100,000 code points, parse trees nesting more than
 //! 250 `expr` rules (parentheses, calls, list and map literals, index brackets,
@@ -11,6 +12,11 @@
 //!
 //! The scan is deliberately lenient about syntax: whatever it does not understand it
 //! skips, leaving the message to the real parser.
+
+/// cel-go's `common.StringTraversalCostFactor`.
+pub const STRING_TRAVERSAL_COST_FACTOR: f64 = 0.1;
+/// cel-go's `common.RegexStringLengthCostFactor`.
+pub const REGEX_STRING_LENGTH_COST_FACTOR: f64 = 0.25;
 
 /// cel-go's default `expressionSizeCodePointLimit`.
 pub const MAX_CODE_POINTS: usize = 100_000;

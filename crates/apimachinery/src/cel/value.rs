@@ -7,7 +7,6 @@
 //! byte` become durations, timestamps and bytes, and `x-kubernetes-int-or-string` is
 //! `int` or `string` at run time.
 
-use super::library::Ext;
 use crate::goformat::go_type_name;
 use crate::schema::sorted_map::SortedMap;
 use crate::schema::structural::Structural;
@@ -249,8 +248,29 @@ pub enum Val<'a> {
     Optional(Option<Rc<Val<'a>>>),
     /// A value kept by `x-kubernetes-preserve-unknown-fields` with no type.
     Preserved(&'a Value),
-    /// A library type (quantity, URL, IP, CIDR, semver, format).
-    Ext(Rc<Ext>),
+    /// A value of a library type: kube's quantity, URL, IP, CIDR, semver and format,
+    /// its authz library's authorizer, checks and decisions.
+    Ext(Rc<dyn Extension>),
+}
+
+/// A value of a type that a library adds to CEL: kube's URL, quantity, IP, CIDR, semver
+/// and named format ([`super::kubelib`]), its authz library's values
+/// ([`super::admission`]). The interpreter knows them only through this trait; each
+/// library implements it for its values and downcasts its own (`as_any`).
+pub trait Extension: std::fmt::Debug {
+    /// The CEL type name.
+    fn type_name(&self) -> &'static str;
+    /// `==` with another library value (false across types).
+    fn equals(&self, other: &dyn Extension) -> bool;
+    /// `string(x)`, for the types that declare it.
+    fn to_string_val(&self) -> Option<String> {
+        None
+    }
+    /// The member function `name` of this value with `args` after the target: `None`
+    /// when its library has no such overload.
+    fn call<'a>(&self, name: &str, args: &[Val<'a>]) -> Option<EvalResult<'a>>;
+    /// The value, for its own library to downcast.
+    fn as_any(&self) -> &dyn std::any::Any;
 }
 
 /// A CEL list: borrowed JSON typed by its shape, or built by the expression.
@@ -360,7 +380,7 @@ pub fn to_val<'a>(v: &'a Value, shape: &'a Shape) -> EvalResult<'a> {
             };
             match format {
                 StringFormat::Plain => Ok(Val::str(s)),
-                StringFormat::Duration => super::library::parse_schema_duration(s)
+                StringFormat::Duration => crate::duration::parse_schema_duration(s)
                     .map(Val::Duration)
                     .ok_or_else(|| EvalError::new(format!("Invalid duration {s}"))),
                 StringFormat::Date => chrono::NaiveDate::parse_from_str(s, "%Y-%m-%d")
@@ -577,6 +597,34 @@ pub const RESERVED: [&str; 21] = [
     "while",
 ];
 
+/// cel-go's `%v` of a value in error messages.
+pub fn display(v: &Val<'_>) -> String {
+    match v {
+        Val::Null => "null".into(),
+        Val::Bool(b) => b.to_string(),
+        Val::Int(i) => i.to_string(),
+        Val::Uint(u) => u.to_string(),
+        Val::Double(d) => crate::goformat::go_float_v(*d),
+        Val::Str(s) => s.to_string(),
+        Val::Bytes(b) => String::from_utf8_lossy(b).into_owned(),
+        Val::Duration(d) => duration_string(*d),
+        Val::Timestamp(t) => t.to_rfc3339_opts(chrono::SecondsFormat::AutoSi, true),
+        Val::Type(t) => t.to_string(),
+        other => other.type_name().to_string(),
+    }
+}
+
+/// A duration as protobuf JSON prints it (`3600s`, `1.5s`).
+pub fn duration_string(nanos: i64) -> String {
+    let secs = nanos as f64 / 1e9;
+    format!("{}s", crate::goformat::go_float_f(secs))
+}
+
+/// A list of strings made during evaluation.
+pub fn strings_val<'a>(items: &[String]) -> Val<'a> {
+    Val::list(items.iter().map(|s| Val::str(s)).collect())
+}
+
 /// kube's property-name escaping for CEL (`foo-bar` → `foo__dash__bar`); `None` when the
 /// name can't be written in CEL (such fields are not visible to rules).
 pub fn escape(ident: &str) -> Option<String> {
@@ -714,7 +762,7 @@ pub fn equals<'a>(a: &Val<'a>, b: &Val<'a>) -> Result<bool, EvalError> {
         (Val::Map(x), Val::Map(y)) => map_equals(x, y)?,
         (Val::Preserved(x), other) => Some(*x) == to_json(other).as_ref(),
         (other, Val::Preserved(y)) => to_json(other).as_ref() == Some(*y),
-        (Val::Ext(x), Val::Ext(y)) => x.equals(y),
+        (Val::Ext(x), Val::Ext(y)) => x.equals(&**y),
         _ => false,
     })
 }
@@ -869,7 +917,6 @@ pub fn compare(a: &Val<'_>, b: &Val<'_>) -> Result<Option<Ordering>, EvalError> 
         (Val::Bytes(x), Val::Bytes(y)) => Some(x.cmp(y)),
         (Val::Duration(x), Val::Duration(y)) => Some(x.cmp(y)),
         (Val::Timestamp(x), Val::Timestamp(y)) => Some(x.cmp(y)),
-        (Val::Ext(x), Val::Ext(y)) => return x.compare(y),
         _ => return Err(EvalError::no_such_overload()),
     })
 }
