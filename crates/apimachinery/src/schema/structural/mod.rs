@@ -7,15 +7,18 @@
 //! `allOf`/`anyOf`/`oneOf`/`not` never contribute to the skeleton.
 //!
 //! The model lives here; `checks` holds the structural-ness checks (`NewStructural`,
-//! `ValidateStructural`), `openapi_schema` the schema rules of kube's CRD validation and
-//! `go_regexp` the translation of Go regular expressions (`pattern`).
+//! `ValidateStructural`), `openapi_schema` the schema rules of kube's CRD validation,
+//! `options` what both share, and `go_regexp` the translation of Go regular
+//! expressions (`pattern`).
 
 mod checks;
 mod go_regexp;
 mod openapi_schema;
+mod options;
 
-pub use checks::{is_structural, validate_schema, validate_structural, SchemaCheckOptions};
+pub use checks::{is_structural, validate_schema, validate_structural};
 pub use go_regexp::{compile_go_regexp, RegexpError};
+pub use options::SchemaCheckOptions;
 
 use crate::schema::props::{JSONSchemaProps, SchemaOrArray, SchemaOrBool, ValidationRule};
 use crate::schema::sorted_map::SortedMap;

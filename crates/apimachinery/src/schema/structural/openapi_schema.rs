@@ -2,7 +2,7 @@
 //! unsupported OpenAPI fields, where defaults may stand, and the `x-kubernetes-*`
 //! extension rules, node by node.
 
-use super::checks::{non_empty_props, type_of, wrong_type, SchemaCheckOptions, OPENAPI_V3_TYPES};
+use super::options::{non_empty_props, type_of, wrong_type, SchemaCheckOptions, OPENAPI_V3_TYPES};
 use crate::field::{Error, ErrorList, Path};
 use crate::schema::objectmeta::META_FIELDS;
 use crate::schema::props::{JSONSchemaProps, SchemaOrArray, SchemaOrBool};
