@@ -5,7 +5,7 @@
 //! To add a mode (RBAC): implement [`Authorizer`], add a [`Mode`] variant and its
 //! flag name in [`Mode::parse`], and build it in [`build`].
 
-use super::rbac::PolicyRule;
+use super::policy_rule::PolicyRule;
 use super::{AuthConfigError, UserInfo};
 use crate::field::go_quote;
 use crate::http::request_info::RequestInfo;
@@ -86,7 +86,22 @@ impl RulesInfo {
         if self.errors.is_empty() {
             return String::new();
         }
-        crate::auth::rbac::aggregate(&self.errors)
+        aggregate(&self.errors)
+    }
+}
+
+/// kube's error aggregate: one message bare, several as `[a, b]` (duplicates once).
+pub(crate) fn aggregate(errors: &[String]) -> String {
+    let mut seen = std::collections::HashSet::new();
+    let unique: Vec<&str> = errors
+        .iter()
+        .filter(|e| seen.insert(e.as_str()))
+        .map(String::as_str)
+        .collect();
+    if unique.len() == 1 {
+        unique[0].to_string()
+    } else {
+        format!("[{}]", unique.join(", "))
     }
 }
 

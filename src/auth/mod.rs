@@ -8,6 +8,7 @@ pub mod delegated;
 mod error;
 pub mod impersonation;
 pub mod keys;
+mod policy_rule;
 pub mod rbac;
 pub mod service_account;
 pub mod token;

@@ -18,7 +18,9 @@
 //!   aggregation controller (`controllers::rbac_aggregation`) writes, shared with the
 //!   bootstrap policy.
 
-use super::authz::{Attributes, Authorizer, Decision};
+use super::authz::{aggregate, Attributes, Authorizer, Decision};
+use super::policy_rule::go_quoted_list;
+pub use super::policy_rule::PolicyRule;
 use super::{UserInfo, MASTERS_GROUP};
 use crate::object;
 use crate::storage::{EventKind, ListOptions, Storage, WatchItem};
@@ -33,143 +35,8 @@ pub const GROUP: &str = "rbac.authorization.k8s.io";
 /// kube's prefix of service account user names.
 pub const SERVICE_ACCOUNT_PREFIX: &str = "system:serviceaccount:";
 
-/// One rule of a role (kube's `PolicyRule`).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct PolicyRule {
-    /// Verbs (`*` for all).
-    pub verbs: Vec<String>,
-    /// API groups (`*` for all, `""` for core).
-    pub api_groups: Vec<String>,
-    /// Resources (`*`, `pods`, `pods/status`, `*/scale`).
-    pub resources: Vec<String>,
-    /// Object names (empty: any).
-    pub resource_names: Vec<String>,
-    /// Non-resource paths (`/healthz`, `/apis/*`, `*`).
-    pub non_resource_urls: Vec<String>,
-}
-
-/// The strings of a list field (empty when absent or null).
-fn strings(v: &Value, field: &str) -> Vec<String> {
-    v.get(field)
-        .and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(Value::as_str)
-                .map(str::to_string)
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
 fn str_field<'a>(v: &'a Value, field: &str) -> &'a str {
     v.get(field).and_then(Value::as_str).unwrap_or("")
-}
-
-impl PolicyRule {
-    /// A rule as written in a role.
-    pub fn from_json(v: &Value) -> PolicyRule {
-        PolicyRule {
-            verbs: strings(v, "verbs"),
-            api_groups: strings(v, "apiGroups"),
-            resources: strings(v, "resources"),
-            resource_names: strings(v, "resourceNames"),
-            non_resource_urls: strings(v, "nonResourceURLs"),
-        }
-    }
-
-    /// The rules of a role object (`rules`).
-    pub fn list_from(role: &Value) -> Vec<PolicyRule> {
-        role.get("rules")
-            .and_then(Value::as_array)
-            .map(|a| a.iter().map(PolicyRule::from_json).collect())
-            .unwrap_or_default()
-    }
-
-    fn verb_matches(&self, verb: &str) -> bool {
-        self.verbs.iter().any(|v| v == "*" || v == verb)
-    }
-
-    fn api_group_matches(&self, group: &str) -> bool {
-        self.api_groups.iter().any(|g| g == "*" || g == group)
-    }
-
-    fn resource_matches(&self, combined: &str, subresource: &str) -> bool {
-        self.resources.iter().any(|r| {
-            r == "*"
-                || r == combined
-                || (!subresource.is_empty() && r.strip_prefix("*/") == Some(subresource))
-        })
-    }
-
-    fn resource_name_matches(&self, name: &str) -> bool {
-        self.resource_names.is_empty() || self.resource_names.iter().any(|n| n == name)
-    }
-
-    fn non_resource_url_matches(&self, path: &str) -> bool {
-        self.non_resource_urls.iter().any(|u| {
-            u == "*" || u == path || (u.ends_with('*') && path.starts_with(u.trim_end_matches('*')))
-        })
-    }
-
-    /// Whether this rule allows the request (kube's `RuleAllows`).
-    pub fn allows(&self, attrs: &Attributes) -> bool {
-        if !self.verb_matches(&attrs.verb) {
-            return false;
-        }
-        if !attrs.resource_request {
-            return self.non_resource_url_matches(&attrs.path);
-        }
-        let combined = if attrs.subresource.is_empty() {
-            attrs.resource.clone()
-        } else {
-            format!("{}/{}", attrs.resource, attrs.subresource)
-        };
-        self.api_group_matches(&attrs.api_group)
-            && self.resource_matches(&combined, &attrs.subresource)
-            && self.resource_name_matches(&attrs.name)
-    }
-}
-
-impl PolicyRule {
-    /// The rule as kube encodes it (`verbs` always, other lists when not empty).
-    pub fn to_json(&self) -> Value {
-        let mut m = serde_json::Map::new();
-        m.insert("verbs".into(), serde_json::json!(self.verbs));
-        for (field, list) in [
-            ("apiGroups", &self.api_groups),
-            ("resources", &self.resources),
-            ("resourceNames", &self.resource_names),
-            ("nonResourceURLs", &self.non_resource_urls),
-        ] {
-            if !list.is_empty() {
-                m.insert(field.into(), serde_json::json!(list));
-            }
-        }
-        Value::Object(m)
-    }
-
-    /// kube's `CompactString`, the form escalation errors list missing rules in:
-    /// `{APIGroups:[""], Resources:["pods"], Verbs:["get" "list"]}`.
-    pub fn compact_string(&self) -> String {
-        let parts: Vec<String> = [
-            ("APIGroups", &self.api_groups),
-            ("Resources", &self.resources),
-            ("NonResourceURLs", &self.non_resource_urls),
-            ("ResourceNames", &self.resource_names),
-            ("Verbs", &self.verbs),
-        ]
-        .iter()
-        .filter(|(_, list)| !list.is_empty())
-        .map(|(name, list)| format!("{name}:{}", go_quoted_list(list)))
-        .collect();
-        format!("{{{}}}", parts.join(", "))
-    }
-}
-
-/// Go's `%q` of a `[]string`: `["a" "b"]`.
-fn go_quoted_list(list: &[String]) -> String {
-    let quoted: Vec<String> = list.iter().map(|s| crate::field::go_quote(s)).collect();
-    format!("[{}]", quoted.join(" "))
 }
 
 /// kube's `BreakdownRule`: one rule per (group, resource, verb[, name]) and per
@@ -788,21 +655,6 @@ fn role_rules(
             .and_then(|s| s.value.clone())
             .ok_or_else(|| format!("clusterrole{plural}.{GROUP} {} not found", q(name))),
         other => Err(format!("unsupported role reference kind: {}", q(other))),
-    }
-}
-
-/// kube's error aggregate: one message bare, several as `[a, b]` (duplicates once).
-pub(crate) fn aggregate(errors: &[String]) -> String {
-    let mut seen = std::collections::HashSet::new();
-    let unique: Vec<&str> = errors
-        .iter()
-        .filter(|e| seen.insert(e.as_str()))
-        .map(String::as_str)
-        .collect();
-    if unique.len() == 1 {
-        unique[0].to_string()
-    } else {
-        format!("[{}]", unique.join(", "))
     }
 }
 
