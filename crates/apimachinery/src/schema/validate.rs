@@ -29,6 +29,7 @@ use crate::goformat::{go_float_f, go_float_v, go_json};
 use regex::Regex;
 use serde_json::{Map, Value};
 use std::collections::{HashMap, HashSet};
+use std::fmt::Write as _;
 use std::sync::{Arc, LazyLock, Mutex};
 
 /// Validate `value` (at `path`) against a CRD schema: kube's full create-time set.
@@ -137,7 +138,7 @@ impl Validator {
 
     /// Only the OpenAPI schema pass (kube's `ValidateCustomResource`), including map keys.
     pub fn validate_schema(&self, value: &Value, path: &Path) -> ErrorList {
-        let res = run_node(&self.root, value, "", None, false);
+        let res = run_node(&self.root, value, &mut String::new(), None, false);
         to_field_errors(res, path)
     }
 
@@ -151,7 +152,7 @@ impl Validator {
 fn schema_update(node: &Node, new: &Value, old: &Value, path: &Path) -> ErrorList {
     // Ratcheting only forgives errors: an object valid without it (the common case)
     // needs no second, correlated pass.
-    let plain = run_node(node, new, "", None, false);
+    let plain = run_node(node, new, &mut String::new(), None, false);
     if plain.is_valid() {
         return to_field_errors(plain, path);
     }
@@ -160,7 +161,10 @@ fn schema_update(node: &Node, new: &Value, old: &Value, path: &Path) -> ErrorLis
         old,
         schema: node,
     };
-    to_field_errors(run_node(node, new, "", Some(corr), true), path)
+    to_field_errors(
+        run_node(node, new, &mut String::new(), Some(corr), true),
+        path,
+    )
 }
 
 // ---------------------------------------------------------------------------------
@@ -566,14 +570,22 @@ impl OErr {
 }
 
 /// kube-openapi's `Result`: errors unique by message, and a match count.
+///
+/// Every check of every node makes one, and nearly all stay empty: an empty result
+/// holds no allocation, and a result with few errors finds duplicates by scanning.
 #[derive(Default, Debug)]
 struct OResult {
     errors: Vec<OErr>,
-    seen: HashSet<String>,
+    /// The messages of `errors`, kept once there are more than [`OResult::SCANNED`]
+    /// (boxed: a result is moved up through every level of the walk).
+    seen: Option<Box<HashSet<String>>>,
     match_count: usize,
 }
 
 impl OResult {
+    /// Up to this many errors, a new one is compared with each.
+    const SCANNED: usize = 16;
+
     fn single(e: OErr) -> Self {
         let mut r = OResult::default();
         r.add(e);
@@ -581,16 +593,40 @@ impl OResult {
     }
 
     fn add(&mut self, e: OErr) {
-        if self.seen.insert(e.message.clone()) {
-            self.errors.push(e);
+        match &mut self.seen {
+            Some(seen) => {
+                if seen.insert(e.message.clone()) {
+                    self.errors.push(e);
+                }
+            }
+            None => {
+                if self.errors.iter().any(|x| x.message == e.message) {
+                    return;
+                }
+                self.errors.push(e);
+                if self.errors.len() > Self::SCANNED {
+                    let seen = self.errors.iter().map(|x| x.message.clone()).collect();
+                    self.seen = Some(Box::new(seen));
+                }
+            }
         }
     }
 
+    #[inline]
     fn merge(&mut self, other: OResult) {
+        self.match_count += other.match_count;
+        if other.errors.is_empty() {
+            return;
+        }
+        if self.errors.is_empty() && self.seen.is_none() {
+            // Nothing to dedupe against: take `other`'s errors (already unique) whole.
+            self.errors = other.errors;
+            self.seen = other.seen;
+            return;
+        }
         for e in other.errors {
             self.add(e);
         }
-        self.match_count += other.match_count;
     }
 
     fn inc(&mut self) {
@@ -803,9 +839,28 @@ fn go_v(v: &Value) -> String {
 // ---------------------------------------------------------------------------------
 // The validator: kube-openapi's SchemaValidator, one function per value validator.
 
+/// Run `f` with `path` extended by `parts`, then restore it. A validation builds the
+/// element paths of its nodes in one buffer: they are read only when an error names
+/// them, so no node allocates its own.
+fn within<R>(path: &mut String, parts: &[&str], f: impl FnOnce(&mut String) -> R) -> R {
+    let len = path.len();
+    for part in parts {
+        path.push_str(part);
+    }
+    let r = f(path);
+    path.truncate(len);
+    r
+}
+
 /// Validate through a ratcheting node: errors are dropped when the correlated old value
 /// is equal (the match count is kept, as kube merges them as warnings).
-fn run_node(node: &Node, data: &Value, path: &str, corr: Option<Corr>, ratchet: bool) -> OResult {
+fn run_node(
+    node: &Node,
+    data: &Value,
+    path: &mut String,
+    corr: Option<Corr>,
+    ratchet: bool,
+) -> OResult {
     let res = validate_node(node, data, path, corr, ratchet);
     if ratchet && !res.is_valid() {
         if let Some(c) = corr {
@@ -824,7 +879,7 @@ fn run_node(node: &Node, data: &Value, path: &str, corr: Option<Corr>, ratchet: 
 fn validate_node(
     node: &Node,
     data: &Value,
-    path: &str,
+    path: &mut String,
     corr: Option<Corr>,
     ratchet: bool,
 ) -> OResult {
@@ -929,7 +984,7 @@ fn validate_type(node: &Node, data: &Value, path: &str) -> OResult {
 fn validate_composition(
     node: &Node,
     data: &Value,
-    path: &str,
+    path: &mut String,
     corr: Option<Corr>,
     ratchet: bool,
 ) -> OResult {
@@ -1292,7 +1347,7 @@ fn multiple_of_float(path: &str, data: f64, factor: f64) -> Option<OErr> {
 fn validate_array(
     node: &Node,
     items: &[Value],
-    path: &str,
+    path: &mut String,
     corr: Option<Corr>,
     ratchet: bool,
 ) -> OResult {
@@ -1300,13 +1355,10 @@ fn validate_array(
     if let Some(item_schema) = &node.items {
         for (i, item) in items.iter().enumerate() {
             let child = corr.and_then(|c| c.index(i));
-            result.merge(run_node(
-                item_schema,
-                item,
-                &crate::field::concat(&[path, "[", &i.to_string(), "]"]),
-                child,
-                ratchet,
-            ));
+            let len = path.len();
+            let _ = write!(path, "[{i}]");
+            result.merge(run_node(item_schema, item, path, child, ratchet));
+            path.truncate(len);
         }
     }
     let size = items.len() as i64;
@@ -1407,7 +1459,7 @@ fn validate_enum(node: &Node, data: &Value, path: &str) -> OResult {
 fn validate_object(
     node: &Node,
     obj: &Map<String, Value>,
-    path: &str,
+    path: &mut String,
     corr: Option<Corr>,
     ratchet: bool,
 ) -> OResult {
@@ -1439,9 +1491,10 @@ fn validate_object(
             );
         }
     }
+    let at_root = path.is_empty();
     // Ratcheting never correlates the root's apiVersion and kind.
     let child_corr = |key: &str| -> Option<Corr> {
-        if path.is_empty() && (key == "kind" || key == "apiVersion") {
+        if at_root && (key == "kind" || key == "apiVersion") {
             return None;
         }
         corr.and_then(|c| c.key(key))
@@ -1460,30 +1513,18 @@ fn validate_object(
     } else if let Additional::Schema(schema) = &node.additional {
         for (key, value) in obj {
             if !node.properties.contains_key(key) {
-                res.merge(run_node(
-                    schema,
-                    value,
-                    &crate::field::concat(&[path, ".", key]),
-                    child_corr(key),
-                    ratchet,
-                ));
+                res.merge(within(path, &[".", key], |path| {
+                    run_node(schema, value, path, child_corr(key), ratchet)
+                }));
             }
         }
     }
     for (name, schema) in &node.properties {
         if let Some(value) = obj.get(name) {
-            let child_path = if path.is_empty() {
-                name.clone()
-            } else {
-                crate::field::concat(&[path, ".", name])
-            };
-            res.merge(run_node(
-                schema,
-                value,
-                &child_path,
-                child_corr(name),
-                ratchet,
-            ));
+            let parts: &[&str] = if at_root { &[name] } else { &[".", name] };
+            res.merge(within(path, parts, |path| {
+                run_node(schema, value, path, child_corr(name), ratchet)
+            }));
         }
     }
     for key in &node.required {
@@ -1500,14 +1541,10 @@ fn validate_object(
     if let Some(key_schema) = &node.checks.property_names {
         for key in obj.keys() {
             let key_value = Value::String(key.clone());
-            let mut key_res = validate_node(
-                key_schema,
-                &key_value,
-                &format!("{path}[{key}]"),
-                None,
-                false,
-            );
-            if path.is_empty() {
+            let mut key_res = within(path, &["[", key, "]"], |path| {
+                validate_node(key_schema, &key_value, path, None, false)
+            });
+            if at_root {
                 for e in &mut key_res.errors {
                     e.key_of_root = true;
                 }
@@ -1583,6 +1620,49 @@ mod tests {
 
     fn schema(v: Value) -> JSONSchemaProps {
         JSONSchemaProps::from_value(&v).expect("test schema parses")
+    }
+
+    #[test]
+    fn results_keep_each_message_once_in_first_seen_order() {
+        let messages =
+            |r: &OResult| -> Vec<String> { r.errors.iter().map(|e| e.message.clone()).collect() };
+        // Past the scanned few, duplicates are found through the set.
+        let mut many = OResult::default();
+        for round in 0..2 {
+            for i in 0..40 {
+                many.add(OErr::plain(format!("m{}", (i * 7 + round) % 30)));
+            }
+        }
+        let want: Vec<String> = (0..40)
+            .map(|i| format!("m{}", (i * 7) % 30))
+            .chain((0..40).map(|i| format!("m{}", (i * 7 + 1) % 30)))
+            .fold(Vec::new(), |mut seen, m| {
+                if !seen.contains(&m) {
+                    seen.push(m);
+                }
+                seen
+            });
+        assert_eq!(messages(&many), want);
+        assert_eq!(want.len(), 30);
+
+        // Merging into an empty result takes the errors whole; into a full one, only new ones.
+        let mut few = OResult::default();
+        few.add(OErr::plain("m3".into()));
+        few.add(OErr::plain("new".into()));
+        few.add(OErr::plain("m3".into()));
+        few.match_count = 2;
+        let mut empty = OResult::default();
+        empty.merge(OResult::default());
+        assert!(empty.is_valid());
+        empty.merge(many);
+        let mut expected = want.clone();
+        assert_eq!(messages(&empty), expected);
+        empty.merge(few);
+        expected.push("new".into());
+        assert_eq!(messages(&empty), expected);
+        assert_eq!(empty.match_count, 2);
+        empty.add(OErr::plain("new".into()));
+        assert_eq!(messages(&empty), expected);
     }
 
     /// Render errors as `field: body`, sorted like the conformance runner sorts causes.
