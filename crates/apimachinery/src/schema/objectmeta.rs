@@ -16,10 +16,8 @@ use super::structural::Structural;
 use crate::field::{BadValue, Error, ErrorList, ErrorType, Path, Trail};
 use crate::goformat::go_json;
 use chrono::{DateTime, SecondsFormat, Utc};
-use regex::Regex;
 use serde_json::{Map, Value};
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::LazyLock;
 
 /// Fields of an object that are TypeMeta/ObjectMeta at a resource root (or in an
 /// embedded resource).
@@ -63,16 +61,55 @@ pub const TOTAL_ANNOTATION_SIZE_LIMIT: usize = 256 * 1024;
 const FIELD_MANAGER_MAX_LENGTH: usize = 128;
 const MAX_SUBRESOURCE_NAME_LENGTH: usize = 256;
 
-fn anchored(fmt: &str) -> Regex {
-    // Built from this file's constant formats (covered by tests), never from request data.
-    Regex::new(&format!("^{fmt}$")).expect("metadata format literal compiles")
+// The formats above, matched without a regular expression: every write checks a name,
+// a namespace and each label, and each has one shape, a run of bytes whose first byte,
+// last byte and the bytes between come from three small sets (`is_run`). The tests
+// hold each matcher to its format compiled as a regular expression.
+
+/// `s` is one byte from `first`, or a byte from `first`, bytes from `end` or `inner`,
+/// and a last byte from `end`.
+fn is_run(s: &str, first: fn(u8) -> bool, end: fn(u8) -> bool, inner: fn(u8) -> bool) -> bool {
+    let b = s.as_bytes();
+    let (Some(&head), Some(&last)) = (b.first(), b.last()) else {
+        return false;
+    };
+    let between = b.get(1..b.len() - 1).unwrap_or_default();
+    first(head) && end(last) && between.iter().all(|&c| end(c) || inner(c))
 }
 
-static DNS1123_LABEL: LazyLock<Regex> = LazyLock::new(|| anchored(DNS1123_LABEL_FMT));
-static DNS1123_SUBDOMAIN: LazyLock<Regex> = LazyLock::new(|| anchored(DNS1123_SUBDOMAIN_FMT));
-static DNS1035_LABEL: LazyLock<Regex> = LazyLock::new(|| anchored(DNS1035_LABEL_FMT));
-static LABEL_KEY: LazyLock<Regex> = LazyLock::new(|| anchored(LABEL_KEY_FMT));
-static LABEL_VALUE: LazyLock<Regex> = LazyLock::new(|| anchored(LABEL_VALUE_FMT));
+fn lower_alnum(c: u8) -> bool {
+    c.is_ascii_lowercase() || c.is_ascii_digit()
+}
+
+fn dash(c: u8) -> bool {
+    c == b'-'
+}
+
+/// [`DNS1123_LABEL_FMT`].
+fn is_dns1123_label_format(s: &str) -> bool {
+    is_run(s, lower_alnum, lower_alnum, dash)
+}
+
+/// [`DNS1123_SUBDOMAIN_FMT`]: labels joined by dots.
+fn is_dns1123_subdomain_format(s: &str) -> bool {
+    s.split('.').all(is_dns1123_label_format)
+}
+
+/// [`DNS1035_LABEL_FMT`].
+fn is_dns1035_label_format(s: &str) -> bool {
+    is_run(s, |c| c.is_ascii_lowercase(), lower_alnum, dash)
+}
+
+/// [`LABEL_KEY_FMT`].
+fn is_label_key_format(s: &str) -> bool {
+    let alnum: fn(u8) -> bool = |c| c.is_ascii_alphanumeric();
+    is_run(s, alnum, alnum, |c| matches!(c, b'-' | b'_' | b'.'))
+}
+
+/// [`LABEL_VALUE_FMT`].
+fn is_label_value_format(s: &str) -> bool {
+    s.is_empty() || is_label_key_format(s)
+}
 
 /// apimachinery's `RegexError`: the message, examples, and the pattern used.
 fn regex_error(msg: &str, fmt: &str, examples: &[&str]) -> String {
@@ -93,7 +130,7 @@ pub fn is_dns1123_subdomain(value: &str) -> Vec<String> {
     if value.len() > 253 {
         errs.push("must be no more than 253 characters".to_string());
     }
-    if !DNS1123_SUBDOMAIN.is_match(value) {
+    if !is_dns1123_subdomain_format(value) {
         errs.push(regex_error(
             DNS1123_SUBDOMAIN_ERR,
             DNS1123_SUBDOMAIN_FMT,
@@ -109,8 +146,8 @@ pub fn validate_dns1123_label(value: &str) -> Vec<String> {
     if value.len() > 63 {
         errs.push("must be no more than 63 characters".to_string());
     }
-    if !DNS1123_LABEL.is_match(value) {
-        if DNS1123_SUBDOMAIN.is_match(value) {
+    if !is_dns1123_label_format(value) {
+        if is_dns1123_subdomain_format(value) {
             errs.push("must not contain dots".to_string());
         } else {
             errs.push(regex_error(
@@ -129,7 +166,7 @@ pub fn is_dns1035_label(value: &str) -> Vec<String> {
     if value.len() > 63 {
         errs.push("must be no more than 63 characters".to_string());
     }
-    if !DNS1035_LABEL.is_match(value) {
+    if !is_dns1035_label_format(value) {
         errs.push(regex_error(
             DNS1035_LABEL_ERR,
             DNS1035_LABEL_FMT,
@@ -189,7 +226,7 @@ fn is_dns1123_subdomain_bytes(value: &str) -> Vec<String> {
     if value.len() > 253 {
         errs.push("must be no more than 253 bytes".to_string());
     }
-    if !DNS1123_SUBDOMAIN.is_match(value) {
+    if !is_dns1123_subdomain_format(value) {
         errs.push(regex_error(
             DNS1123_SUBDOMAIN_ERR,
             DNS1123_SUBDOMAIN_FMT,
@@ -230,7 +267,7 @@ pub fn is_qualified_name(value: &str) -> Vec<String> {
     } else if name.len() > 63 {
         errs.push("name part must be no more than 63 bytes".to_string());
     }
-    if !LABEL_KEY.is_match(name) {
+    if !is_label_key_format(name) {
         errs.push(format!(
             "name part {}",
             regex_error(
@@ -249,7 +286,7 @@ pub fn is_label_value(value: &str) -> Vec<String> {
     if value.len() > 63 {
         errs.push("must be no more than 63 bytes".to_string());
     }
-    if !LABEL_VALUE.is_match(value) {
+    if !is_label_value_format(value) {
         errs.push(regex_error(
             LABEL_VALUE_ERR,
             LABEL_VALUE_FMT,
@@ -933,7 +970,7 @@ fn parse_group_version(gv: &str) -> Result<(String, String), String> {
 
 /// Go's `unicode.IsPrint`, closely enough for field manager names.
 fn is_print(c: char) -> bool {
-    if c == ' ' {
+    if c == ' ' || c.is_ascii_graphic() {
         return true;
     }
     let u = c as u32;
@@ -949,31 +986,32 @@ fn is_print(c: char) -> bool {
 fn validate_managed_fields(fields: &[ManagedField], path: &Path) -> ErrorList {
     let mut errs = ErrorList::new();
     for (i, f) in fields.iter().enumerate() {
-        let p = path.index(i);
+        // The entry's path is made only for an error (entries are nearly always valid).
+        let p = || path.index(i);
         if f.operation != "Apply" && f.operation != "Update" {
             errs.push(Error::invalid(
-                &p.child("operation"),
+                &p().child("operation"),
                 Value::String(f.operation.to_string()),
                 "must be `Apply` or `Update`",
             ));
         }
         if !f.fields_type.is_empty() && f.fields_type != "FieldsV1" {
             errs.push(Error::invalid(
-                &p.child("fieldsType"),
+                &p().child("fieldsType"),
                 Value::String(f.fields_type.to_string()),
                 "must be `FieldsV1`",
             ));
         }
         if f.manager.len() > FIELD_MANAGER_MAX_LENGTH {
             errs.push(Error::too_long(
-                &p.child("manager"),
+                &p().child("manager"),
                 FIELD_MANAGER_MAX_LENGTH as i64,
             ));
         }
         for (pos, c) in f.manager.char_indices() {
             if !is_print(c) {
                 errs.push(Error::invalid(
-                    &p.child("manager"),
+                    &p().child("manager"),
                     Value::String(f.manager.to_string()),
                     format!("invalid character U+{:04X} (at position {pos})", c as u32),
                 ));
@@ -981,7 +1019,7 @@ fn validate_managed_fields(fields: &[ManagedField], path: &Path) -> ErrorList {
         }
         if f.subresource.len() > MAX_SUBRESOURCE_NAME_LENGTH {
             errs.push(Error::too_long(
-                &p.child("subresource"),
+                &p().child("subresource"),
                 MAX_SUBRESOURCE_NAME_LENGTH as i64,
             ));
         }
@@ -1217,6 +1255,49 @@ mod tests {
             assert!(crate::typed::go_type_error(&case, meta).is_some(), "{case}");
             assert!(!plainly_typed(case.as_object().unwrap()), "{case}");
         }
+    }
+
+    /// Each name format's matcher agrees with the format compiled as an anchored
+    /// regular expression (kube matches with Go's `regexp`, which agrees with Rust's on
+    /// these ASCII classes), on strings over the bytes the formats tell apart.
+    #[test]
+    fn name_format_matchers_agree_with_the_formats_as_regexes() {
+        use proptest::prelude::*;
+        let anchored = |fmt: &str| regex::Regex::new(&format!("^{fmt}$")).unwrap();
+        let oracles: [(&str, fn(&str) -> bool); 5] = [
+            (DNS1123_LABEL_FMT, is_dns1123_label_format),
+            (DNS1123_SUBDOMAIN_FMT, is_dns1123_subdomain_format),
+            (DNS1035_LABEL_FMT, is_dns1035_label_format),
+            (LABEL_KEY_FMT, is_label_key_format),
+            (LABEL_VALUE_FMT, is_label_value_format),
+        ];
+        let oracles: Vec<_> = oracles.iter().map(|(f, m)| (anchored(f), *m)).collect();
+        let matched: [std::cell::Cell<usize>; 5] = Default::default();
+        let strings = proptest::collection::vec(
+            prop::sample::select(vec![
+                'a', 'z', 'A', 'Z', '0', '9', '-', '_', '.', '/', ' ', '\n', 'é', 'k',
+            ]),
+            0..8,
+        )
+        .prop_map(|cs| cs.into_iter().collect::<String>());
+        let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig::with_cases(4000));
+        runner
+            .run(&strings, |s| {
+                for (i, (re, matcher)) in oracles.iter().enumerate() {
+                    prop_assert_eq!(matcher(&s), re.is_match(&s), "{:?} against {}", s, re);
+                    matched[i].set(matched[i].get() + usize::from(re.is_match(&s)));
+                }
+                Ok(())
+            })
+            .unwrap();
+        // The strings reach both sides of every format.
+        assert!(matched.iter().all(|m| m.get() > 100), "{matched:?}");
+        for (case, want) in [("a", true), ("a-0", true), ("-a", false), ("a.b", false)] {
+            assert_eq!(is_dns1123_label_format(case), want, "{case}");
+        }
+        assert!(is_dns1123_subdomain_format("a.b-c.d") && !is_dns1123_subdomain_format("a..b"));
+        assert!(is_label_value_format("") && !is_label_key_format(""));
+        assert!(!is_dns1035_label_format("0a") && is_dns1035_label_format("a0"));
     }
 
     fn meta_value() -> impl proptest::strategy::Strategy<Value = Value> {
