@@ -511,6 +511,12 @@ fn push_err(errs: &mut Vec<String>, path: &Trail<'_>, msg: String) {
 }
 
 fn validate_into(v: &Value, t: TypeRef, dups: bool, path: &Trail<'_>, errs: &mut Vec<String>) {
+    // kube's untyped types take every value: any scalar, lists of untyped atoms (never
+    // associative) and maps of untyped values. Nothing below them can fail, so their
+    // values (a stored object's managedFields among them) are not walked.
+    if matches!(t, TypeRef::Deduced | TypeRef::UntypedAtomic) {
+        return;
+    }
     match t.shape_for(Some(v)) {
         Shape::Scalar(kind) => {
             if let Some(msg) = scalar_error(kind, v) {
@@ -773,6 +779,58 @@ mod tests {
             json!({"f:spec": {".": {}, "f:env": {".": {}, "f:A": {}},
                 "f:ports": {".": {}, "k:{\"name\":\"http\"}": {".": {}, "f:port": {}}}}})
         );
+    }
+
+    /// What lets `validate_into` skip the values of kube's untyped types: every value
+    /// converts under them, level by level (any scalar; a list that is not associative,
+    /// of untyped items; a map of untyped values, no key undeclared).
+    fn untyped_accepts(t: TypeRef, v: &Value) -> bool {
+        let untyped = |t: TypeRef| matches!(t, TypeRef::Deduced | TypeRef::UntypedAtomic);
+        match t.shape_for(Some(v)) {
+            Shape::Scalar(kind) => scalar_error(kind, v).is_none(),
+            Shape::List(lt) => {
+                !lt.kind.is_associative()
+                    && v.as_array().is_none_or(|items| {
+                        items
+                            .iter()
+                            .all(|i| untyped(lt.elem) && untyped_accepts(lt.elem, i))
+                    })
+            }
+            Shape::Map(mt) => v.as_object().is_none_or(|m| {
+                m.iter().all(|(k, x)| {
+                    let ct = mt.value_type(k);
+                    untyped(ct) && untyped_accepts(ct, x)
+                })
+            }),
+            Shape::Invalid => false,
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn untyped_types_accept_every_value(v in any_json()) {
+            for t in [TypeRef::Deduced, TypeRef::UntypedAtomic] {
+                proptest::prop_assert!(untyped_accepts(t, &v), "{v}");
+            }
+        }
+    }
+
+    fn any_json() -> impl proptest::strategy::Strategy<Value = Value> {
+        use proptest::prelude::*;
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::from),
+            any::<i64>().prop_map(Value::from),
+            (-1e9f64..1e9).prop_map(Value::from),
+            "[a-z.:]{0,4}".prop_map(Value::from),
+        ];
+        leaf.prop_recursive(4, 32, 4, |inner| {
+            prop_oneof![
+                proptest::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+                proptest::collection::btree_map("[a-z.:]{0,3}", inner, 0..4)
+                    .prop_map(|m| Value::Object(m.into_iter().collect())),
+            ]
+        })
     }
 
     #[test]
