@@ -904,10 +904,8 @@ mod tests {
                         fields.remove(&k);
                     }
                 }
-                2 => {
-                    if fields.remove(".").is_none() {
-                        fields.insert(".".into(), json!({}));
-                    }
+                2 if fields.remove(".").is_none() => {
+                    fields.insert(".".into(), json!({}));
                 }
                 3 => {
                     if let Some(Value::Object(m)) = fields.values_mut().next() {

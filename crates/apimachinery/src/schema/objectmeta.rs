@@ -1264,7 +1264,8 @@ mod tests {
     fn name_format_matchers_agree_with_the_formats_as_regexes() {
         use proptest::prelude::*;
         let anchored = |fmt: &str| regex::Regex::new(&format!("^{fmt}$")).unwrap();
-        let oracles: [(&str, fn(&str) -> bool); 5] = [
+        type Matcher = fn(&str) -> bool;
+        let oracles: [(&str, Matcher); 5] = [
             (DNS1123_LABEL_FMT, is_dns1123_label_format),
             (DNS1123_SUBDOMAIN_FMT, is_dns1123_subdomain_format),
             (DNS1035_LABEL_FMT, is_dns1035_label_format),

@@ -577,7 +577,9 @@ impl OErr {
 struct OResult {
     errors: Vec<OErr>,
     /// The messages of `errors`, kept once there are more than [`OResult::SCANNED`]
-    /// (boxed: a result is moved up through every level of the walk).
+    /// (boxed: a result is moved up through every level of the walk, and the box
+    /// keeps it at five words).
+    #[allow(clippy::box_collection)]
     seen: Option<Box<HashSet<String>>>,
     match_count: usize,
 }
