@@ -573,45 +573,47 @@ impl FieldSet {
         self.is_emitted(fields, false)
     }
 
-    /// [`FieldSet::is_fields_v1`] of one level of [`FieldSet::emit`].
+    /// [`FieldSet::is_fields_v1`] of one level of [`FieldSet::emit`]: each element of
+    /// the level (member, parent of a subtree, or both) must have its key, and no
+    /// other key may be there. Members and children are walked together in order.
     fn is_emitted(&self, fields: &Map<String, Value>, include_self: bool) -> bool {
         let has_self = include_self && !(self.members.is_empty() && self.children.is_empty());
-        let only_children = self
-            .children
-            .keys()
-            .filter(|pe| !self.members.contains(pe))
-            .count();
-        if fields.len() != usize::from(has_self) + self.members.len() + only_children {
-            return false;
-        }
         if has_self && !matches!(fields.get("."), Some(Value::Object(m)) if m.is_empty()) {
             return false;
         }
+        let mut members = self.members.iter().peekable();
+        let mut children = self.children.iter().peekable();
         let mut key = String::new();
-        for pe in &self.members {
+        let mut elements = usize::from(has_self);
+        loop {
+            let (pe, member, below) = match (members.peek(), children.peek()) {
+                (None, None) => break,
+                (Some(m), Some((c, _))) if *m == *c => {
+                    let (c, set) = children.next().expect("peeked");
+                    members.next();
+                    (c, true, Some(set))
+                }
+                (Some(m), Some((c, _))) if *m < *c => (members.next().expect("peeked"), true, None),
+                (Some(_), None) => (members.next().expect("peeked"), true, None),
+                (_, Some(_)) => {
+                    let (c, set) = children.next().expect("peeked");
+                    (c, false, Some(set))
+                }
+            };
+            elements += 1;
             pe.write_key(&mut key);
-            let Some(Value::Object(below)) = fields.get(&key) else {
+            let Some(Value::Object(at)) = fields.get(&key) else {
                 return false;
             };
-            let same = match self.children.get(pe) {
-                Some(c) => c.is_emitted(below, true),
-                None => below.is_empty(),
+            let same = match below {
+                Some(set) => set.is_emitted(at, member),
+                None => at.is_empty(),
             };
             if !same {
                 return false;
             }
         }
-        for (pe, c) in &self.children {
-            if self.members.contains(pe) {
-                continue;
-            }
-            pe.write_key(&mut key);
-            match fields.get(&key) {
-                Some(Value::Object(below)) if c.is_emitted(below, false) => {}
-                _ => return false,
-            }
-        }
-        true
+        fields.len() == elements
     }
 
     /// Parse `FieldsV1` JSON (kube's `Set.FromJSON`); unknown element types are skipped.
