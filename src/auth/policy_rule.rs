@@ -4,6 +4,7 @@
 //! `RulesInfo`, a SelfSubjectRulesReview's status) are lists of it.
 
 use apimachinery::access::Attributes;
+use apimachinery::object::strings;
 use serde_json::Value;
 
 /// One rule of a role (kube's `PolicyRule`).
@@ -22,27 +23,15 @@ pub struct PolicyRule {
 }
 
 /// The strings of a list field (empty when absent or null).
-fn strings(v: &Value, field: &str) -> Vec<String> {
-    v.get(field)
-        .and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(Value::as_str)
-                .map(str::to_string)
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
 impl PolicyRule {
     /// A rule as written in a role.
     pub fn from_json(v: &Value) -> PolicyRule {
         PolicyRule {
-            verbs: strings(v, "verbs"),
-            api_groups: strings(v, "apiGroups"),
-            resources: strings(v, "resources"),
-            resource_names: strings(v, "resourceNames"),
-            non_resource_urls: strings(v, "nonResourceURLs"),
+            verbs: strings(v.get("verbs")),
+            api_groups: strings(v.get("apiGroups")),
+            resources: strings(v.get("resources")),
+            resource_names: strings(v.get("resourceNames")),
+            non_resource_urls: strings(v.get("nonResourceURLs")),
         }
     }
 

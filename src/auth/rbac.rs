@@ -22,7 +22,7 @@ use super::authz::{aggregate, Attributes, Authorizer, Decision};
 use super::policy_rule::go_quoted_list;
 pub use super::policy_rule::PolicyRule;
 use super::{UserInfo, MASTERS_GROUP};
-use crate::object;
+use crate::object::{self, str_field};
 use crate::storage::{EventKind, ListOptions, Storage, WatchItem};
 use futures::StreamExt;
 use serde_json::Value;
@@ -34,10 +34,6 @@ pub const GROUP: &str = "rbac.authorization.k8s.io";
 
 /// kube's prefix of service account user names.
 pub const SERVICE_ACCOUNT_PREFIX: &str = "system:serviceaccount:";
-
-fn str_field<'a>(v: &'a Value, field: &str) -> &'a str {
-    v.get(field).and_then(Value::as_str).unwrap_or("")
-}
 
 /// kube's `BreakdownRule`: one rule per (group, resource, verb[, name]) and per
 /// (non-resource URL, verb), each covered or not by a single owner rule.

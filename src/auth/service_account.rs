@@ -140,16 +140,7 @@ impl ServiceAccountTokens {
     /// The `audiences` of a TokenRequest's or TokenReview's spec, or the API
     /// audiences when it names none (kube's default for both).
     pub fn audiences_or_default(&self, spec: &Value) -> Vec<String> {
-        let asked: Vec<String> = spec
-            .get("audiences")
-            .and_then(Value::as_array)
-            .map(|a| {
-                a.iter()
-                    .filter_map(Value::as_str)
-                    .map(str::to_string)
-                    .collect()
-            })
-            .unwrap_or_default();
+        let asked: Vec<String> = crate::object::strings(spec.get("audiences"));
         if asked.is_empty() {
             self.api_audiences.clone()
         } else {

@@ -514,17 +514,10 @@ impl JobController {
 }
 
 fn uncounted(status: &Map<String, Value>, which: &str) -> BTreeSet<String> {
-    status
+    let list = status
         .get("uncountedTerminatedPods")
-        .and_then(|u| u.get(which))
-        .and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(Value::as_str)
-                .map(str::to_string)
-                .collect()
-        })
-        .unwrap_or_default()
+        .and_then(|u| u.get(which));
+    crate::object::strings(list).into_iter().collect()
 }
 
 fn uncounted_json(succeeded: &BTreeSet<String>, failed: &BTreeSet<String>) -> Value {

@@ -224,16 +224,7 @@ fn validate(review: Review, obj: &Value, spec: &Value) -> ErrorList {
 
 /// The user a SubjectAccessReview asks about.
 fn spec_user(spec: &Value) -> UserInfo {
-    let strings = |v: &Value| -> Vec<String> {
-        v.as_array()
-            .map(|a| {
-                a.iter()
-                    .filter_map(Value::as_str)
-                    .map(str::to_string)
-                    .collect()
-            })
-            .unwrap_or_default()
-    };
+    let strings = |v: &Value| -> Vec<String> { crate::object::strings(Some(v)) };
     UserInfo {
         username: str_field(spec, "user").to_string(),
         uid: str_field(spec, "uid").to_string(),

@@ -54,15 +54,17 @@ pub fn labels(obj: &Value) -> Map<String, Value> {
 
 /// `metadata.finalizers` (empty when absent).
 pub fn finalizers(obj: &Value) -> Vec<String> {
-    meta(obj)
-        .get("finalizers")
-        .and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(|v| v.as_str().map(String::from))
-                .collect()
-        })
-        .unwrap_or_default()
+    strings(meta(obj).get("finalizers"))
+}
+
+/// The strings of a JSON list, other items skipped (none when `v` is absent or no list).
+pub fn strings(v: Option<&Value>) -> Vec<String> {
+    v.and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .map(str::to_string)
+        .collect()
 }
 
 /// Whether `metadata.deletionTimestamp` is set.

@@ -47,6 +47,7 @@ pub use validation::{
     validate_crd_update, validate_crd_update_with, validate_crd_with,
 };
 
+use crate::object::strings;
 use serde_json::Value;
 
 /// The API group of CustomResourceDefinitions.
@@ -382,17 +383,6 @@ fn is_empty_string_or_null(v: Option<&Value>) -> bool {
         Some(Value::String(s)) => s.is_empty(),
         _ => false,
     }
-}
-
-fn strings(v: Option<&Value>) -> Vec<String> {
-    v.and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(Value::as_str)
-                .map(str::to_string)
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 /// kube's default `Warning` text for a deprecated version: `<group>/<version> <Kind> is
