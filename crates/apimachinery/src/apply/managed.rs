@@ -261,31 +261,6 @@ fn parse_entry(v: &Value) -> Option<Entry<'_>> {
     })
 }
 
-/// The `fieldsV1` of each entry of a `managedFields` list by manager key (a later
-/// entry of the same key wins, as in [`Managed::decode`]), taken out of the list.
-pub fn take_fields_v1_by_key(entries: Value) -> BTreeMap<String, Value> {
-    let mut out = BTreeMap::new();
-    let Value::Array(items) = entries else {
-        return out;
-    };
-    for item in items {
-        let Value::Object(mut m) = item else {
-            continue;
-        };
-        let s = |name: &str| m.get(name).and_then(Value::as_str).unwrap_or("");
-        let key = ManagerId::key_of(
-            s("manager"),
-            s("operation"),
-            s("apiVersion"),
-            s("subresource"),
-        );
-        if let Some(v) = m.remove("fieldsV1") {
-            out.insert(key, v);
-        }
-    }
-    out
-}
-
 /// kube's `isResetManagedFields`: `managedFields: []` or `[{}]` asks to drop them.
 pub fn is_reset(entries: Option<&[Entry]>) -> bool {
     match entries {
@@ -348,18 +323,10 @@ impl Managed {
     /// manager, apiVersion, subresource); `None` when there are no managers (kube then
     /// leaves the field out).
     pub fn encode(&self) -> Option<Value> {
-        self.encode_reusing(&mut BTreeMap::new())
-    }
-
-    /// [`Managed::encode`], taking a manager's `fieldsV1` from `written` (by manager
-    /// key, as the request wrote it) when it is exactly what encoding its set gives:
-    /// a manager whose fields did not change (most of them on most writes) costs a
-    /// comparison instead of a new `FieldsV1`.
-    pub fn encode_reusing(&self, written: &mut BTreeMap<String, Value>) -> Option<Value> {
         if self.fields.is_empty() {
             return None;
         }
-        let mut entries: Vec<(&String, ManagerId, Option<&String>, i64, &VersionedSet)> = self
+        let mut entries: Vec<(ManagerId, Option<&String>, i64, &VersionedSet)> = self
             .fields
             .iter()
             .map(|(key, vs)| {
@@ -371,10 +338,10 @@ impl Managed {
                 let time = self.times.get(key).and_then(Option::as_ref);
                 // Parsed once, not per comparison.
                 let seconds = unix_seconds(time.map(String::as_str));
-                (key, id, time, seconds, vs)
+                (id, time, seconds, vs)
             })
             .collect();
-        entries.sort_by(|(_, a, _, at, _), (_, b, _, bt, _)| {
+        entries.sort_by(|(a, _, at, _), (b, _, bt, _)| {
             a.operation
                 .cmp(&b.operation)
                 .then_with(|| at.cmp(bt))
@@ -384,12 +351,8 @@ impl Managed {
         });
         let list = entries
             .into_iter()
-            .map(|(key, id, time, _, vs)| {
-                let fields_v1 = match written.remove(key) {
-                    Some(v) if v.as_object().is_some_and(|m| vs.set.is_fields_v1(m)) => v,
-                    _ => vs.set.to_fields_v1(),
-                };
-                entry_value(id, time.map(String::as_str), fields_v1)
+            .map(|(id, time, _, vs)| {
+                entry_value(id, time.map(String::as_str), vs.set.to_fields_v1())
             })
             .collect();
         Some(Value::Array(list))

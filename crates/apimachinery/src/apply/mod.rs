@@ -33,7 +33,6 @@ use managed::{Managed, ManagerId, APPLY, BEFORE_FIRST_APPLY, MAX_UPDATE_MANAGERS
 use merge::{Conflict, Managers, Updater, VersionedSet};
 use schema::TypeRef;
 use serde_json::{Map, Value};
-use std::collections::BTreeMap;
 
 /// The annotation client-side `kubectl apply` keeps, which kube keeps in step for
 /// server-side applies by the `kubectl` manager.
@@ -355,29 +354,21 @@ fn has_uid(obj: &Value) -> bool {
 
 /// kube's `decodeLiveOrNew`: a subresource write keeps the stored entries; otherwise
 /// the request's entries win when they decode to something, `[]` resets them.
-///
-/// `requested` is the request's `managedFields` (taken out of the new object); the
-/// flag says whether the entries came from it.
-fn decode_live_or_new(
-    live: &Value,
-    requested: Option<&Value>,
-    subresource: bool,
-) -> (Managed, bool) {
+fn decode_live_or_new(live: &Value, new: &Value, subresource: bool) -> Managed {
     let decode_live = || {
-        let m = managed::parse_entries(managed_fields_of(live))
+        managed::parse_entries(managed_fields_of(live))
             .and_then(|e| Managed::decode(&e).ok())
-            .unwrap_or_default();
-        (m, false)
+            .unwrap_or_default()
     };
     if subresource {
         return decode_live();
     }
-    let requested = managed::parse_entries(requested);
+    let requested = managed::parse_entries(managed_fields_of(new));
     if managed::is_reset(requested.as_deref()) {
-        return (Managed::default(), true);
+        return Managed::default();
     }
     match requested.map(|e| Managed::decode(&e)) {
-        Some(Ok(m)) if !m.fields.is_empty() => (m, true),
+        Some(Ok(m)) if !m.fields.is_empty() => m,
         _ => decode_live(),
     }
 }
@@ -406,29 +397,15 @@ fn record_update_by_sets(old: Option<&Value>, new: &mut Value, manager: &str, sc
             &empty
         }
     };
-    let requested = take_managed_fields(new);
-    let (managed, from_request) =
-        decode_live_or_new(live, requested.as_ref(), !scope.subresource.is_empty());
+    let managed = decode_live_or_new(live, new, !scope.subresource.is_empty());
+    set_managed_fields(new, None);
     // Untracked objects stay untracked until the next apply.
     if managed.fields.is_empty() && has_uid(live) {
         return;
     }
     if let Some(m) = update_managed(live, new, managed, manager, scope) {
-        // The request's own FieldsV1 serve again where a manager's fields stayed as
-        // they were.
-        let mut written = match requested {
-            Some(entries) if from_request => managed::take_fields_v1_by_key(entries),
-            _ => BTreeMap::new(),
-        };
-        set_managed_fields(new, m.encode_reusing(&mut written));
+        set_managed_fields(new, m.encode());
     }
-}
-
-/// The object's `managedFields`, taken out of it.
-fn take_managed_fields(obj: &mut Value) -> Option<Value> {
-    obj.get_mut("metadata")?
-        .as_object_mut()?
-        .remove("managedFields")
 }
 
 /// [`record_update`] of a create that brings no entries of its own (nearly every
