@@ -491,6 +491,17 @@ impl<'a> Meta<'a> {
     /// Read `metadata` through unstructured accessors: wrongly typed fields read as unset.
     /// One pass over the map (every write reads it two or three times).
     fn from_unstructured(meta: &'a Value) -> Meta<'a> {
+        Meta::read(meta, true)
+    }
+
+    /// What an update compares of the stored object's metadata: all but labels,
+    /// annotations, owner references and managedFields, which only the new object's
+    /// checks read.
+    fn stored_for_update(meta: &'a Value) -> Meta<'a> {
+        Meta::read(meta, false)
+    }
+
+    fn read(meta: &'a Value, collections: bool) -> Meta<'a> {
         let mut out = Meta::default();
         let Some(m) = meta.as_object() else {
             return out;
@@ -498,6 +509,7 @@ impl<'a> Meta<'a> {
         let text = |v: &'a Value| v.as_str().unwrap_or("");
         for (k, v) in m {
             match k.as_str() {
+                "labels" | "annotations" | "ownerReferences" | "managedFields" if !collections => {}
                 "name" => out.name = text(v),
                 "generateName" => out.generate_name = text(v),
                 "namespace" => out.namespace = text(v),
@@ -1029,7 +1041,7 @@ fn validate_managed_fields(fields: &[ManagedField], path: &Path) -> ErrorList {
 
 /// Update-time validation of `metadata` (`ValidateObjectMetaAccessorUpdate`).
 pub fn validate_object_meta_update(new: &Value, old: &Value, path: &Path) -> ErrorList {
-    let (n, o) = (Meta::from_unstructured(new), Meta::from_unstructured(old));
+    let (n, o) = (Meta::from_unstructured(new), Meta::stored_for_update(old));
     let mut errs = ErrorList::new();
     if o.deletion_timestamp.is_some() {
         let before: BTreeSet<&str> = o.finalizers.iter().copied().collect();
@@ -1098,19 +1110,28 @@ pub fn validate_object_meta_update(new: &Value, old: &Value, path: &Path) -> Err
             ));
         }
     }
-    errs.extend(validate_labels(&n.labels, &path.child("labels")));
-    errs.extend(validate_annotations(
-        &n.annotations,
-        &path.child("annotations"),
-    ));
-    errs.extend(validate_owner_references(
-        &n.owner_references,
-        &path.child("ownerReferences"),
-    ));
-    errs.extend(validate_managed_fields(
-        &n.managed_fields,
-        &path.child("managedFields"),
-    ));
+    // As on create: an empty collection has nothing to check and gets no path.
+    if !n.labels.is_empty() {
+        errs.extend(validate_labels(&n.labels, &path.child("labels")));
+    }
+    if !n.annotations.is_empty() {
+        errs.extend(validate_annotations(
+            &n.annotations,
+            &path.child("annotations"),
+        ));
+    }
+    if !n.owner_references.is_empty() {
+        errs.extend(validate_owner_references(
+            &n.owner_references,
+            &path.child("ownerReferences"),
+        ));
+    }
+    if !n.managed_fields.is_empty() {
+        errs.extend(validate_managed_fields(
+            &n.managed_fields,
+            &path.child("managedFields"),
+        ));
+    }
     errs
 }
 
@@ -1556,6 +1577,30 @@ mod tests {
         assert_eq!(
             finalizer_warnings(&["example.com".to_string(), "orphan".to_string()], None),
             vec!["metadata.finalizers: \"example.com\": prefer a domain-qualified finalizer name including a path (/) to avoid accidental conflicts with other finalizer writers"]
+        );
+    }
+
+    #[test]
+    fn update_checks_the_new_objects_collections_and_the_stored_finalizers() {
+        let old = json!({"name": "a", "resourceVersion": "1", "labels": {"bad key!": "x"},
+            "deletionTimestamp": "2024-01-01T00:00:00Z", "finalizers": ["keep"],
+            "managedFields": [{"manager": "m", "operation": "Bogus"}]});
+        let mut new = old.clone();
+        new["labels"] = json!({"ok": "x"});
+        new["managedFields"] = json!([]);
+        assert!(validate_object_meta_update(&new, &old, &Path::new("metadata")).is_empty());
+        new["labels"] = json!({"bad key!": "x"});
+        new["finalizers"] = json!(["keep", "more"]);
+        let errs = rendered(&validate_object_meta_update(
+            &new,
+            &old,
+            &Path::new("metadata"),
+        ));
+        assert_eq!(errs.len(), 2, "{errs:#?}");
+        assert!(errs[0].starts_with("metadata.finalizers: Forbidden: no new finalizers can be added if the object is being deleted, found new finalizers []string{\"more\"}"), "{errs:#?}");
+        assert!(
+            errs[1].starts_with("metadata.labels: Invalid value: \"bad key!\""),
+            "{errs:#?}"
         );
     }
 
