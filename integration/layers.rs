@@ -41,6 +41,7 @@ const PURE: &[&str] = &[
     "cel",
     "codec",
     "crd",
+    "duration",
     "field",
     "goformat",
     "object",
