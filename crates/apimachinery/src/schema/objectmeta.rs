@@ -863,7 +863,14 @@ fn validate_meta(meta: &Meta, requires_namespace: bool, rule: NameRule, path: &P
             "must be greater than or equal to 0",
         ));
     }
-    // Each check of a collection finds nothing in an empty one: no path made for it.
+    validate_collections(meta, true, path, &mut errs);
+    errs
+}
+
+/// The checks of `meta`'s labels, annotations, owner references, finalizers (when
+/// `finalizers`: an update does not check them) and managedFields, in kube's order.
+/// Each finds nothing in an empty collection, which gets no path made for it.
+fn validate_collections(meta: &Meta, finalizers: bool, path: &Path, errs: &mut ErrorList) {
     if !meta.labels.is_empty() {
         errs.extend(validate_labels(&meta.labels, &path.child("labels")));
     }
@@ -879,7 +886,7 @@ fn validate_meta(meta: &Meta, requires_namespace: bool, rule: NameRule, path: &P
             &path.child("ownerReferences"),
         ));
     }
-    if !meta.finalizers.is_empty() {
+    if finalizers && !meta.finalizers.is_empty() {
         errs.extend(validate_finalizers(
             &meta.finalizers,
             &path.child("finalizers"),
@@ -891,7 +898,6 @@ fn validate_meta(meta: &Meta, requires_namespace: bool, rule: NameRule, path: &P
             &path.child("managedFields"),
         ));
     }
-    errs
 }
 
 /// An error whose value kube prints as JSON text we already have.
@@ -1110,28 +1116,7 @@ pub fn validate_object_meta_update(new: &Value, old: &Value, path: &Path) -> Err
             ));
         }
     }
-    // As on create: an empty collection has nothing to check and gets no path.
-    if !n.labels.is_empty() {
-        errs.extend(validate_labels(&n.labels, &path.child("labels")));
-    }
-    if !n.annotations.is_empty() {
-        errs.extend(validate_annotations(
-            &n.annotations,
-            &path.child("annotations"),
-        ));
-    }
-    if !n.owner_references.is_empty() {
-        errs.extend(validate_owner_references(
-            &n.owner_references,
-            &path.child("ownerReferences"),
-        ));
-    }
-    if !n.managed_fields.is_empty() {
-        errs.extend(validate_managed_fields(
-            &n.managed_fields,
-            &path.child("managedFields"),
-        ));
-    }
+    validate_collections(&n, false, path, &mut errs);
     errs
 }
 
