@@ -734,7 +734,7 @@ mod tests {
     ) -> RequestInfo {
         RequestInfo {
             is_resource_request: true,
-            verb: verb.into(),
+            verb: verb.to_string().into(),
             group: group.into(),
             version: "v1".into(),
             resource: resource.into(),

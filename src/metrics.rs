@@ -115,27 +115,17 @@ impl<V> Family<V> {
 }
 
 fn write_series_key(key: &mut String, values: &[&str]) {
-    let start = key.len();
+    key.reserve(values.iter().map(|v| v.len() + 1).sum());
     for (i, v) in values.iter().enumerate() {
         if i > 0 {
             key.push(KEY_SEPARATOR);
         }
-        key.push_str(v);
-    }
-    // A separator inside a value would split it in two on output. They are counted over
-    // the whole key at once (a loop without early exit, which the compiler vectorizes);
-    // the rare key with one too many is made again without them.
-    let separators = key.as_bytes()[start..]
-        .iter()
-        .filter(|b| **b == KEY_SEPARATOR as u8)
-        .count();
-    if separators + 1 != values.len().max(1) {
-        key.truncate(start);
-        for (i, v) in values.iter().enumerate() {
-            if i > 0 {
-                key.push(KEY_SEPARATOR);
-            }
+        // A separator inside a value would split it in two on output: such a value
+        // (rare) is written without them.
+        if v.as_bytes().contains(&(KEY_SEPARATOR as u8)) {
             key.extend(v.chars().filter(|c| *c != KEY_SEPARATOR));
+        } else {
+            key.push_str(v);
         }
     }
 }
@@ -336,7 +326,7 @@ impl Metrics {
         info: Arc<RequestInfo>,
     ) -> RequestMeter {
         let labels = RequestLabels::of(api, method, uri, headers, info);
-        let kind = if matches!(labels.info.verb.as_str(), "get" | "list" | "watch") {
+        let kind = if matches!(&*labels.info.verb, "get" | "list" | "watch") {
             RequestKind::ReadOnly
         } else {
             RequestKind::Mutating
@@ -935,13 +925,28 @@ fn group_resource_of_key<'a>(key: &'a str, prefix: &str) -> (&'a str, &'a str) {
         .strip_prefix(prefix)
         .unwrap_or(key)
         .trim_start_matches('/');
-    let mut parts = rest.split('/');
-    let first = parts.next().unwrap_or("");
-    if first.contains('.') {
-        (first, parts.next().unwrap_or(""))
-    } else {
-        ("", first)
+    // One pass over the first segment, finding its end and whether it holds a dot:
+    // every storage call is counted under the group and resource its key names.
+    let bytes = rest.as_bytes();
+    let mut end = bytes.len();
+    let mut dotted = false;
+    for (i, b) in bytes.iter().enumerate() {
+        match b {
+            b'/' => {
+                end = i;
+                break;
+            }
+            b'.' => dotted = true,
+            _ => {}
+        }
     }
+    let first = &rest[..end];
+    if !dotted {
+        return ("", first);
+    }
+    let after = rest.get(end + 1..).unwrap_or("");
+    let second = after.split_once('/').map_or(after, |(s, _)| s);
+    (first, second)
 }
 
 /// A storage backend that times every call into the server's metrics.
@@ -1489,6 +1494,12 @@ mod tests {
             ),
             ("apiextensions.k8s.io", "customresourcedefinitions")
         );
+        assert_eq!(
+            group_resource_of_key("/registry/example.com", p),
+            ("example.com", "")
+        );
+        assert_eq!(group_resource_of_key("/registry/pods", p), ("", "pods"));
+        assert_eq!(group_resource_of_key("/other/a.b/c/d", p), ("", "other"));
     }
 
     #[test]

@@ -54,7 +54,7 @@ impl std::fmt::Debug for Delegated {
 pub fn request_attributes(user: &UserInfo, info: &RequestInfo, path: &str) -> Attributes {
     Attributes {
         user: user.clone(),
-        verb: info.verb.clone(),
+        verb: info.verb.to_string(),
         resource_request: info.is_resource_request,
         api_group: info.group.clone(),
         api_version: info.version.clone(),

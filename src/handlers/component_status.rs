@@ -19,7 +19,7 @@ pub async fn serve(api: &Arc<ApiServer>, req: &ApiRequest) -> Result<Response<Bo
     if !info.subresource.is_empty() || legacy_watch {
         return Err(Status::route_not_found());
     }
-    match info.verb.as_str() {
+    match &*info.verb {
         // `?watch=true` on an object's path reaches kube's getter, which ignores it.
         "get" | "watch" if !info.name.is_empty() => {
             let obj = kind.get(&api.store, &info.name).await.ok_or_else(|| {

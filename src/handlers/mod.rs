@@ -126,7 +126,7 @@ async fn resource(api: &Arc<ApiServer>, req: &ApiRequest) -> Result<Response<Bod
     let kind = resolved.kind();
     let d = kind.descriptor();
     let builtin = matches!(resolved, Resolved::Builtin(_));
-    let verb = info.verb.as_str();
+    let verb = &*info.verb;
     // Cluster-scoped kinds addressed under a namespace do not exist.
     if !d.namespaced && !info.namespace.is_empty() {
         return Err(unrouted(builtin));

@@ -183,7 +183,7 @@ pub fn too_large() -> Status {
 /// Watches are long-running (kube's `BasicLongRunningRequestCheck`: verb `watch`,
 /// subresources attach/exec/proxy/log/portforward): no request timeout.
 pub fn is_long_running(info: &request_info::RequestInfo) -> bool {
-    matches!(info.verb.as_str(), "watch" | "proxy")
+    matches!(&*info.verb, "watch" | "proxy")
         || matches!(
             info.subresource.as_str(),
             "attach" | "exec" | "proxy" | "log" | "portforward"

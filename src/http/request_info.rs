@@ -2,6 +2,7 @@
 //! namespace, resource, name, subresource and verb a request addresses.
 
 use http::Method;
+use std::borrow::Cow;
 
 /// What a request path and method address.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -9,7 +10,7 @@ pub struct RequestInfo {
     /// True for `/api/...` and `/apis/...` resource requests.
     pub is_resource_request: bool,
     /// `api` or `apis` (empty for non-resource paths).
-    pub api_prefix: String,
+    pub api_prefix: &'static str,
     /// API group (empty for core).
     pub group: String,
     /// API version.
@@ -22,8 +23,10 @@ pub struct RequestInfo {
     pub name: String,
     /// Subresource (`status`, `scale`, ...).
     pub subresource: String,
-    /// kube verb: get, list, watch, create, update, patch, delete, deletecollection.
-    pub verb: String,
+    /// kube verb: get, list, watch, create, update, patch, delete, deletecollection;
+    /// for a non-resource request, the method lower-cased (allocated only for a method
+    /// beyond HTTP's own).
+    pub verb: Cow<'static, str>,
     /// The raw path ([`RequestInfo::segments`] splits it).
     pub path: String,
 }
@@ -48,10 +51,12 @@ fn segments(path: &str) -> impl Iterator<Item = &str> {
 /// The non-empty segments of `path` written into `out`, and how many there are;
 /// `None` when there are more than `out` holds.
 fn split_segments<'a>(path: &'a str, out: &mut [&'a str]) -> Option<usize> {
+    let bytes = path.as_bytes();
     let mut n = 0;
     let mut start = 0;
-    for (i, b) in path.bytes().chain(std::iter::once(b'/')).enumerate() {
-        if b != b'/' {
+    // The end of the path ends the last segment as a slash would.
+    for i in 0..=bytes.len() {
+        if i < bytes.len() && bytes[i] != b'/' {
             continue;
         }
         if i > start {
@@ -79,10 +84,26 @@ pub fn parse(method: &Method, path: &str, watch: bool) -> RequestInfo {
     };
     let mut info = address(method, parts, watch);
     if info.verb.is_empty() && !info.is_resource_request {
-        info.verb = method.as_str().to_lowercase();
+        info.verb = lower_method(method);
     }
     info.path = path.to_string();
     info
+}
+
+/// kube's verb of a non-resource request: the method, lower-cased.
+fn lower_method(method: &Method) -> Cow<'static, str> {
+    Cow::Borrowed(match *method {
+        Method::GET => "get",
+        Method::POST => "post",
+        Method::PUT => "put",
+        Method::PATCH => "patch",
+        Method::DELETE => "delete",
+        Method::HEAD => "head",
+        Method::OPTIONS => "options",
+        Method::CONNECT => "connect",
+        Method::TRACE => "trace",
+        _ => return Cow::Owned(method.as_str().to_lowercase()),
+    })
 }
 
 /// The fields of [`RequestInfo`] but `path`, from the path's segments (the verb is
@@ -91,23 +112,23 @@ fn address(method: &Method, parts: &[&str], watch: bool) -> RequestInfo {
     let mut info = RequestInfo::default();
     let mut rest: &[&str] = match parts {
         [api, version, rest @ ..] if *api == "api" => {
-            info.api_prefix = "api".into();
+            info.api_prefix = "api";
             info.version = version.to_string();
             rest
         }
         [apis, group, version, rest @ ..] if *apis == "apis" => {
-            info.api_prefix = "apis".into();
+            info.api_prefix = "apis";
             info.group = group.to_string();
             info.version = version.to_string();
             rest
         }
         [apis, group] if *apis == "apis" => {
-            info.api_prefix = "apis".into();
+            info.api_prefix = "apis";
             info.group = group.to_string();
             return info;
         }
         [apis] if *apis == "apis" => {
-            info.api_prefix = "apis".into();
+            info.api_prefix = "apis";
             return info;
         }
         _ => return info,
@@ -168,7 +189,12 @@ fn address(method: &Method, parts: &[&str], watch: bool) -> RequestInfo {
     finish(info, verb, legacy_watch, watch)
 }
 
-fn finish(mut info: RequestInfo, verb: &str, legacy_watch: bool, watch: bool) -> RequestInfo {
+fn finish(
+    mut info: RequestInfo,
+    verb: &'static str,
+    legacy_watch: bool,
+    watch: bool,
+) -> RequestInfo {
     let verb = if legacy_watch || (watch && verb == "get") {
         "watch"
     } else if verb == "get" && info.name.is_empty() {
@@ -178,7 +204,7 @@ fn finish(mut info: RequestInfo, verb: &str, legacy_watch: bool, watch: bool) ->
     } else {
         verb
     };
-    info.verb = verb.to_string();
+    info.verb = Cow::Borrowed(verb);
     info
 }
 
@@ -257,10 +283,7 @@ mod tests {
             "/apis/g.io/v1/namespaces/a/widgets/w/status",
             false,
         );
-        assert_eq!(
-            (s.verb.as_str(), s.subresource.as_str()),
-            ("update", "status")
-        );
+        assert_eq!((&*s.verb, s.subresource.as_str()), ("update", "status"));
     }
 
     #[test]
@@ -271,10 +294,7 @@ mod tests {
             ("namespaces", "default", "")
         );
         let l = parse(&Method::GET, "/api/v1/namespaces", false);
-        assert_eq!(
-            (l.resource.as_str(), l.verb.as_str()),
-            ("namespaces", "list")
-        );
+        assert_eq!((l.resource.as_str(), &*l.verb), ("namespaces", "list"));
         let f = parse(&Method::PUT, "/api/v1/namespaces/x/finalize", false);
         assert_eq!(
             (f.resource.as_str(), f.name.as_str(), f.subresource.as_str()),
@@ -288,5 +308,21 @@ mod tests {
         assert!(!parse(&Method::GET, "/apis/g.io", false).is_resource_request);
         assert!(!parse(&Method::GET, "/apis/g.io/v1", false).is_resource_request);
         assert!(!parse(&Method::GET, "/version", false).is_resource_request);
+    }
+
+    #[test]
+    fn non_resource_verbs_are_the_method_lower_cased() {
+        let verb = |method: &[u8]| {
+            let method = Method::from_bytes(method).expect("method");
+            parse(&method, "/healthz", false).verb.into_owned()
+        };
+        assert_eq!(verb(b"GET"), "get");
+        assert_eq!(verb(b"POST"), "post");
+        assert_eq!(verb(b"OPTIONS"), "options");
+        // Extension methods as Go's strings.ToLower makes them.
+        assert_eq!(verb(b"PROPFIND"), "propfind");
+        assert_eq!(verb(b"Fetch"), "fetch");
+        assert_eq!(parse(&Method::GET, "/apis", false).api_prefix, "apis");
+        assert_eq!(parse(&Method::GET, "/version", false).api_prefix, "");
     }
 }

@@ -96,14 +96,22 @@ impl Catalog {
     /// `<resource>.<group>`, as kube's crdHandler finds it (a CRD's name is its plural
     /// and group, validation sees to it).
     pub fn lookup(&self, group: &str, resource: &str) -> Option<Arc<CompiledCrd>> {
-        let mut name = String::with_capacity(resource.len() + 1 + group.len());
-        name.push_str(resource);
-        name.push('.');
-        name.push_str(group);
-        let crds = self.crds.read().unwrap_or_else(|e| e.into_inner());
-        crds.get(&name)
-            .filter(|c| c.info.group == group && c.info.plural == resource)
-            .cloned()
+        // Every custom-resource request looks up its CRD (routing, metrics, warnings):
+        // the name is made in a buffer of the thread's, not allocated per lookup.
+        thread_local! {
+            static NAME: std::cell::RefCell<String> = const { std::cell::RefCell::new(String::new()) };
+        }
+        NAME.with(|name| {
+            let mut name = name.borrow_mut();
+            name.clear();
+            name.push_str(resource);
+            name.push('.');
+            name.push_str(group);
+            let crds = self.crds.read().unwrap_or_else(|e| e.into_inner());
+            crds.get(name.as_str())
+                .filter(|c| c.info.group == group && c.info.plural == resource)
+                .cloned()
+        })
     }
 
     /// The CRD with this kind in this group, if any.

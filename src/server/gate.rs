@@ -75,7 +75,7 @@ impl InFlight {
         {
             return Ok(None);
         }
-        let read_only = matches!(info.verb.as_str(), "get" | "list" | "watch");
+        let read_only = matches!(&*info.verb, "get" | "list" | "watch");
         let limit = if read_only {
             &self.read_only
         } else {
@@ -178,7 +178,7 @@ pub async fn serve_gated(
     // A read cut at its deadline leaves nothing behind: it runs in this task. A write
     // runs on as kube's handler goroutine does (never stopped between its storage
     // write and what follows it).
-    let detach = !matches!(info.verb.as_str(), "get" | "list") || !info.is_resource_request;
+    let detach = !matches!(&*info.verb, "get" | "list") || !info.is_resource_request;
     // Boxed: the request's whole future is built once on the heap and moved no more
     // (awaited in place it is several KiB, copied at each level that takes it).
     let work = Box::pin(async move {

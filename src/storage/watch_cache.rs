@@ -598,8 +598,19 @@ impl Reader {
 
 #[async_trait]
 impl Storage for WatchCache {
-    async fn get(&self, key: &str) -> Result<Option<KeyValue>, StorageError> {
-        self.inner.get(key).await
+    // The backend's own future, not one more boxed around it: every GET passes here.
+    fn get<'a, 'b, 'f>(
+        &'a self,
+        key: &'b str,
+    ) -> std::pin::Pin<
+        Box<dyn std::future::Future<Output = Result<Option<KeyValue>, StorageError>> + Send + 'f>,
+    >
+    where
+        'a: 'f,
+        'b: 'f,
+        Self: 'f,
+    {
+        self.inner.get(key)
     }
 
     async fn list(&self, prefix: &str, opts: &ListOptions) -> Result<ListResult, StorageError> {
