@@ -776,6 +776,19 @@ fn limits_match_kube_header_count_and_nesting() {
         .request("GET", "/healthz", &[], &headers, None)
         .unwrap();
     assert_eq!(r.status, 200);
+    // Past the 2,048 lines the server makes room for (`http::MAX_HEADERS`): 431, and
+    // the next request, on a new connection, is served.
+    let many: Vec<(String, String)> = (0..3000)
+        .map(|i| (format!("X-H{i}"), "v".to_string()))
+        .collect();
+    let r = http.request("GET", "/healthz", &[], &many, None);
+    assert!(
+        r.as_ref().map_or(true, |r| r.status == 431),
+        "{:?}",
+        r.map(|r| r.status)
+    );
+    let r = http.request("GET", "/healthz", &[], &[], None).unwrap();
+    assert_eq!(r.status, 200);
     // Over 1 MiB of headers: 431.
     let big = vec![("X-Big".to_string(), "v".repeat(1100 * 1024))];
     let r = http.request("GET", "/healthz", &[], &big, None);

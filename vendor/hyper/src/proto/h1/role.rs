@@ -16,6 +16,15 @@ use smallvec::{smallvec_inline, SmallVec};
 /// Room for `cap` headers, left uninitialized (crd-apiserver's patch: `smallvec!`
 /// writes every element, 2 × 64 KiB per request head at 2,048 headers, while httparse
 /// only ever reads what it has written).
+fn uninit_vec<T>(cap: usize) -> Vec<MaybeUninit<T>> {
+    let mut v = Vec::with_capacity(cap);
+    // SAFETY: `MaybeUninit<T>` needs no initialization, and `cap` fits the capacity.
+    unsafe { v.set_len(cap) };
+    v
+}
+
+/// Room for `cap` headers, left uninitialized (see [`uninit_vec`]).
+#[cfg(feature = "client")]
 fn uninit_headers<T>(cap: usize) -> SmallVec<[MaybeUninit<T>; DEFAULT_MAX_HEADERS]> {
     let mut v = SmallVec::with_capacity(cap);
     // SAFETY: `MaybeUninit<T>` needs no initialization, and `cap` fits the capacity.
@@ -169,24 +178,41 @@ impl Http1Transaction for Server {
         // but we *never* read any of it until after httparse has assigned
         // values into it. By not zeroing out the stack memory, this saves
         // a good ~5% on pipeline benchmarks.
-        let mut headers_indices: SmallVec<[MaybeUninit<HeaderIndices>; DEFAULT_MAX_HEADERS]> =
-            match ctx.h1_max_headers {
-                Some(cap) => uninit_headers(cap),
-                None => smallvec_inline![MaybeUninit::uninit(); DEFAULT_MAX_HEADERS],
-            };
+        // crd-apiserver's patch: the room is a stack array up to hyper's 100 headers and
+        // a heap one past it, each held where it is made; a `SmallVec` of 100 inline
+        // elements was copied whole (3.2 KiB) when returned, even when on the heap.
+        let mut indices_inline: [MaybeUninit<HeaderIndices>; DEFAULT_MAX_HEADERS];
+        let mut indices_heap: Vec<MaybeUninit<HeaderIndices>>;
+        let headers_indices: &mut [MaybeUninit<HeaderIndices>] = match ctx.h1_max_headers {
+            Some(cap) if cap > DEFAULT_MAX_HEADERS => {
+                indices_heap = uninit_vec(cap);
+                &mut indices_heap
+            }
+            cap => {
+                indices_inline = [const { MaybeUninit::uninit() }; DEFAULT_MAX_HEADERS];
+                &mut indices_inline[..cap.unwrap_or(DEFAULT_MAX_HEADERS)]
+            }
+        };
         {
-            let mut headers: SmallVec<[MaybeUninit<httparse::Header<'_>>; DEFAULT_MAX_HEADERS]> =
-                match ctx.h1_max_headers {
-                    Some(cap) => uninit_headers(cap),
-                    None => smallvec_inline![MaybeUninit::uninit(); DEFAULT_MAX_HEADERS],
-                };
+            let mut headers_inline: [MaybeUninit<httparse::Header<'_>>; DEFAULT_MAX_HEADERS];
+            let mut headers_heap: Vec<MaybeUninit<httparse::Header<'_>>>;
+            let headers: &mut [MaybeUninit<httparse::Header<'_>>] = match ctx.h1_max_headers {
+                Some(cap) if cap > DEFAULT_MAX_HEADERS => {
+                    headers_heap = uninit_vec(cap);
+                    &mut headers_heap
+                }
+                cap => {
+                    headers_inline = [const { MaybeUninit::uninit() }; DEFAULT_MAX_HEADERS];
+                    &mut headers_inline[..cap.unwrap_or(DEFAULT_MAX_HEADERS)]
+                }
+            };
             trace!(bytes = buf.len(), "Request.parse");
             let mut req = httparse::Request::new(&mut []);
             let bytes = buf.as_ref();
             match ctx.h1_parser_config.parse_request_with_uninit_headers(
                 &mut req,
                 bytes,
-                &mut headers,
+                headers,
             ) {
                 Ok(httparse::Status::Complete(parsed_len)) => {
                     trace!("Request.parse Complete({})", parsed_len);
@@ -213,7 +239,7 @@ impl Http1Transaction for Server {
                         Version::HTTP_10
                     };
 
-                    record_header_indices(bytes, req.headers, &mut headers_indices)?;
+                    record_header_indices(bytes, req.headers, headers_indices)?;
                     headers_len = req.headers.len();
                 }
                 Ok(httparse::Status::Partial) => return Ok(None),
