@@ -40,6 +40,8 @@
 //! watch connection are this process's: over HTTP/1.1 it needs about 2 x watchers open
 //! files (`ulimit -n`; the phase checks and says so when the limit is too low).
 //! `WIRE_PHASES` (comma-separated: get, create, update, list, watch) picks phases.
+//! `WIRE_LOG` logs as the binary does, text on stderr through that filter (the
+//! binary's default is `info`); unset, the server logs nothing.
 //!
 //! Profile a phase: `cargo bench --bench wire --no-run` names the binary, then
 //! `WIRE_PHASES=watch perf record -F 299 --call-graph dwarf target/release/deps/wire-<hash>
@@ -1574,6 +1576,15 @@ async fn etcd_put_rate(url: &str, connections: usize, seconds: Duration) -> f64 
 fn main() {
     if let Ok(spec) = std::env::var(WATCH_CLIENT_ENV) {
         return watch_client_process(&spec);
+    }
+    // The server's logs as the binary writes them: text lines on stderr, filtered as
+    // `WIRE_LOG` says (the binary's default is `info`). Unset, nothing is logged.
+    if let Ok(filter) = std::env::var("WIRE_LOG") {
+        tracing_subscriber::fmt()
+            .with_writer(std::io::stderr)
+            .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
+            .with_ansi(false)
+            .init();
     }
     // `cargo bench` passes `--bench`; a name filter selects nothing here.
     let seconds = Duration::from_secs(env_or("WIRE_SECONDS", 5));

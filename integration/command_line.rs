@@ -298,3 +298,58 @@ fn advertise_address_is_what_discovery_and_the_kubernetes_service_name() {
         .expect("the kubernetes EndpointSlice");
     assert_eq!(slice["endpoints"][0]["addresses"][0], "10.1.2.3", "{slice}");
 }
+
+#[test]
+fn requests_are_logged_one_by_one_only_when_asked() {
+    // The default filter, as a user starting the binary gets it: no line per request
+    // (kube-apiserver logs requests from -v=3 only).
+    let quiet = TestServer::start_with_env(&[], &[("CRD_APISERVER_LOG", None), ("RUST_LOG", None)]);
+    let http = quiet.http();
+    let r = http
+        .request("GET", "/api/v1/namespaces", &[], &json_accept(), None)
+        .expect("a response");
+    assert_eq!(r.status, 200, "{}", r.text());
+    let r = http
+        .request(
+            "GET",
+            "/apis/nope.example.com/v1/things",
+            &[],
+            &json_accept(),
+            None,
+        )
+        .expect("a response");
+    assert_eq!(r.status, 404, "{}", r.text());
+    let stderr = quiet.stderr();
+    assert!(!stderr.contains("crd_apiserver::request"), "{stderr}");
+    assert!(!stderr.contains("path=/api/v1/namespaces"), "{stderr}");
+
+    // Asked for: a line per request, with its path, code and size.
+    let loud = TestServer::start_with_env(
+        &[],
+        &[(
+            "CRD_APISERVER_LOG",
+            Some("info,crd_apiserver::request=debug"),
+        )],
+    );
+    let r = loud
+        .http()
+        .request(
+            "GET",
+            "/api/v1/namespaces/default",
+            &[],
+            &json_accept(),
+            None,
+        )
+        .expect("a response");
+    assert_eq!(r.status, 200, "{}", r.text());
+    let stderr = loud.stderr();
+    let line = stderr
+        .lines()
+        .find(|l| {
+            l.contains("crd_apiserver::request") && l.contains("path=/api/v1/namespaces/default")
+        })
+        .unwrap_or_else(|| panic!("no request line in:\n{stderr}"));
+    assert!(line.contains("method=GET"), "{line}");
+    assert!(line.contains("code=200"), "{line}");
+    assert!(line.contains(&format!("bytes={}", r.body.len())), "{line}");
+}

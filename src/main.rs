@@ -271,7 +271,8 @@ struct Flags {
 #[tokio::main(flavor = "current_thread")]
 async fn main() {
     let (flags, ignored) = command_line();
-    // CRD_APISERVER_LOG, else RUST_LOG, else info (one line per request at info).
+    // CRD_APISERVER_LOG, else RUST_LOG, else info (a line per request at debug, as
+    // kube-apiserver from -v=3: `crd_apiserver::request=debug`).
     let filter = tracing_subscriber::EnvFilter::try_from_env("CRD_APISERVER_LOG")
         .or_else(|_| tracing_subscriber::EnvFilter::try_from_default_env())
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));

@@ -848,20 +848,33 @@ impl RequestMeter {
         let elapsed = self.started.elapsed();
         self.metrics.record(&self.labels, code, bytes, elapsed);
         let l = &self.labels;
-        tracing::info!(
-            target: "crd_apiserver::request",
-            method = %self.method,
-            path = %l.uri.path(),
-            verb = %l.verb,
-            resource = %l.info.resource,
-            subresource = %l.info.subresource,
-            namespace = %l.info.namespace,
-            code,
-            latency_ms = elapsed.as_secs_f64() * 1e3,
-            bytes,
-            user_agent = %l.user_agent.as_ref().and_then(|v| v.to_str().ok()).unwrap_or(""),
-            "request"
-        );
+        // One line per request at debug, as kube-apiserver logs requests only from -v=3
+        // (a line per request is most of a GET's cost when written); a server error at
+        // info, where the default filter shows it.
+        macro_rules! request_line {
+            ($level:expr) => {
+                tracing::event!(
+                    target: "crd_apiserver::request",
+                    $level,
+                    method = %self.method,
+                    path = %l.uri.path(),
+                    verb = %l.verb,
+                    resource = %l.info.resource,
+                    subresource = %l.info.subresource,
+                    namespace = %l.info.namespace,
+                    code,
+                    latency_ms = elapsed.as_secs_f64() * 1e3,
+                    bytes,
+                    user_agent = %l.user_agent.as_ref().and_then(|v| v.to_str().ok()).unwrap_or(""),
+                    "request"
+                )
+            };
+        }
+        if code >= 500 {
+            request_line!(tracing::Level::INFO);
+        } else {
+            request_line!(tracing::Level::DEBUG);
+        }
     }
 }
 

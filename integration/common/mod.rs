@@ -125,6 +125,21 @@ impl TestServer {
     /// Starts the server with the `listen` flags, `--kubeconfig-out` and `extra`; on its
     /// own etcd when `backend_from_env` and `TEST_BACKEND=etcd`.
     fn start_listening(listen: &[&str], extra: &[&str], backend_from_env: bool) -> TestServer {
+        TestServer::start_listening_env(listen, extra, backend_from_env, &[])
+    }
+
+    /// [`TestServer::start_with`] with these environment variables set (`Some`) or
+    /// removed (`None`) for the server's process.
+    pub fn start_with_env(extra: &[&str], env: &[(&str, Option<&str>)]) -> TestServer {
+        TestServer::start_listening_env(&["--port", "0"], extra, true, env)
+    }
+
+    fn start_listening_env(
+        listen: &[&str],
+        extra: &[&str],
+        backend_from_env: bool,
+        env: &[(&str, Option<&str>)],
+    ) -> TestServer {
         let etcd = match std::env::var("TEST_BACKEND").as_deref() {
             Ok("etcd") if backend_from_env && !extra.contains(&"--etcd-servers") => {
                 let etcd = Etcd::start();
@@ -152,7 +167,14 @@ impl TestServer {
         let stderr_path = dir.join("server.stderr");
         let stderr_file = fs::File::create(&stderr_path)
             .unwrap_or_else(|e| panic!("creating {}: {e}", stderr_path.display()));
-        let mut child = Command::new(&binary)
+        let mut command = Command::new(&binary);
+        for (name, value) in env {
+            match value {
+                Some(v) => command.env(name, v),
+                None => command.env_remove(name),
+            };
+        }
+        let mut child = command
             .args(listen)
             .arg("--kubeconfig-out")
             .arg(&kubeconfig)
