@@ -57,18 +57,6 @@ impl PathElement {
         s
     }
 
-    /// [`PathElement::serialize`] into `out` (replacing what it held).
-    pub fn write_key(&self, out: &mut String) {
-        out.clear();
-        match self {
-            PathElement::Field(f) => {
-                out.push_str("f:");
-                out.push_str(f);
-            }
-            other => out.push_str(&other.serialize()),
-        }
-    }
-
     /// The `FieldsV1` key of this element (`f:spec`, `k:{"name":"http"}`, `v:"a"`, `i:0`).
     pub fn serialize(&self) -> String {
         match self {
@@ -529,43 +517,6 @@ impl FieldSet {
         out
     }
 
-    /// [`FieldSet::subtract`] (with `recursive`, [`FieldSet::recursive_subtract`])
-    /// applied to a set in its `FieldsV1` form, as [`FieldSet::to_fields_v1`] writes
-    /// it: `{}` is a member, `"."` marks a member with paths below it.
-    pub fn subtract_from_fields_v1(&self, fields: &mut Map<String, Value>, recursive: bool) {
-        // One buffer for every key of this level.
-        let mut key = String::new();
-        for pe in &self.members {
-            pe.write_key(&mut key);
-            let Some(Value::Object(below)) = fields.get_mut(&key) else {
-                continue;
-            };
-            if recursive || below.is_empty() {
-                fields.remove(&key);
-            } else {
-                below.remove(".");
-            }
-        }
-        for (pe, other) in &self.children {
-            pe.write_key(&mut key);
-            let Some(Value::Object(below)) = fields.get_mut(&key) else {
-                continue;
-            };
-            let member = below.contains_key(".");
-            if below.len() == usize::from(member) {
-                continue; // a member with nothing below
-            }
-            other.subtract_from_fields_v1(below, recursive);
-            if below.len() == usize::from(member) {
-                if member {
-                    below.remove(".");
-                } else {
-                    fields.remove(&key);
-                }
-            }
-        }
-    }
-
     /// Parse `FieldsV1` JSON (kube's `Set.FromJSON`); unknown element types are skipped.
     pub fn from_fields_v1(v: &Value) -> Result<FieldSet, FieldSetError> {
         Ok(read_fields_v1(v)?.0.unwrap_or_default())
@@ -796,42 +747,5 @@ mod tests {
         assert_eq!(compare_values(&json!(2), &json!(1.5)), Ordering::Greater);
         assert_eq!(compare_values(&json!("a"), &json!(1)), Ordering::Greater);
         assert_eq!(compare_values(&json!(null), &json!({})), Ordering::Greater);
-    }
-
-    mod fields_v1_subtraction {
-        use super::*;
-        use proptest::prelude::*;
-
-        /// A set of up to eight paths of up to three fields from a small pool, so
-        /// that sets share prefixes and members sit above other paths.
-        fn set() -> impl Strategy<Value = FieldSet> {
-            let path = prop::collection::vec(prop::sample::select(vec!["a", "b", "c"]), 1..4);
-            prop::collection::vec(path, 0..8).prop_map(|paths| {
-                let mut s = FieldSet::new();
-                for p in paths {
-                    let p: Vec<PathElement> = p.into_iter().map(PathElement::field).collect();
-                    s.insert(&p);
-                }
-                s
-            })
-        }
-
-        proptest! {
-            #![proptest_config(ProptestConfig::with_cases(2000))]
-
-            /// Subtracting from the `FieldsV1` form gives the form of the subtracted set.
-            #[test]
-            fn subtracting_from_fields_v1_matches_the_set(a in set(), b in set(), recursive: bool) {
-                let mut expected = a.clone();
-                if recursive {
-                    expected.recursive_subtract(&b);
-                } else {
-                    expected.subtract(&b);
-                }
-                let Value::Object(mut fields) = a.to_fields_v1() else { unreachable!() };
-                b.subtract_from_fields_v1(&mut fields, recursive);
-                prop_assert_eq!(Value::Object(fields), expected.to_fields_v1());
-            }
-        }
     }
 }

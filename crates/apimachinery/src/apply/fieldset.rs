@@ -167,6 +167,103 @@ pub fn added_fields_v1(v: &Value, t: TypeRef) -> Map<String, Value> {
     out
 }
 
+/// Sets an added set leaves out, each with whether it takes what lies below its
+/// members too (kube's reset fields, recursively) or only the members themselves
+/// (the stripped system fields).
+pub type Without<'a> = [Option<(&'a FieldSet, bool)>; 2];
+
+/// [`added_fields_v1`] with `without`'s sets subtracted as it is built, equal to
+/// building it whole and then applying [`FieldSet::subtract_from_fields_v1`] with
+/// each set in turn: a create's entry leaves out its system and reset fields without
+/// writing them first. Where no set reaches, the walk is [`added_fields_v1`]'s own.
+pub fn added_fields_v1_without(v: &Value, t: TypeRef, without: Without) -> Map<String, Value> {
+    if without.iter().all(Option::is_none) {
+        return added_fields_v1(v, t);
+    }
+    let mut out = Map::new();
+    match t.atom().deduce(Some(v)).shape() {
+        Shape::Scalar(_) | Shape::Invalid => {}
+        Shape::List(lt) => {
+            let items = v.as_array().filter(|_| lt.kind.is_associative());
+            let mut by_element: BTreeMap<PathElement, (usize, &Value)> = BTreeMap::new();
+            for item in items.into_iter().flatten() {
+                let Ok(pe) = list_item_element(&lt, item) else {
+                    continue;
+                };
+                by_element
+                    .entry(pe)
+                    .and_modify(|(n, _)| *n += 1)
+                    .or_insert((1, item));
+            }
+            for (pe, (n, item)) in by_element {
+                let Some((unmark, below_without)) = level(&without, |e| *e == pe) else {
+                    continue;
+                };
+                let below = match n {
+                    1 => added_fields_v1_without(item, lt.elem, below_without),
+                    _ => Map::new(),
+                };
+                insert_member(&mut out, pe.serialize(), below, unmark);
+            }
+        }
+        Shape::Map(mt) if !mt.atomic => {
+            for (k, val) in v.as_object().into_iter().flatten() {
+                let field = |e: &PathElement| matches!(e, PathElement::Field(f) if f == k);
+                let Some((unmark, below_without)) = level(&without, field) else {
+                    continue;
+                };
+                let below = added_fields_v1_without(val, mt.value_type(k), below_without);
+                insert_member(&mut out, PathElement::field_key(k), below, unmark);
+            }
+        }
+        Shape::Map(_) => {}
+    }
+    out
+}
+
+/// What `without` does to the element `is` matches: `None` when a recursive set has
+/// it as a member (it and everything below go); else whether a set takes its member
+/// mark, and the sets that reach below it.
+fn level<'a>(
+    without: &Without<'a>,
+    is: impl Fn(&PathElement) -> bool,
+) -> Option<(bool, Without<'a>)> {
+    let mut unmark = false;
+    let mut below: Without = [None, None];
+    for (slot, set) in below.iter_mut().zip(without) {
+        let Some((set, recursive)) = set else {
+            continue;
+        };
+        if set.members().any(&is) {
+            if *recursive {
+                return None;
+            }
+            unmark = true;
+        }
+        *slot = set
+            .children()
+            .find(|(pe, _)| is(pe))
+            .map(|(_, c)| (c, *recursive));
+    }
+    Some((unmark, below))
+}
+
+/// Put an added element with what is below it: marked as a member (`"."` when it
+/// has anything below), or, when its mark is taken, only what is below it (nothing
+/// at all when there is nothing below).
+fn insert_member(
+    out: &mut Map<String, Value>,
+    key: String,
+    below: Map<String, Value>,
+    unmark: bool,
+) {
+    if !unmark {
+        out.insert(key, Value::Object(member_with(below)));
+    } else if !below.is_empty() {
+        out.insert(key, Value::Object(below));
+    }
+}
+
 /// A member's `FieldsV1` value: `{}` for a leaf, or what is below it marked with `"."`.
 fn member_with(mut below: Map<String, Value>) -> Map<String, Value> {
     if !below.is_empty() {
@@ -779,6 +876,73 @@ mod tests {
             json!({"f:spec": {".": {}, "f:env": {".": {}, "f:A": {}},
                 "f:ports": {".": {}, "k:{\"name\":\"http\"}": {".": {}, "f:port": {}}}}})
         );
+    }
+
+    mod added_without {
+        use super::*;
+        use proptest::prelude::*;
+
+        /// A set of up to eight paths of up to three fields from a small pool, so
+        /// that sets share prefixes and members sit above other paths.
+        fn set() -> impl Strategy<Value = FieldSet> {
+            let path = prop::collection::vec(prop::sample::select(vec!["a", "b", "c"]), 1..4);
+            prop::collection::vec(path, 0..8).prop_map(|paths| {
+                let mut s = FieldSet::new();
+                for p in paths {
+                    let p: Vec<PathElement> = p.into_iter().map(PathElement::field).collect();
+                    s.insert(&p);
+                }
+                s
+            })
+        }
+
+        /// Objects over the same field names, three levels deep: leaves, empty maps and
+        /// maps with fields.
+        fn object() -> impl Strategy<Value = Value> {
+            let leaf = prop_oneof![Just(json!(1)), Just(json!("x")), Just(json!({}))];
+            leaf.prop_recursive(3, 24, 3, |inner| {
+                prop::collection::btree_map(
+                    prop::sample::select(vec!["a".to_string(), "b".into(), "c".into()]),
+                    inner,
+                    0..4,
+                )
+                .prop_map(|m| Value::Object(m.into_iter().collect()))
+            })
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(2000))]
+
+            /// The added set with the sets left out as it is built equals the whole
+            /// added set with the first subtracted recursively, then the second not.
+            #[test]
+            fn leaving_sets_out_while_building_equals_subtracting_them(
+                v in object(),
+                first in set(),
+                second in set(),
+            ) {
+                let t = TypeRef::Deduced;
+                let whole = Value::Object(added_fields_v1(&v, t));
+                let mut expected = FieldSet::from_fields_v1(&whole).unwrap();
+                expected.recursive_subtract(&first);
+                expected.subtract(&second);
+                let got = added_fields_v1_without(
+                    &v,
+                    t,
+                    [Some((&first, true)), Some((&second, false))],
+                );
+                prop_assert_eq!(
+                    FieldSet::from_fields_v1(&Value::Object(got.clone())).unwrap(),
+                    expected.clone(),
+                    "{} without {:?} then {:?}",
+                    v,
+                    first,
+                    second
+                );
+                // The same form too: `{}` for a leaf, `"."` only beside paths below.
+                prop_assert_eq!(Value::Object(got), expected.to_fields_v1());
+            }
+        }
     }
 
     /// What lets `validate_into` skip the values of kube's untyped types: every value

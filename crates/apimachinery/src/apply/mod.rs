@@ -33,6 +33,7 @@ use managed::{Managed, ManagerId, APPLY, BEFORE_FIRST_APPLY, MAX_UPDATE_MANAGERS
 use merge::{Conflict, Managers, Updater, VersionedSet};
 use schema::TypeRef;
 use serde_json::{Map, Value};
+use std::sync::LazyLock;
 
 /// The annotation client-side `kubectl apply` keeps, which kube keeps in step for
 /// server-side applies by the `kubectl` manager.
@@ -71,16 +72,26 @@ impl Scope<'_> {
         TypeRef::root(self.schema)
     }
 
-    /// The fields the strategy resets on this endpoint (kube's reset fields).
-    pub fn reset_fields(&self) -> FieldSet {
-        let mut s = FieldSet::new();
-        if self.subresource == "status" {
-            s.insert(&[PathElement::field("metadata")]);
-            s.insert(&[PathElement::field("spec")]);
-        } else if self.status_subresource {
-            s.insert(&[PathElement::field("status")]);
+    /// The fields the strategy resets on this endpoint (kube's reset fields): one of
+    /// three sets, made once.
+    pub fn reset_fields(&self) -> &'static FieldSet {
+        fn of(fields: &[&str]) -> FieldSet {
+            let mut s = FieldSet::new();
+            for f in fields {
+                s.insert(&[PathElement::field(f)]);
+            }
+            s
         }
-        s
+        static STATUS_ENDPOINT: LazyLock<FieldSet> = LazyLock::new(|| of(&["metadata", "spec"]));
+        static MAIN_WITH_STATUS: LazyLock<FieldSet> = LazyLock::new(|| of(&["status"]));
+        static NONE: LazyLock<FieldSet> = LazyLock::new(FieldSet::new);
+        if self.subresource == "status" {
+            &STATUS_ENDPOINT
+        } else if self.status_subresource {
+            &MAIN_WITH_STATUS
+        } else {
+            &NONE
+        }
     }
 
     /// The object kube starts from when there is none yet.
@@ -418,11 +429,15 @@ fn record_create(new: &mut Value, manager: &str, scope: &Scope) {
     if !fieldset::validate(new, root, true).is_empty() {
         return;
     }
-    let mut fields = fieldset::added_fields_v1(new, root);
-    scope
-        .reset_fields()
-        .subtract_from_fields_v1(&mut fields, true);
-    managed::strip_set().subtract_from_fields_v1(&mut fields, false);
+    // kube's order: the reset fields (with all below them), then the system fields.
+    let fields = fieldset::added_fields_v1_without(
+        new,
+        root,
+        [
+            Some((scope.reset_fields(), true)),
+            Some((managed::strip_set(), false)),
+        ],
+    );
     if fields.is_empty() {
         return;
     }
@@ -447,10 +462,9 @@ fn update_managed(
         return None;
     }
     let key = ManagerId::new(manager, UPDATE, scope.api_version, scope.subresource).key();
-    let ignored = scope.reset_fields();
     let updater = Updater {
         root,
-        ignored: &ignored,
+        ignored: scope.reset_fields(),
     };
     let mut fields = updater.update(
         live,
@@ -646,10 +660,9 @@ fn apply_managed(
         )));
     }
     let key = ManagerId::new(manager, APPLY, "", scope.subresource).key();
-    let ignored = scope.reset_fields();
     let updater = Updater {
         root,
-        ignored: &ignored,
+        ignored: scope.reset_fields(),
     };
     let (new, mut fields) = updater
         .apply(
