@@ -131,6 +131,16 @@ impl Followed {
         cache.as_ref()?.entries.get(key).map(|e| e.object.clone())
     }
 
+    /// Whether keys under `key_root` (a kind's, as `Descriptor::key` makes them) can
+    /// lie under this root: one is the other, or lies below it.
+    pub fn may_hold(&self, key_root: &str) -> bool {
+        let below = |long: &str, short: &str| {
+            long.strip_prefix(short)
+                .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
+        };
+        !self.root.is_empty() && (below(key_root, &self.root) || below(&self.root, key_root))
+    }
+
     /// An object under the root was written through this server: reads see it at
     /// once (the watch would bring it a moment later). `None`: it was deleted.
     pub fn written(&self, key: &str, revision: i64, object: Option<&Value>) {
@@ -256,5 +266,24 @@ async fn follow(source: Weak<Followed>) {
         // The watch ended: resume from the last revision seen (a compacted one lists
         // again).
         tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_root_may_hold_the_keys_of_kinds_stored_at_it_above_it_or_below_it() {
+        let storage: Arc<dyn Storage> = Arc::new(crate::storage::memory::MemoryStorage::new());
+        let f = Followed::start(storage.clone(), "/registry/serviceaccounts");
+        assert!(f.may_hold("/registry/serviceaccounts"));
+        // A kind stored at `/registry` has keys such as `/registry/serviceaccounts/a`.
+        assert!(f.may_hold("/registry"));
+        assert!(f.may_hold("/registry/serviceaccounts/default"));
+        assert!(!f.may_hold("/registry/serviceaccount"));
+        assert!(!f.may_hold("/registry/serviceaccountsx"));
+        assert!(!f.may_hold("/registry/example.com/widgets"));
+        assert!(!Followed::start(storage, "").may_hold("/registry/serviceaccounts"));
     }
 }

@@ -646,6 +646,12 @@ impl Admission {
         }
     }
 
+    /// Whether kube's plugins follow the kind stored under `key_root` (what
+    /// [`Admission::builtin_written`] would be told of, else nothing).
+    pub fn builtin_follows(&self, key_root: &str) -> bool {
+        self.builtin_plugins().is_some_and(|b| b.follows(key_root))
+    }
+
     /// An object was written through this server: kube's plugins read it at once.
     pub fn builtin_written(&self, key: &str, obj: &Value, deleted: bool) {
         if let Some(b) = self.builtin_plugins() {

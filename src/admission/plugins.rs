@@ -73,7 +73,18 @@ impl Builtin {
 
     /// An object was written through this server (`None`: deleted).
     pub fn written(&self, key: &str, revision: i64, object: Option<&Value>) {
-        for f in [
+        for f in self.followed() {
+            f.written(key, revision, object);
+        }
+    }
+
+    /// Whether any plugin follows the objects of the kind stored under `key_root`.
+    pub fn follows(&self, key_root: &str) -> bool {
+        self.followed().iter().any(|f| f.may_hold(key_root))
+    }
+
+    fn followed(&self) -> [&Followed; 7] {
+        [
             &self.service_accounts,
             &self.priority_classes,
             &self.storage_classes,
@@ -81,9 +92,7 @@ impl Builtin {
             &self.limit_ranges,
             &self.resource_quotas,
             &self.namespaces,
-        ] {
-            f.written(key, revision, object);
-        }
+        ]
     }
 
     /// The namespace stored at `key` as NamespaceLifecycle last saw it; `None` when

@@ -888,11 +888,14 @@ impl ApiServer {
 
     /// Hooks after a successful write through this server (CRDs update the catalog).
     pub fn after_write(self: &Arc<Self>, d: &crate::rest::Descriptor, obj: &Value, deleted: bool) {
-        self.admission.builtin_written(
-            &d.key(object::namespace(obj), object::name(obj)),
-            obj,
-            deleted,
-        );
+        // Most writes are of kinds no plugin follows (custom resources): no key made.
+        if self.admission.builtin_follows(&d.key_root) {
+            self.admission.builtin_written(
+                &d.key(object::namespace(obj), object::name(obj)),
+                obj,
+                deleted,
+            );
+        }
         if d.gr == self.crds.descriptor().gr {
             self.crd_written(obj, deleted);
         }
