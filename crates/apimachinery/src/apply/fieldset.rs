@@ -133,38 +133,7 @@ impl SetWalker {
 /// list with items, is a member that also lists what is below it (`"."`), a
 /// duplicated list item is owned as a whole.
 pub fn added_fields_v1(v: &Value, t: TypeRef) -> Map<String, Value> {
-    let mut out = Map::new();
-    match t.atom().deduce(Some(v)).shape() {
-        Shape::Scalar(_) | Shape::Invalid => {}
-        Shape::List(lt) => {
-            let items = v.as_array().filter(|_| lt.kind.is_associative());
-            let mut by_element: BTreeMap<PathElement, (usize, &Value)> = BTreeMap::new();
-            for item in items.into_iter().flatten() {
-                let Ok(pe) = list_item_element(&lt, item) else {
-                    continue;
-                };
-                by_element
-                    .entry(pe)
-                    .and_modify(|(n, _)| *n += 1)
-                    .or_insert((1, item));
-            }
-            for (pe, (n, item)) in by_element {
-                let below = match n {
-                    1 => member_with(added_fields_v1(item, lt.elem)),
-                    _ => Map::new(),
-                };
-                out.insert(pe.serialize(), Value::Object(below));
-            }
-        }
-        Shape::Map(mt) if !mt.atomic => {
-            for (k, val) in v.as_object().into_iter().flatten() {
-                let below = member_with(added_fields_v1(val, mt.value_type(k)));
-                out.insert(PathElement::field_key(k), Value::Object(below));
-            }
-        }
-        Shape::Map(_) => {}
-    }
-    out
+    added_fields_v1_without(v, t, [None, None])
 }
 
 /// Sets an added set leaves out, each with whether it takes what lies below its
@@ -175,11 +144,8 @@ pub type Without<'a> = [Option<(&'a FieldSet, bool)>; 2];
 /// [`added_fields_v1`] with `without`'s sets subtracted as it is built, equal to
 /// building it whole and then applying [`FieldSet::subtract_from_fields_v1`] with
 /// each set in turn: a create's entry leaves out its system and reset fields without
-/// writing them first. Where no set reaches, the walk is [`added_fields_v1`]'s own.
+/// writing them first.
 pub fn added_fields_v1_without(v: &Value, t: TypeRef, without: Without) -> Map<String, Value> {
-    if without.iter().all(Option::is_none) {
-        return added_fields_v1(v, t);
-    }
     let mut out = Map::new();
     match t.atom().deduce(Some(v)).shape() {
         Shape::Scalar(_) | Shape::Invalid => {}
