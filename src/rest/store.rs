@@ -704,7 +704,7 @@ impl Store {
         body: Value,
         opts: &WriteOptions,
     ) -> Result<Written, Status> {
-        let d = kind.descriptor().clone();
+        let d = kind.descriptor();
         if object::resource_version(&body)?.is_some() {
             return Err(Status::bad_request(
                 "resourceVersion should not be set on objects to be created",
@@ -814,7 +814,7 @@ impl Store {
     where
         F: FnMut(&Value) -> Result<Value, Status>,
     {
-        let d: Descriptor = kind.descriptor().clone();
+        let d: &Descriptor = kind.descriptor();
         let key = d.key(namespace, name);
         for _ in 0..MAX_RETRIES {
             let (kv, old) = self.read_shared(kind, &key, name).await?;
@@ -957,7 +957,7 @@ impl Store {
         warnings: &mut Vec<String>,
         mutate: impl Fn(&mut Value),
     ) -> Result<Value, Status> {
-        let d = kind.descriptor().clone();
+        let d = kind.descriptor();
         let key = d.key(namespace, name);
         let write_opts = delete_write_options(opts);
         for _ in 0..MAX_RETRIES {
@@ -1000,7 +1000,7 @@ impl Store {
         finalizers_on_delete: &[&str],
         warnings: &mut Vec<String>,
     ) -> Result<Deleted, Status> {
-        let d = kind.descriptor().clone();
+        let d = kind.descriptor();
         let key = d.key(namespace, name);
         let write_opts = delete_write_options(opts);
         for _ in 0..MAX_RETRIES {
