@@ -303,7 +303,10 @@ fn advertise_address_is_what_discovery_and_the_kubernetes_service_name() {
 fn requests_are_logged_one_by_one_only_when_asked() {
     // The default filter, as a user starting the binary gets it: no line per request
     // (kube-apiserver logs requests from -v=3 only).
-    let quiet = TestServer::start_with_env(&[], &[("CRD_APISERVER_LOG", None), ("RUST_LOG", None)]);
+    let quiet = TestServer::start_with_env(
+        &["--fault", "verb=get,resource=configmaps,error=500"],
+        &[("CRD_APISERVER_LOG", None), ("RUST_LOG", None)],
+    );
     let http = quiet.http();
     let r = http
         .request("GET", "/api/v1/namespaces", &[], &json_accept(), None)
@@ -322,6 +325,20 @@ fn requests_are_logged_one_by_one_only_when_asked() {
     let stderr = quiet.stderr();
     assert!(!stderr.contains("crd_apiserver::request"), "{stderr}");
     assert!(!stderr.contains("path=/api/v1/namespaces"), "{stderr}");
+    // A server error is logged at the default level.
+    let path = "/api/v1/namespaces/default/configmaps/c";
+    let r = http
+        .request("GET", path, &[], &json_accept(), None)
+        .expect("a response");
+    assert_eq!(r.status, 500, "{}", r.text());
+    let stderr = quiet.stderr();
+    let lines: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.contains("crd_apiserver::request"))
+        .collect();
+    assert_eq!(lines.len(), 1, "{stderr}");
+    assert!(lines[0].contains("code=500"), "{}", lines[0]);
+    assert!(lines[0].contains(&format!("path={path}")), "{}", lines[0]);
 
     // Asked for: a line per request, with its path, code and size.
     let loud = TestServer::start_with_env(
