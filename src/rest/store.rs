@@ -965,10 +965,10 @@ impl Store {
             warnings.clear();
             let io = KindAdmission::new(
                 &self.admission,
-                Attributes::for_delete(&d, &write_opts, opts),
+                Attributes::for_delete(d, &write_opts, opts),
                 kind,
             );
-            order::admit_delete(&io, &d, &obj, kv.mod_revision, opts, warnings).await?;
+            order::admit_delete(&io, d, &obj, kv.mod_revision, opts, warnings).await?;
             if object::is_terminating(&obj) {
                 return Ok(obj);
             }
@@ -1009,12 +1009,12 @@ impl Store {
             warnings.clear();
             let io = KindAdmission::new(
                 &self.admission,
-                Attributes::for_delete(&d, &write_opts, opts),
+                Attributes::for_delete(d, &write_opts, opts),
                 kind,
             );
             let deletion = order::delete(
                 &io,
-                &d,
+                d,
                 obj,
                 kv.mod_revision,
                 opts,
