@@ -10,7 +10,7 @@ mod common;
 use std::collections::BTreeMap;
 use std::fs;
 use std::thread;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use common::{Etcd, HttpResponse, TestServer};
 use serde_json::{Map, Value};
@@ -298,7 +298,6 @@ fn run_case(
         }
         return results;
     }
-    start_early_in_a_second();
     let mut captured: BTreeMap<String, String> = BTreeMap::new();
     for (i, raw_step) in steps.iter().enumerate() {
         let sid = match raw_step.get("name") {
@@ -357,20 +356,6 @@ fn run_case(
         }
     }
     results
-}
-
-/// Waits, when less than half of the current second is left, for the next one: the
-/// recordings ran their steps within one second, and kube orders managedFields entries
-/// by the second of their time, so a case straddling a second boundary (likelier on a
-/// slower backend) could see them in another order.
-fn start_early_in_a_second() {
-    let into = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.subsec_millis())
-        .unwrap_or(0);
-    if into > 500 {
-        thread::sleep(Duration::from_millis(u64::from(1000 - into) + 5));
-    }
 }
 
 /// The list path of a CRD's first served version in namespace `default`.
@@ -503,9 +488,12 @@ fn check(step: &Value, reply: &Reply, golden: Option<&Value>) -> Vec<String> {
         }
         if let Some(wb) = want.get("body") {
             let gb = got.get("body").cloned().unwrap_or(Value::Null);
+            if let Some(js) = &reply.json {
+                errs.extend(managed_fields_out_of_order(js, "body"));
+            }
             errs.extend(subset(
-                &strip_ignored(wb, step),
-                &strip_ignored(&gb, step),
+                &same_second_order(&strip_ignored(wb, step)),
+                &same_second_order(&strip_ignored(&gb, step)),
                 "body",
             ));
         }
@@ -581,6 +569,84 @@ fn check(step: &Value, reply: &Reply, golden: Option<&Value>) -> Vec<String> {
         }
     }
     errs
+}
+
+/// kube's order of `managedFields` entries: operation, time (to the second; none
+/// first), manager, apiVersion, subresource.
+fn managed_order_key(entry: &Value, with_time: bool) -> [String; 5] {
+    let s = |k: &str| {
+        entry
+            .get(k)
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string()
+    };
+    [
+        s("operation"),
+        if with_time { s("time") } else { String::new() },
+        s("manager"),
+        s("apiVersion"),
+        s("subresource"),
+    ]
+}
+
+/// Every `managedFields` in `v` ordered as kube orders entries whose times fall in
+/// one second. The recordings ran each case within one second; a run here may cross
+/// a second boundary between two writes, which reorders entries by their (real) times,
+/// so the comparison with the recording puts both in the one-second order, and
+/// [`managed_fields_out_of_order`] checks the reply's own order against its times.
+fn same_second_order(v: &Value) -> Value {
+    match v {
+        Value::Object(obj) => Value::Object(
+            obj.iter()
+                .map(|(k, x)| {
+                    let x = match (k.as_str(), x) {
+                        ("managedFields", Value::Array(entries)) => {
+                            let mut entries: Vec<Value> =
+                                entries.iter().map(same_second_order).collect();
+                            entries.sort_by_cached_key(|e| managed_order_key(e, false));
+                            Value::Array(entries)
+                        }
+                        _ => same_second_order(x),
+                    };
+                    (k.clone(), x)
+                })
+                .collect(),
+        ),
+        Value::Array(items) => Value::Array(items.iter().map(same_second_order).collect()),
+        other => other.clone(),
+    }
+}
+
+/// Errors for every `managedFields` in the reply not in kube's order by the entries'
+/// own times.
+fn managed_fields_out_of_order(v: &Value, path: &str) -> Vec<String> {
+    match v {
+        Value::Object(obj) => obj
+            .iter()
+            .flat_map(|(k, x)| {
+                let here = format!("{path}.{k}");
+                match (k.as_str(), x) {
+                    ("managedFields", Value::Array(entries)) => {
+                        let keys: Vec<[String; 5]> =
+                            entries.iter().map(|e| managed_order_key(e, true)).collect();
+                        if keys.windows(2).all(|w| w[0] <= w[1]) {
+                            Vec::new()
+                        } else {
+                            vec![format!("{here}: entries not in kube's order: {keys:?}")]
+                        }
+                    }
+                    _ => managed_fields_out_of_order(x, &here),
+                }
+            })
+            .collect(),
+        Value::Array(items) => items
+            .iter()
+            .enumerate()
+            .flat_map(|(i, x)| managed_fields_out_of_order(x, &format!("{path}[{i}]")))
+            .collect(),
+        _ => Vec::new(),
+    }
 }
 
 /// Replaces values that legitimately differ between servers and runs (see the
@@ -930,6 +996,42 @@ fn truncate(s: &str, n: usize) -> String {
 mod runner_tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn managed_fields_compare_in_one_seconds_order_and_are_checked_against_their_times() {
+        let entry = |subresource: &str, time: &str| {
+            let mut e = json!({"manager": "m", "operation": "Update", "apiVersion": "apps/v1",
+                               "time": time});
+            if !subresource.is_empty() {
+                e["subresource"] = json!(subresource);
+            }
+            e
+        };
+        // Written across a second boundary: the status entry's second comes first.
+        let crossed = json!({"metadata": {"managedFields": [
+            entry("status", "2026-01-01T00:00:01Z"),
+            entry("", "2026-01-01T00:00:02Z"),
+        ]}});
+        assert!(managed_fields_out_of_order(&crossed, "body").is_empty());
+        // The recording's order, all in one second, with times replaced.
+        let recorded = json!({"metadata": {"managedFields": [entry("", "<time>"), entry("status", "<time>")]}});
+        assert_eq!(
+            same_second_order(&normalise(&crossed)),
+            same_second_order(&recorded)
+        );
+        // Entries out of order for their own times are an error.
+        let wrong = json!({"items": [{"metadata": {"managedFields": [
+            entry("", "2026-01-01T00:00:02Z"),
+            entry("status", "2026-01-01T00:00:01Z"),
+        ]}}]});
+        let errs = managed_fields_out_of_order(&wrong, "body");
+        assert_eq!(errs.len(), 1, "{errs:?}");
+        assert!(
+            errs[0].starts_with("body.items[0].metadata.managedFields: "),
+            "{}",
+            errs[0]
+        );
+    }
 
     #[test]
     fn normalise_replaces_volatile_values_and_sorts_causes() {
