@@ -69,7 +69,8 @@ fn split_segments<'a>(path: &'a str, out: &mut [&'a str]) -> Option<usize> {
 }
 
 /// Parse a request as kube does. `watch` is the value of the `watch` query parameter.
-/// Every request is parsed so: each field is allocated once, from the path's segments.
+/// Every request is parsed so: each field is allocated once, from the path's segments
+/// (the API prefix and, but for an extension method, the verb are not allocated).
 pub fn parse(method: &Method, path: &str, watch: bool) -> RequestInfo {
     // Every request's path is parsed: its segments go on the stack (API paths have at
     // most 8), a longer path's into a Vec.

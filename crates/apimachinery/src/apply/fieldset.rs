@@ -142,9 +142,9 @@ pub fn added_fields_v1(v: &Value, t: TypeRef) -> Map<String, Value> {
 pub type Without<'a> = [Option<(&'a FieldSet, bool)>; 2];
 
 /// [`added_fields_v1`] with `without`'s sets subtracted as it is built, equal to
-/// building it whole and then applying [`FieldSet::subtract_from_fields_v1`] with
-/// each set in turn: a create's entry leaves out its system and reset fields without
-/// writing them first.
+/// building it whole and then subtracting each set in turn ([`FieldSet::subtract`],
+/// or [`FieldSet::recursive_subtract`] for a recursive one): a create's entry leaves
+/// out its system and reset fields without writing them first.
 pub fn added_fields_v1_without(v: &Value, t: TypeRef, without: Without) -> Map<String, Value> {
     let mut out = Map::new();
     match t.atom().deduce(Some(v)).shape() {
