@@ -1268,6 +1268,26 @@ impl Etcd {
             .unwrap_or_else(|| panic!("no watcher gauge in etcd's metrics"))
     }
 
+    /// The watcher count once it has stayed the same for a second and a half (within
+    /// half a minute): the server's own watches open just after start-up, later on a
+    /// loaded machine.
+    pub fn settled_watchers(&self) -> u64 {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        let mut last = self.watchers();
+        let mut since = std::time::Instant::now();
+        while since.elapsed() < std::time::Duration::from_millis(1500)
+            && std::time::Instant::now() < deadline
+        {
+            std::thread::sleep(std::time::Duration::from_millis(100));
+            let now = self.watchers();
+            if now != last {
+                last = now;
+                since = std::time::Instant::now();
+            }
+        }
+        last
+    }
+
     /// The current store revision, read through the gateway.
     pub fn revision(&self) -> i64 {
         let response = self
