@@ -325,11 +325,11 @@ impl FaultRule {
         if self
             .namespace
             .as_ref()
-            .is_some_and(|n| *n != info.namespace)
+            .is_some_and(|n| *n != info.namespace())
         {
             return false;
         }
-        if self.name.as_ref().is_some_and(|n| *n != info.name) {
+        if self.name.as_ref().is_some_and(|n| *n != info.name()) {
             return false;
         }
         true
@@ -351,15 +351,15 @@ fn resource_matches(rule: &str, info: &RequestInfo) -> bool {
         None => (rule, None),
     };
     let sub_ok = match sub {
-        None => info.subresource.is_empty(),
+        None => info.subresource().is_empty(),
         Some("*") => true,
-        Some(s) => s == info.subresource,
+        Some(s) => s == info.subresource(),
     };
     let res_ok = resource == "*"
-        || resource == info.resource
+        || resource == info.resource()
         || resource
             .split_once('.')
-            .is_some_and(|(plural, group)| plural == info.resource && group == info.group);
+            .is_some_and(|(plural, group)| plural == info.resource() && group == info.group());
     sub_ok && res_ok
 }
 
@@ -593,14 +593,14 @@ fn min_some<T: Ord>(a: Option<T>, b: Option<T>) -> Option<T> {
 pub fn error_status(rule: &FaultRule, req: &ApiRequest) -> (Status, Option<u32>) {
     let code = rule.error.unwrap_or(500);
     let info = &req.info;
-    let gr = GroupResource::new(&info.group, &info.resource);
+    let gr = GroupResource::new(info.group(), info.resource());
     let text = |default: &str| rule.message.clone().unwrap_or_else(|| default.to_string());
     let status = match code {
         409 => {
-            let name = if info.name.is_empty() {
+            let name = if info.name().is_empty() {
                 body_name(&req.body)
             } else {
-                info.name.clone()
+                info.name().to_string()
             };
             match &rule.message {
                 Some(m) => Status::conflict(&gr, &name, m),
@@ -625,7 +625,7 @@ pub fn error_status(rule: &FaultRule, req: &ApiRequest) -> (Status, Option<u32>)
         504 => Status::timeout(text(
             "Timeout: request did not complete within requested timeout - context deadline exceeded",
         )),
-        404 if rule.message.is_none() && !info.name.is_empty() => Status::not_found(&gr, &info.name),
+        404 if rule.message.is_none() && !info.name().is_empty() => Status::not_found(&gr, info.name()),
         _ => Status {
             code,
             reason: reason_for_code(code).into(),
@@ -679,7 +679,7 @@ pub async fn around_dispatch(
     let Some(decision) = faults.decide(&req.info) else {
         return crate::handlers::dispatch(api, req).await;
     };
-    tracing::debug!(verb = %req.info.verb, path = %req.path, ?decision, "fault fired");
+    tracing::debug!(verb = %req.info.verb, path = %req.info.path, ?decision, "fault fired");
     if !decision.latency.is_zero() {
         tokio::time::sleep(decision.latency).await;
     }
@@ -732,17 +732,7 @@ mod tests {
         ns: &str,
         name: &str,
     ) -> RequestInfo {
-        RequestInfo {
-            is_resource_request: true,
-            verb: verb.to_string().into(),
-            group: group.into(),
-            version: "v1".into(),
-            resource: resource.into(),
-            subresource: sub.into(),
-            namespace: ns.into(),
-            name: name.into(),
-            ..Default::default()
-        }
+        RequestInfo::of_parts(verb, [group, "v1", ns, resource, name, sub])
     }
 
     #[test]
@@ -863,7 +853,6 @@ mod tests {
             headers: Default::default(),
             body: bytes::Bytes::new(),
             output: crate::http::negotiate::Output::Json,
-            path: String::new(),
             user: Default::default(),
         };
         let (s, retry) = error_status(&FaultRule::conflict(), &req);

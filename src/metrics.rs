@@ -628,11 +628,11 @@ impl RequestLabels {
             let served = api
                 .options
                 .served
-                .serves(&info.group, &info.version, &info.resource)
+                .serves(info.group(), info.version(), info.resource())
                 || api
                     .catalog
-                    .lookup(&info.group, &info.resource)
-                    .is_some_and(|c| c.served_version(&info.version).is_some());
+                    .lookup(info.group(), info.resource())
+                    .is_some_and(|c| c.served_version(info.version()).is_some());
             (served, COMPONENT, "")
         } else {
             match path {
@@ -668,7 +668,7 @@ impl RequestLabels {
     /// non-resource endpoints.
     fn subresource(&self) -> &str {
         if self.info.is_resource_request {
-            &self.info.subresource
+            self.info.subresource()
         } else {
             self.endpoint
         }
@@ -694,21 +694,21 @@ impl RequestLabels {
     fn short(&self) -> [&str; 7] {
         [
             self.component,
-            &self.info.group,
-            &self.info.resource,
+            self.info.group(),
+            self.info.resource(),
             self.scope,
             self.subresource(),
             self.verb,
-            &self.info.version,
+            self.info.version(),
         ]
     }
 }
 
 /// kube's `CleanScope`.
 fn clean_scope(info: &RequestInfo) -> &'static str {
-    if !info.name.is_empty() || info.verb == "create" {
+    if !info.name().is_empty() || info.verb == "create" {
         "resource"
-    } else if !info.namespace.is_empty() {
+    } else if !info.namespace().is_empty() {
         "namespace"
     } else if info.is_resource_request {
         "cluster"
@@ -859,9 +859,9 @@ impl RequestMeter {
                     method = %self.method,
                     path = %l.uri.path(),
                     verb = %l.verb,
-                    resource = %l.info.resource,
-                    subresource = %l.info.subresource,
-                    namespace = %l.info.namespace,
+                    resource = %l.info.resource(),
+                    subresource = %l.info.subresource(),
+                    namespace = %l.info.namespace(),
                     code,
                     latency_ms = elapsed.as_secs_f64() * 1e3,
                     bytes,

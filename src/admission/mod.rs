@@ -75,7 +75,7 @@ pub struct AdmissionRequest {
     /// `PatchOptions` or `DeleteOptions`, with `kind` and `apiVersion`).
     pub options: Value,
     /// Who asks (the authenticated user of the request).
-    pub user: crate::auth::UserInfo,
+    pub user: std::sync::Arc<crate::auth::UserInfo>,
 }
 
 /// What a hook answers.
@@ -618,7 +618,7 @@ impl Admission {
             .unwrap_or_else(|| Arc::new(crate::auth::authz::AlwaysAllow));
         AuthzContext {
             authorizer: Arc::new(crate::auth::authz::SyncAccess(authorizer)),
-            user: attrs.opts.user.clone(),
+            user: (*attrs.opts.user).clone(),
             group: attrs.descriptor.gr.group.clone(),
             resource: attrs.descriptor.gr.resource.clone(),
             subresource: attrs.opts.subresource.clone(),

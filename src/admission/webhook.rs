@@ -706,11 +706,11 @@ mod tests {
         let d = widgets();
         let opts = WriteOptions {
             dry_run: true,
-            user: crate::auth::UserInfo {
+            user: std::sync::Arc::new(crate::auth::UserInfo {
                 username: "alice".into(),
                 groups: vec!["dev".into(), "system:authenticated".into()],
                 ..Default::default()
-            },
+            }),
             ..Default::default()
         };
         let attrs = Attributes::new(&d, Operation::Create, &opts);

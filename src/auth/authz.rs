@@ -56,12 +56,12 @@ pub fn request_attributes(user: &UserInfo, info: &RequestInfo, path: &str) -> At
         user: user.clone(),
         verb: info.verb.to_string(),
         resource_request: info.is_resource_request,
-        api_group: info.group.clone(),
-        api_version: info.version.clone(),
-        resource: info.resource.clone(),
-        subresource: info.subresource.clone(),
-        namespace: info.namespace.clone(),
-        name: info.name.clone(),
+        api_group: info.group().to_string(),
+        api_version: info.version().to_string(),
+        resource: info.resource().to_string(),
+        subresource: info.subresource().to_string(),
+        namespace: info.namespace().to_string(),
+        name: info.name().to_string(),
         path: path.to_string(),
     }
 }

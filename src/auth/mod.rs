@@ -353,7 +353,7 @@ impl Authenticator {
         &self,
         headers: &HeaderMap,
         conn: &Connection,
-    ) -> Result<UserInfo, Status> {
+    ) -> Result<Arc<UserInfo>, Status> {
         let mut errors: Vec<AuthError> = Vec::new();
         let mut found = None;
         if let Some(rh) = &self.request_header {
@@ -370,8 +370,8 @@ impl Authenticator {
                 }
             }
         }
-        if found.is_none() {
-            found = self.admin(headers);
+        if found.is_none() && self.is_admin(headers) {
+            return Ok(admin_user());
         }
         if found.is_none() && (self.tokens.is_some() || self.admin_token.is_some()) {
             let empty = token::TokenFile::default();
@@ -413,25 +413,27 @@ impl Authenticator {
             }
         }
         match found {
-            Some(user) => Ok(user.with_authenticated_group()),
+            Some(user) => Ok(Arc::new(user.with_authenticated_group())),
             None if !errors.is_empty() => {
                 let reasons: Vec<String> = errors.iter().map(AuthError::to_string).collect();
                 tracing::debug!(errors = %reasons.join("; "), "unable to authenticate the request");
                 Err(errors.swap_remove(0).into())
             }
             // Plain HTTP listens on loopback only: whoever reaches it is local.
-            None if !conn.tls => Ok(UserInfo::unsecured()),
-            None if self.anonymous => Ok(UserInfo::anonymous()),
+            None if !conn.tls => Ok(Arc::new(UserInfo::unsecured())),
+            None if self.anonymous => Ok(Arc::new(UserInfo::anonymous())),
             None => Err(Status::unauthorized()),
         }
     }
 }
 
 impl Authenticator {
-    /// The admin user when the request bears the admin token.
-    fn admin(&self, headers: &HeaderMap) -> Option<UserInfo> {
-        let want = self.admin_token.as_deref()?;
-        let got = token::bearer_token(headers)?;
+    /// Whether the request bears the admin token.
+    fn is_admin(&self, headers: &HeaderMap) -> bool {
+        let (Some(want), Some(got)) = (self.admin_token.as_deref(), token::bearer_token(headers))
+        else {
+            return false;
+        };
         // Compare in constant time: the token is a superuser credential.
         let same = want.len() == got.len()
             && want
@@ -439,14 +441,21 @@ impl Authenticator {
                 .zip(got.bytes())
                 .fold(0u8, |acc, (a, b)| acc | (a ^ b))
                 == 0;
-        // With the authenticated group already (what authentication adds to every user
-        // found): every request of the admin token makes this user.
-        same.then(|| UserInfo {
+        same
+    }
+}
+
+/// The user of the admin token, with the authenticated group already (what
+/// authentication adds to every user found): made once, shared by its requests.
+fn admin_user() -> Arc<UserInfo> {
+    static ADMIN: std::sync::LazyLock<Arc<UserInfo>> = std::sync::LazyLock::new(|| {
+        Arc::new(UserInfo {
             username: ADMIN_USER.into(),
             groups: vec![MASTERS_GROUP.into(), AUTHENTICATED_GROUP.into()],
             ..Default::default()
         })
-    }
+    });
+    ADMIN.clone()
 }
 
 impl RequestHeader {
@@ -547,19 +556,54 @@ mod tests {
         let headers = HeaderMap::new();
         assert_eq!(
             authn.authenticate(&headers, &tls).await.map_err(|s| s.code),
-            Ok(UserInfo::anonymous())
+            Ok(Arc::new(UserInfo::anonymous()))
         );
         assert_eq!(
             authn
                 .authenticate(&headers, &Connection::default())
                 .await
                 .map_err(|s| s.code),
-            Ok(UserInfo::unsecured())
+            Ok(Arc::new(UserInfo::unsecured()))
         );
         authn.anonymous = false;
         assert_eq!(
             authn.authenticate(&headers, &tls).await.map_err(|s| s.code),
             Err(401)
         );
+    }
+
+    #[tokio::test]
+    async fn the_admin_token_is_one_shared_user_with_both_groups_and_others_are_not() {
+        let tls = Connection {
+            tls: true,
+            ..Default::default()
+        };
+        let authn = Authenticator {
+            admin_token: Some("s3cret".into()),
+            ..Default::default()
+        };
+        let bearer = |token: &str| {
+            let mut headers = HeaderMap::new();
+            headers.insert(
+                http::header::AUTHORIZATION,
+                format!("Bearer {token}").parse().unwrap(),
+            );
+            headers
+        };
+        let first = authn.authenticate(&bearer("s3cret"), &tls).await.unwrap();
+        let second = authn.authenticate(&bearer("s3cret"), &tls).await.unwrap();
+        assert_eq!(first.username, ADMIN_USER);
+        assert_eq!(first.groups, [MASTERS_GROUP, AUTHENTICATED_GROUP]);
+        assert!(Arc::ptr_eq(&first, &second), "made once, not per request");
+        for wrong in ["s3cre", "s3cret!", "S3CRET"] {
+            assert_eq!(
+                authn
+                    .authenticate(&bearer(wrong), &tls)
+                    .await
+                    .map_err(|s| s.code),
+                Err(401),
+                "{wrong}"
+            );
+        }
     }
 }

@@ -135,8 +135,7 @@ impl Client {
             headers,
             body,
             output: Output::Json,
-            path: path.to_string(),
-            user: self.user.clone(),
+            user: std::sync::Arc::new(self.user.clone()),
         };
         Ok(crate::handlers::dispatch(&api, &req).await)
     }

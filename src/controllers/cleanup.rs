@@ -283,7 +283,7 @@ async fn empty_kind(
     let opts = DeleteOptions {
         propagation_policy: Some("Background".into()),
         collection: Some(namespace.to_string()),
-        user: namespace_controller(),
+        user: namespace_controller().into(),
         ..Default::default()
     };
     let d = kind.descriptor().clone();
@@ -490,7 +490,7 @@ pub async fn namespace(api: Arc<ApiServer>, name: String) {
         let conditions = namespace_conditions(&totals);
         let status_opts = WriteOptions {
             subresource: "status".into(),
-            user: namespace_controller(),
+            user: namespace_controller().into(),
             ..Default::default()
         };
         if merge_conditions(&ns, &conditions).is_some() {
@@ -505,7 +505,7 @@ pub async fn namespace(api: Arc<ApiServer>, name: String) {
         if done {
             let opts = WriteOptions {
                 subresource: "finalize".into(),
-                user: namespace_controller(),
+                user: namespace_controller().into(),
                 ..Default::default()
             };
             let res = api

@@ -52,13 +52,13 @@ pub async fn bind(
 ) -> Result<Response<Body>, Status> {
     let mut opts = write_options(api, req, "CreateOptions")?;
     let binding = body(req, "Binding")?;
-    let name = if req.info.subresource == "binding" {
-        if object::name(&binding) != req.info.name {
+    let name = if req.info.subresource() == "binding" {
+        if object::name(&binding) != req.info.name() {
             return Err(Status::bad_request(
                 "name in URL does not match name in Binding object",
             ));
         }
-        req.info.name.clone()
+        req.info.name().to_string()
     } else {
         object::name(&binding).to_string()
     };
@@ -92,7 +92,7 @@ pub async fn bind(
         Status::conflict(&GroupResource::new("", "pods/binding"), &name, &e.0)
     };
     api.store
-        .update(pods, &req.info.namespace, &name, &opts, false, |pod| {
+        .update(pods, req.info.namespace(), &name, &opts, false, |pod| {
             subresource::bind(pod, &node, annotations.as_ref()).map_err(conflict)
         })
         .await?;
@@ -107,13 +107,13 @@ pub async fn evict(
     pods: &dyn ResourceKind,
 ) -> Result<Response<Body>, Status> {
     let eviction = body(req, "Eviction")?;
-    if object::name(&eviction) != req.info.name {
+    if object::name(&eviction) != req.info.name() {
         return Err(Status::bad_request(
             "name in URL does not match name in Eviction object",
         ));
     }
-    let ns = req.info.namespace.clone();
-    let pod = api.store.get(pods, &ns, &req.info.name).await?;
+    let ns = req.info.namespace().to_string();
+    let pod = api.store.get(pods, &ns, req.info.name()).await?;
     let mut opts = super::delete::delete_options(req)?;
     if let Some(d) = eviction.get("deleteOptions").filter(|d| d.is_object()) {
         opts.grace_period_seconds = d.get("gracePeriodSeconds").and_then(Value::as_i64);
@@ -144,7 +144,7 @@ pub async fn evict(
     let mut warnings = Vec::new();
     let deleted = api
         .store
-        .delete(pods, &ns, &req.info.name, &opts, &[], &mut warnings)
+        .delete(pods, &ns, req.info.name(), &opts, &[], &mut warnings)
         .await?;
     if !opts.dry_run {
         let (obj, gone) = match &deleted {
@@ -239,7 +239,7 @@ async fn check_budgets(
         field_manager: "kube-apiserver".into(),
         ..Default::default()
     };
-    opts.user = crate::auth::UserInfo::default();
+    opts.user = Default::default();
     api.store
         .update(pdbs.as_ref(), ns, &name, &opts, false, |stored| {
             let mut next = stored.clone();

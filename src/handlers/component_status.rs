@@ -16,15 +16,15 @@ pub async fn serve(api: &Arc<ApiServer>, req: &ApiRequest) -> Result<Response<Bo
     let info = &req.info;
     // `/api/v1/watch/componentstatuses`: kube registers no watch routes for them.
     let legacy_watch = info.segment(2) == Some("watch");
-    if !info.subresource.is_empty() || legacy_watch {
+    if !info.subresource().is_empty() || legacy_watch {
         return Err(Status::route_not_found());
     }
     match &*info.verb {
         // `?watch=true` on an object's path reaches kube's getter, which ignores it.
-        "get" | "watch" if !info.name.is_empty() => {
-            let obj = kind.get(&api.store, &info.name).await.ok_or_else(|| {
+        "get" | "watch" if !info.name().is_empty() => {
+            let obj = kind.get(&api.store, info.name()).await.ok_or_else(|| {
                 // kube names the singular resource here.
-                Status::not_found(&GroupResource::new("", "componentstatus"), &info.name)
+                Status::not_found(&GroupResource::new("", "componentstatus"), info.name())
             })?;
             Ok(object_reply(req, kind, Reply::ok(obj)))
         }

@@ -18,7 +18,7 @@ pub async fn create(
     let d = kind.descriptor();
     let mut opts = write_options(api, req, "CreateOptions")?;
     let mut obj = decode_object(req, kind, &mut opts)?;
-    object::ensure_namespace(&mut obj, &req.info.namespace, d.namespaced)?;
+    object::ensure_namespace(&mut obj, req.info.namespace(), d.namespaced)?;
     if let Some(crd) = api.catalog.lookup(&d.gr.group, &d.gr.resource) {
         if crd.terminating {
             return Err(Status::method_not_allowed(
@@ -27,7 +27,7 @@ pub async fn create(
         }
     }
     if d.namespaced {
-        api.check_namespace(&req.info.namespace, &d.gr, object::name(&obj))
+        api.check_namespace(req.info.namespace(), &d.gr, object::name(&obj))
             .await?;
     }
     let w = api.store.create(kind, obj, &opts).await?;
@@ -52,12 +52,12 @@ pub async fn access_review(
     let d = kind.descriptor();
     let mut opts = write_options(api, req, "CreateOptions")?;
     let mut obj = decode_object(req, kind, &mut opts)?;
-    object::ensure_namespace(&mut obj, &req.info.namespace, d.namespaced)?;
+    object::ensure_namespace(&mut obj, req.info.namespace(), d.namespaced)?;
     let answer = crate::rest::access_review::review(
         review,
         &obj,
         &req.user,
-        &req.info.namespace,
+        req.info.namespace(),
         api.authorizer.as_ref(),
     )
     .await?;
@@ -89,8 +89,8 @@ pub async fn service_account_token(
     let answer = crate::rest::builtin::token_request::create(
         &objects,
         tokens,
-        &req.info.namespace,
-        &req.info.name,
+        req.info.namespace(),
+        req.info.name(),
         obj,
         chrono::Utc::now(),
     )
@@ -117,7 +117,7 @@ pub async fn authentication_review(
                 return Err(Status::route_not_found());
             };
             let static_tokens = api.options.token_file.as_deref();
-            token_review::token(&obj, &req.info.namespace, &authenticator, static_tokens).await?
+            token_review::token(&obj, req.info.namespace(), &authenticator, static_tokens).await?
         }
     };
     let reply = crate::http::response::Reply::with_code(StatusCode::CREATED, answer);

@@ -132,8 +132,8 @@ pub async fn delete(
         .store
         .delete(
             kind,
-            &req.info.namespace,
-            &req.info.name,
+            req.info.namespace(),
+            req.info.name(),
             &opts,
             finalizers_on_delete(kind),
             &mut warnings,
@@ -185,7 +185,7 @@ async fn delete_namespace(
     kind: &dyn ResourceKind,
     opts: &DeleteOptions,
 ) -> Result<Response<Body>, Status> {
-    let name = req.info.name.as_str();
+    let name = req.info.name();
     let d = kind.descriptor();
     if SYSTEM_NAMESPACES.contains(&name) {
         return Err(Status::forbidden(
@@ -220,13 +220,13 @@ pub async fn delete_collection(
     kind: &dyn ResourceKind,
 ) -> Result<Response<Body>, Status> {
     let mut opts = delete_options(req)?;
-    opts.collection = Some(req.info.namespace.clone());
+    opts.collection = Some(req.info.namespace().to_string());
     let mut list_opts = list_options(req)?;
     list_opts.limit = 0;
     let d = kind.descriptor();
     let page = api
         .store
-        .list(kind, &req.info.namespace, &list_opts)
+        .list(kind, req.info.namespace(), &list_opts)
         .await?;
     let mut items = Vec::new();
     let mut warnings = kind_warnings(d, &opts);

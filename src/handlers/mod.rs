@@ -55,15 +55,15 @@ fn deprecation_warning(api: &ApiServer, req: &ApiRequest) -> Option<String> {
         return None;
     }
     if let Some(w) =
-        crate::registry::builtin::deprecation_warning(&info.group, &info.version, &info.resource)
+        crate::registry::builtin::deprecation_warning(info.group(), info.version(), info.resource())
     {
         return Some(w.to_string());
     }
-    if info.group.is_empty() {
+    if info.group().is_empty() {
         return None;
     }
-    let crd = api.catalog.lookup(&info.group, &info.resource)?;
-    let idx = crd.served_version(&info.version)?;
+    let crd = api.catalog.lookup(info.group(), info.resource())?;
+    let idx = crd.served_version(info.version())?;
     crd.versions[idx].deprecation_warning.clone()
 }
 
@@ -110,11 +110,11 @@ fn method_not_allowed(builtin: bool, gr: &GroupResource, verb: &str) -> Status {
 async fn resource(api: &Arc<ApiServer>, req: &ApiRequest) -> Result<Response<Body>, Status> {
     let info = &req.info;
     // `bindings` (nothing is stored): a pod's binding, the pod named by the body.
-    if info.group.is_empty()
-        && info.version == "v1"
-        && info.resource == "bindings"
-        && !info.namespace.is_empty()
-        && info.name.is_empty()
+    if info.group().is_empty()
+        && info.version() == "v1"
+        && info.resource() == "bindings"
+        && !info.namespace().is_empty()
+        && info.name().is_empty()
         && info.verb == "create"
     {
         let pods = api
@@ -122,21 +122,21 @@ async fn resource(api: &Arc<ApiServer>, req: &ApiRequest) -> Result<Response<Bod
             .ok_or_else(Status::route_not_found)?;
         return Box::pin(binding::bind(api, req, pods.as_ref())).await;
     }
-    let resolved = api.resolve(&info.group, &info.version, &info.resource)?;
+    let resolved = api.resolve(info.group(), info.version(), info.resource())?;
     let kind = resolved.kind();
     let d = kind.descriptor();
     let builtin = matches!(resolved, Resolved::Builtin(_));
     let verb = &*info.verb;
     // Cluster-scoped kinds addressed under a namespace do not exist.
-    if !d.namespaced && !info.namespace.is_empty() {
+    if !d.namespaced && !info.namespace().is_empty() {
         return Err(unrouted(builtin));
     }
     // A namespaced kind's path without a namespace lists and watches only. go-restful
     // knows the collection path (so other methods there are 405) when it lists.
-    if d.namespaced && info.namespace.is_empty() && !matches!(verb, "list" | "watch") {
-        let collection = info.name.is_empty()
-            && info.subresource.is_empty()
-            && crate::registry::builtin::lookup(&info.group, &info.version, &info.resource)
+    if d.namespaced && info.namespace().is_empty() && !matches!(verb, "list" | "watch") {
+        let collection = info.name().is_empty()
+            && info.subresource().is_empty()
+            && crate::registry::builtin::lookup(info.group(), info.version(), info.resource())
                 .is_some_and(|r| r.has_verb("list"));
         return Err(if builtin && collection {
             Status::route_method_not_allowed()
@@ -144,7 +144,7 @@ async fn resource(api: &Arc<ApiServer>, req: &ApiRequest) -> Result<Response<Bod
             unrouted(builtin)
         });
     }
-    let sub = info.subresource.as_str();
+    let sub = info.subresource();
     // Component statuses are probed, never stored: get and list only.
     if builtin && d.gr.group.is_empty() && d.gr.resource == "componentstatuses" {
         return Box::pin(component_status::serve(api, req)).await;
@@ -152,7 +152,7 @@ async fn resource(api: &Arc<ApiServer>, req: &ApiRequest) -> Result<Response<Bod
     // Access reviews are answered, never stored: create is their only verb.
     if let Some(review) = crate::rest::access_review::Review::of(&d.gr) {
         return match (verb, sub) {
-            ("create", "") if info.name.is_empty() => {
+            ("create", "") if info.name().is_empty() => {
                 Box::pin(create::access_review(api, req, kind, review)).await
             }
             _ => Err(Status::route_method_not_allowed()),
@@ -161,7 +161,7 @@ async fn resource(api: &Arc<ApiServer>, req: &ApiRequest) -> Result<Response<Bod
     // TokenReviews and SelfSubjectReviews too.
     if let Some(review) = crate::rest::builtin::token_review::Review::of(&d.gr) {
         return match (verb, sub) {
-            ("create", "") if info.name.is_empty() => {
+            ("create", "") if info.name().is_empty() => {
                 Box::pin(create::authentication_review(api, req, kind, review)).await
             }
             _ => Err(Status::route_method_not_allowed()),
@@ -176,7 +176,7 @@ async fn resource(api: &Arc<ApiServer>, req: &ApiRequest) -> Result<Response<Bod
         ("get", "") => read::get(api, req, kind).await,
         ("list", "") => Box::pin(read::list(api, req, kind)).await,
         ("watch", "") => Box::pin(watch::watch(api, req, kind)).await,
-        ("create", "") if info.name.is_empty() => Box::pin(create::create(api, req, kind)).await,
+        ("create", "") if info.name().is_empty() => Box::pin(create::create(api, req, kind)).await,
         // kube's custom resource handler takes a POST to an object's path as a create
         // of the body (the name in the path is not looked at); built-ins answer 405.
         ("create", "") if !is_builtin(kind) => Box::pin(create::create(api, req, kind)).await,
@@ -206,7 +206,7 @@ async fn resource(api: &Arc<ApiServer>, req: &ApiRequest) -> Result<Response<Bod
         (_, "scale") if scale_ok => Err(method_not_allowed(builtin, &d.gr, verb)),
         // A subresource the kind does not have: the crdHandler's NotFound names the object.
         _ if builtin => Err(Status::route_not_found()),
-        _ => Err(Status::not_found(&d.gr, &info.name)),
+        _ => Err(Status::not_found(&d.gr, info.name())),
     }
 }
 
@@ -240,7 +240,7 @@ pub fn write_options(
     Ok(WriteOptions {
         field_validation: FieldValidation::parse(req.param("fieldValidation"))?,
         dry_run,
-        subresource: req.info.subresource.clone(),
+        subresource: req.info.subresource().to_string(),
         trace: api.options.log_pipeline || req.header("x-pipeline-trace") == Some("true"),
         duplicate_fields: Vec::new(),
         is_patch: options_kind == "PatchOptions",
@@ -290,7 +290,7 @@ pub fn decode_object(
         )));
     }
     // `/scale` bodies are autoscaling/v1 Scales, checked by the scale handler.
-    if !is_builtin(kind) && req.info.subresource != "scale" {
+    if !is_builtin(kind) && req.info.subresource() != "scale" {
         let d = kind.descriptor();
         crate::pipeline::decode::check_body_type_meta(
             &obj,
@@ -319,7 +319,7 @@ pub fn finish_write(
     code: http::StatusCode,
 ) -> Response<Body> {
     if api.options.log_pipeline && !w.trace.is_empty() {
-        tracing::info!(verb = %req.info.verb, path = %req.path, trace = %w.trace.join("; "), "pipeline");
+        tracing::info!(verb = %req.info.verb, path = %req.info.path, trace = %w.trace.join("; "), "pipeline");
     }
     if !dry_run {
         api.after_write(kind.descriptor(), &w.object, w.deleted);
@@ -410,7 +410,7 @@ pub fn partial_metadata_form_mismatch(kind: &dyn ResourceKind, asked_list: bool)
 /// kube's extra check when an update or an apply creates the object: the user must
 /// also be allowed to `create` it.
 pub async fn authorize_create(api: &ApiServer, req: &ApiRequest) -> Result<(), Status> {
-    let mut attrs = crate::auth::authz::request_attributes(&req.user, &req.info, &req.path);
+    let mut attrs = crate::auth::authz::request_attributes(&req.user, &req.info, &req.info.path);
     attrs.verb = "create".into();
     let (decision, reason) = api.authorizer.authorize(&attrs).await;
     if decision == crate::auth::authz::Decision::Allow {
@@ -438,7 +438,7 @@ pub async fn update_or_create(
     finish: impl Fn(Written) -> Written,
 ) -> Result<Response<Body>, Status> {
     let d = kind.descriptor();
-    let (ns, name) = (&req.info.namespace, &req.info.name);
+    let (ns, name) = (req.info.namespace(), req.info.name());
     for _ in 0..2 {
         match api
             .store

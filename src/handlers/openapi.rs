@@ -238,7 +238,7 @@ pub async fn from_backend(
     backend: &crate::aggregator::Backend,
 ) -> Response<Body> {
     use crate::aggregator::availability::AGGREGATOR_USER;
-    let mut uri = req.path.clone();
+    let mut uri = req.info.path.clone();
     let query: Vec<String> = req
         .query
         .iter()

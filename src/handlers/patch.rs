@@ -198,7 +198,7 @@ async fn server_side_apply(
         }
         w
     };
-    let (ns, name) = (&req.info.namespace, &req.info.name);
+    let (ns, name) = (req.info.namespace(), req.info.name());
     // Create on apply: the object is the configuration merged into nothing, checked as
     // kube's patcher checks it (uid, then namespace, then name: the URL's name is not
     // filled in).
@@ -221,7 +221,7 @@ async fn server_side_apply(
             ));
         }
         object::ensure_namespace(&mut obj, ns, d.namespaced)?;
-        if object::name(&obj) != name.as_str() {
+        if object::name(&obj) != name {
             return Err(Status::bad_request(format!(
                 "the name of the object ({}) does not match the name on the URL ({name})",
                 object::name(&obj)
@@ -286,8 +286,8 @@ pub async fn patch(
         .store
         .update(
             kind,
-            &req.info.namespace,
-            &req.info.name,
+            req.info.namespace(),
+            req.info.name(),
             &opts,
             false,
             |cur| patch.apply(cur),

@@ -25,13 +25,13 @@ pub async fn get(
         // Plain JSON: the served bytes as they are (kept across reads).
         let bytes = api
             .store
-            .get_json(kind, &req.info.namespace, &req.info.name)
+            .get_json(kind, req.info.namespace(), req.info.name())
             .await?;
         return Ok(response::json_bytes(http::StatusCode::OK, bytes));
     }
     let obj = api
         .store
-        .get(kind, &req.info.namespace, &req.info.name)
+        .get(kind, req.info.namespace(), req.info.name())
         .await?;
     Ok(object_reply(req, kind, Reply::ok(obj)))
 }
@@ -203,7 +203,7 @@ pub async fn list(
     check_field_labels(kind, &opts)?;
     opts.encoded = req.output == Output::Json;
     not_older_than(api, req).await?;
-    let page = api.store.list(kind, &req.info.namespace, &opts).await?;
+    let page = api.store.list(kind, req.info.namespace(), &opts).await?;
     if let Some(encoded) = &page.encoded {
         return Ok(encoded_list_reply(kind, encoded, list_meta(&page)));
     }

@@ -268,7 +268,7 @@ pub async fn get(
     let target = target(resolved)?;
     let obj = api
         .store
-        .get(resolved.kind(), &req.info.namespace, &req.info.name)
+        .get(resolved.kind(), req.info.namespace(), req.info.name())
         .await?;
     Ok(response::reply(
         Reply::ok(target.scale_of(&obj)?),
@@ -297,7 +297,7 @@ where
         .trim_start_matches('.')
         .split('.')
         .collect();
-    let name = &req.info.name;
+    let name = req.info.name();
     let view = ScaleAdmission {
         target: &target,
         gr: &d.gr,
@@ -306,7 +306,7 @@ where
         .store
         .update_viewed(
             kind,
-            &req.info.namespace,
+            req.info.namespace(),
             name,
             &opts,
             false,
@@ -344,7 +344,7 @@ pub async fn update(
 ) -> Result<Response<Body>, Status> {
     let mut opts = write_options(api, req, "UpdateOptions")?;
     let mut body = decode_object(req, resolved.kind(), &mut opts)?;
-    let name = &req.info.name;
+    let name = req.info.name();
     let body_name = object::name(&body).to_string();
     if body_name.is_empty() {
         object::meta_mut(&mut body).insert("name".into(), json!(name));
@@ -354,7 +354,7 @@ pub async fn update(
         )));
     }
     let namespaced = resolved.kind().descriptor().namespaced;
-    object::ensure_namespace(&mut body, &req.info.namespace, namespaced)?;
+    object::ensure_namespace(&mut body, req.info.namespace(), namespaced)?;
     write_scale(api, req, resolved, |_| Ok(body.clone())).await
 }
 
@@ -414,12 +414,12 @@ async fn apply(
         target: &target,
         gr: &d.gr,
     };
-    let name = &req.info.name;
+    let name = req.info.name();
     let w = api
         .store
         .update_viewed(
             kind,
-            &req.info.namespace,
+            req.info.namespace(),
             name,
             &opts,
             false,

@@ -23,7 +23,7 @@ pub async fn update(
     let strategy = kind.strategy();
     let require_rv = !strategy.allow_unconditional_update();
     let may_create = strategy.allow_create_on_update() && opts.subresource.is_empty();
-    let name = &req.info.name;
+    let name = req.info.name();
     let build = |stored: Option<&serde_json::Value>| {
         let mut obj = body.clone();
         if stored.is_some() {
@@ -31,14 +31,14 @@ pub async fn update(
         }
         let body_name = object::name(&obj).to_string();
         if body_name.is_empty() {
-            object::meta_mut(&mut obj).insert("name".into(), name.as_str().into());
+            object::meta_mut(&mut obj).insert("name".into(), name.into());
         } else if body_name != *name {
             return Err(Status::bad_request(format!(
                 "the name of the object ({body_name}) does not match the name on the URL ({name})"
             )));
         }
         object::meta_mut(&mut obj).remove("resourceVersion");
-        object::ensure_namespace(&mut obj, &req.info.namespace, kind.descriptor().namespaced)?;
+        object::ensure_namespace(&mut obj, req.info.namespace(), kind.descriptor().namespaced)?;
         Ok(obj)
     };
     update_or_create(api, req, kind, &opts, require_rv, may_create, build, |w| w).await

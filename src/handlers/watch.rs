@@ -210,9 +210,9 @@ pub async fn watch(
     }
     let mut opts = list_options(req)?;
     super::read::check_field_labels(kind, &opts)?;
-    if !req.info.name.is_empty() {
+    if !req.info.name().is_empty() {
         // Legacy `/watch/.../{name}`: a watch of one object.
-        let sel = format!("metadata.name={}", req.info.name);
+        let sel = format!("metadata.name={}", req.info.name());
         opts.fields = Some(
             crate::selector::fields::parse(&sel).map_err(|e| Status::bad_request(e.to_string()))?,
         );
@@ -227,12 +227,12 @@ pub async fn watch(
     let bookmarks = req.param_bool("allowWatchBookmarks");
     let send_initial = req.param_bool("sendInitialEvents");
     let rv = req.param("resourceVersion").unwrap_or("").to_string();
-    let resolved = api.resolve(&req.info.group, &req.info.version, &req.info.resource)?;
+    let resolved = api.resolve(req.info.group(), req.info.version(), req.info.resource())?;
     let kind_arc: Arc<dyn ResourceKind> = match resolved {
         crate::apiserver::Resolved::Custom(k) => k,
         crate::apiserver::Resolved::Builtin(k) => k,
     };
-    let namespace = req.info.namespace.clone();
+    let namespace = req.info.namespace().to_string();
     // Initial state: without a resourceVersion (or "0"), kube first sends the current
     // objects as ADDED; with one, only changes after it.
     let (initial, start_rv) = if rv.is_empty() || rv == "0" || send_initial {

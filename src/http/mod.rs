@@ -77,10 +77,8 @@ pub struct ApiRequest {
     pub body: Bytes,
     /// The representation the client accepts.
     pub output: Output,
-    /// The raw path.
-    pub path: String,
     /// Who sent it.
-    pub user: UserInfo,
+    pub user: std::sync::Arc<UserInfo>,
 }
 
 impl ApiRequest {
@@ -185,7 +183,7 @@ pub fn too_large() -> Status {
 pub fn is_long_running(info: &request_info::RequestInfo) -> bool {
     matches!(&*info.verb, "watch" | "proxy")
         || matches!(
-            info.subresource.as_str(),
+            info.subresource(),
             "attach" | "exec" | "proxy" | "log" | "portforward"
         )
 }

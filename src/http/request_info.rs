@@ -4,34 +4,80 @@
 use http::Method;
 use std::borrow::Cow;
 
-/// What a request path and method address.
+/// What a request path and method address. The names it finds are read from its
+/// path, which is its one allocation.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct RequestInfo {
     /// True for `/api/...` and `/apis/...` resource requests.
     pub is_resource_request: bool,
     /// `api` or `apis` (empty for non-resource paths).
     pub api_prefix: &'static str,
-    /// API group (empty for core).
-    pub group: String,
-    /// API version.
-    pub version: String,
-    /// Namespace, when the path names one.
-    pub namespace: String,
-    /// Plural resource name.
-    pub resource: String,
-    /// Object name.
-    pub name: String,
-    /// Subresource (`status`, `scale`, ...).
-    pub subresource: String,
     /// kube verb: get, list, watch, create, update, patch, delete, deletecollection;
     /// for a non-resource request, the method lower-cased (allocated only for a method
     /// beyond HTTP's own).
     pub verb: Cow<'static, str>,
     /// The raw path ([`RequestInfo::segments`] splits it).
     pub path: String,
+    /// Where each [`Part`] is in `path` (empty when the path names none).
+    spans: [Span; PARTS],
 }
 
+/// A byte range of a request's path.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Span {
+    start: u32,
+    end: u32,
+}
+
+/// The names a resource path carries, in [`RequestInfo`]'s spans.
+#[derive(Clone, Copy)]
+enum Part {
+    Group,
+    Version,
+    Namespace,
+    Resource,
+    Name,
+    Subresource,
+}
+
+const PARTS: usize = 6;
+
 impl RequestInfo {
+    /// API group (empty for core).
+    pub fn group(&self) -> &str {
+        self.part(Part::Group)
+    }
+
+    /// API version.
+    pub fn version(&self) -> &str {
+        self.part(Part::Version)
+    }
+
+    /// Namespace, when the path names one.
+    pub fn namespace(&self) -> &str {
+        self.part(Part::Namespace)
+    }
+
+    /// Plural resource name.
+    pub fn resource(&self) -> &str {
+        self.part(Part::Resource)
+    }
+
+    /// Object name.
+    pub fn name(&self) -> &str {
+        self.part(Part::Name)
+    }
+
+    /// Subresource (`status`, `scale`, ...; deeper paths keep their rest, `a/b`).
+    pub fn subresource(&self) -> &str {
+        self.part(Part::Subresource)
+    }
+
+    fn part(&self, part: Part) -> &str {
+        let Span { start, end } = self.spans[part as usize];
+        self.path.get(start as usize..end as usize).unwrap_or("")
+    }
+
     /// The path's non-empty segments.
     pub fn segments(&self) -> impl Iterator<Item = &str> {
         segments(&self.path)
@@ -40,6 +86,27 @@ impl RequestInfo {
     /// The path's `i`th non-empty segment.
     pub fn segment(&self, i: usize) -> Option<&str> {
         self.segments().nth(i)
+    }
+
+    /// A resource request's info from its names (for tests of what reads one): the
+    /// path is made of them.
+    #[cfg(test)]
+    pub(crate) fn of_parts(verb: &str, parts: [&str; PARTS]) -> RequestInfo {
+        let mut info = RequestInfo {
+            is_resource_request: true,
+            verb: Cow::Owned(verb.to_string()),
+            ..RequestInfo::default()
+        };
+        for (i, p) in parts.iter().enumerate() {
+            info.path.push('/');
+            let start = info.path.len() as u32;
+            info.path.push_str(p);
+            info.spans[i] = Span {
+                start,
+                end: info.path.len() as u32,
+            };
+        }
+        info
     }
 }
 
@@ -69,8 +136,8 @@ fn split_segments<'a>(path: &'a str, out: &mut [&'a str]) -> Option<usize> {
 }
 
 /// Parse a request as kube does. `watch` is the value of the `watch` query parameter.
-/// Every request is parsed so: each field is allocated once, from the path's segments
-/// (the API prefix and, but for an extension method, the verb are not allocated).
+/// The path is copied once; the names are ranges of it (the API prefix and, but for
+/// an extension method, the verb are not allocated).
 pub fn parse(method: &Method, path: &str, watch: bool) -> RequestInfo {
     // Every request's path is parsed: its segments go on the stack (API paths have at
     // most 8), a longer path's into a Vec.
@@ -83,7 +150,7 @@ pub fn parse(method: &Method, path: &str, watch: bool) -> RequestInfo {
             &longer
         }
     };
-    let mut info = address(method, parts, watch);
+    let mut info = address(method, path, parts, watch);
     if info.verb.is_empty() && !info.is_resource_request {
         info.verb = lower_method(method);
     }
@@ -107,25 +174,60 @@ fn lower_method(method: &Method) -> Cow<'static, str> {
     })
 }
 
-/// The fields of [`RequestInfo`] but `path`, from the path's segments (the verb is
-/// left empty for non-resource requests: the method, lower-cased).
-fn address(method: &Method, parts: &[&str], watch: bool) -> RequestInfo {
+/// Records where the segments of a path are, as [`RequestInfo`]'s spans.
+struct Spans<'a> {
+    path: &'a str,
+    spans: [Span; PARTS],
+}
+
+impl Spans<'_> {
+    /// `part` is `segment`, a slice of the path.
+    fn set(&mut self, part: Part, segment: &str) {
+        self.set_through(part, segment, segment);
+    }
+
+    /// `part` runs from the start of `first` to the end of `last`, slices of the path.
+    fn set_through(&mut self, part: Part, first: &str, last: &str) {
+        let base = self.path.as_ptr() as usize;
+        let start = first.as_ptr() as usize - base;
+        let end = last.as_ptr() as usize - base + last.len();
+        self.spans[part as usize] = Span {
+            start: start as u32,
+            end: end as u32,
+        };
+    }
+}
+
+/// The fields of [`RequestInfo`] but `path`, from the path's segments (slices of
+/// `path`; the verb is left empty for non-resource requests: the method,
+/// lower-cased).
+fn address(method: &Method, path: &str, parts: &[&str], watch: bool) -> RequestInfo {
     let mut info = RequestInfo::default();
+    // Paths past 4 GiB are refused long before (the head's limit); such a path would
+    // name nothing rather than wrap.
+    if u32::try_from(path.len()).is_err() {
+        return info;
+    }
+    let mut at = Spans {
+        path,
+        spans: Default::default(),
+    };
     let mut rest: &[&str] = match parts {
         [api, version, rest @ ..] if *api == "api" => {
             info.api_prefix = "api";
-            info.version = version.to_string();
+            at.set(Part::Version, version);
             rest
         }
         [apis, group, version, rest @ ..] if *apis == "apis" => {
             info.api_prefix = "apis";
-            info.group = group.to_string();
-            info.version = version.to_string();
+            at.set(Part::Group, group);
+            at.set(Part::Version, version);
             rest
         }
         [apis, group] if *apis == "apis" => {
             info.api_prefix = "apis";
-            info.group = group.to_string();
+            at.set(Part::Group, group);
+            info.spans = at.spans;
             return info;
         }
         [apis] if *apis == "apis" => {
@@ -135,6 +237,7 @@ fn address(method: &Method, parts: &[&str], watch: bool) -> RequestInfo {
         _ => return info,
     };
     if rest.is_empty() {
+        info.spans = at.spans;
         return info;
     }
     let mut legacy_watch = false;
@@ -142,6 +245,7 @@ fn address(method: &Method, parts: &[&str], watch: bool) -> RequestInfo {
         legacy_watch = true;
         rest = &rest[1..];
         if rest.is_empty() {
+            info.spans = at.spans;
             return info;
         }
     }
@@ -156,37 +260,38 @@ fn address(method: &Method, parts: &[&str], watch: bool) -> RequestInfo {
     };
     if rest[0] == "namespaces" {
         match rest {
-            [_, name, sub] if *sub == "status" || *sub == "finalize" => {
-                info.resource = "namespaces".into();
-                info.name = name.to_string();
-                info.subresource = sub.to_string();
+            [namespaces, name, sub] if *sub == "status" || *sub == "finalize" => {
+                at.set(Part::Resource, namespaces);
+                at.set(Part::Name, name);
+                at.set(Part::Subresource, sub);
+                info.spans = at.spans;
                 return finish(info, verb, legacy_watch, watch);
             }
             // `/namespaces/{name}` addresses the namespace itself.
-            [_, name] => {
-                info.resource = "namespaces".into();
-                info.name = name.to_string();
+            [namespaces, name] => {
+                at.set(Part::Resource, namespaces);
+                at.set(Part::Name, name);
+                info.spans = at.spans;
                 return finish(info, verb, legacy_watch, watch);
             }
             [_, namespace, more @ ..] => {
-                info.namespace = namespace.to_string();
+                at.set(Part::Namespace, namespace);
                 rest = more;
             }
             _ => {}
         }
     }
     if let Some(resource) = rest.first() {
-        info.resource = resource.to_string();
+        at.set(Part::Resource, resource);
     }
     if let Some(name) = rest.get(1) {
-        info.name = name.to_string();
+        at.set(Part::Name, name);
     }
-    match rest.len() {
-        3 => info.subresource = rest[2].to_string(),
-        // Deeper paths are not resources we serve; keep them distinguishable.
-        n if n > 3 => info.subresource = rest[2..].join("/"),
-        _ => {}
+    // Deeper paths are not resources we serve: their rest is kept, distinguishable.
+    if let (Some(first), Some(last)) = (rest.get(2), rest.last()) {
+        at.set_through(Part::Subresource, first, last);
     }
+    info.spans = at.spans;
     finish(info, verb, legacy_watch, watch)
 }
 
@@ -198,9 +303,9 @@ fn finish(
 ) -> RequestInfo {
     let verb = if legacy_watch || (watch && verb == "get") {
         "watch"
-    } else if verb == "get" && info.name.is_empty() {
+    } else if verb == "get" && info.spans[Part::Name as usize] == Span::default() {
         "list"
-    } else if verb == "delete" && info.name.is_empty() {
+    } else if verb == "delete" && info.spans[Part::Name as usize] == Span::default() {
         "deletecollection"
     } else {
         verb
@@ -234,7 +339,19 @@ mod tests {
         assert_eq!(split_segments("/1/2/3/4/5/6/7/8/9", &mut [""; 8]), None);
         // A longer path still parses (its segments in a Vec).
         let i = parse(&Method::GET, "/apis/g/v1/namespaces/n/r/x/a/b/c", false);
-        assert_eq!(i.subresource, "a/b/c");
+        assert_eq!(i.subresource(), "a/b/c");
+        // The names are ranges of the path: a deeper rest keeps its empty segments.
+        let i = parse(&Method::GET, "/apis/g/v1/namespaces/n/r/x/a//b/", false);
+        assert_eq!(
+            (i.namespace(), i.resource(), i.name(), i.subresource()),
+            ("n", "r", "x", "a//b")
+        );
+        let i = parse(&Method::GET, "//apis//g/v1/r", false);
+        assert_eq!(
+            (i.group(), i.version(), i.resource(), i.name()),
+            ("g", "v1", "r", "")
+        );
+        assert_eq!(&*i.verb, "list");
     }
 
     #[test]
@@ -245,12 +362,9 @@ mod tests {
             false,
         );
         assert!(i.is_resource_request);
+        assert_eq!((i.group(), i.version()), ("crud.example.com", "v1"));
         assert_eq!(
-            (i.group.as_str(), i.version.as_str()),
-            ("crud.example.com", "v1")
-        );
-        assert_eq!(
-            (i.namespace.as_str(), i.resource.as_str(), i.name.as_str()),
+            (i.namespace(), i.resource(), i.name()),
             ("default", "widgets", "w1")
         );
         assert_eq!(i.verb, "get");
@@ -284,21 +398,21 @@ mod tests {
             "/apis/g.io/v1/namespaces/a/widgets/w/status",
             false,
         );
-        assert_eq!((&*s.verb, s.subresource.as_str()), ("update", "status"));
+        assert_eq!((&*s.verb, s.subresource()), ("update", "status"));
     }
 
     #[test]
     fn namespaces_themselves() {
         let i = parse(&Method::GET, "/api/v1/namespaces/default", false);
         assert_eq!(
-            (i.resource.as_str(), i.name.as_str(), i.namespace.as_str()),
+            (i.resource(), i.name(), i.namespace()),
             ("namespaces", "default", "")
         );
         let l = parse(&Method::GET, "/api/v1/namespaces", false);
-        assert_eq!((l.resource.as_str(), &*l.verb), ("namespaces", "list"));
+        assert_eq!((l.resource(), &*l.verb), ("namespaces", "list"));
         let f = parse(&Method::PUT, "/api/v1/namespaces/x/finalize", false);
         assert_eq!(
-            (f.resource.as_str(), f.name.as_str(), f.subresource.as_str()),
+            (f.resource(), f.name(), f.subresource()),
             ("namespaces", "x", "finalize")
         );
     }

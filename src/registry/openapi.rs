@@ -35,7 +35,7 @@ use sha2::{Digest, Sha512};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, OnceLock};
 
-/// The `info.version` of `/openapi/v2`: kube's emulation version, `<major>.<minor>`.
+/// The `info.version()` of `/openapi/v2`: kube's emulation version, `<major>.<minor>`.
 const INFO_VERSION: &str = "1.36";
 
 const OBJECT_META: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta";

@@ -874,7 +874,7 @@ mod tests {
         user: UserInfo,
     ) -> Result<(), Status> {
         let opts = WriteOptions {
-            user,
+            user: user.into(),
             ..Default::default()
         };
         let outcome = match kind.write_check(obj, old, &opts) {

@@ -160,7 +160,6 @@ pub async fn serve_gated(
         }
     }
     let Head { query, info } = head;
-    let path = info.path.clone();
     let timeout = if is_long_running(&info) {
         None
     } else {
@@ -182,7 +181,7 @@ pub async fn serve_gated(
     // Boxed: the request's whole future is built once on the heap and moved no more
     // (awaited in place it is several KiB, copied at each level that takes it).
     let work = Box::pin(async move {
-        let user = match admit(&gate, &conn, &parts.headers, &info, &path).await {
+        let user = match admit(&gate, &conn, &parts.headers, &info, &info.path).await {
             Ok(u) => u,
             Err(resp) => return resp,
         };
@@ -208,7 +207,6 @@ pub async fn serve_gated(
             parts,
             info,
             query,
-            path,
             user,
         };
         handle(api, &faults, request, body).await
@@ -250,10 +248,10 @@ fn claimed(
     info: &request_info::RequestInfo,
 ) -> Option<(Arc<crate::aggregator::Backend>, bool)> {
     // `/apis/<group>/<version>...` parses to its group and version.
-    if info.api_prefix != "apis" || info.version.is_empty() {
+    if info.api_prefix != "apis" || info.version().is_empty() {
         return None;
     }
-    let backend = api.aggregator.claims(&info.group, &info.version)?;
+    let backend = api.aggregator.claims(info.group(), info.version())?;
     Some((backend, info.segment(3).is_none()))
 }
 
@@ -265,7 +263,7 @@ pub async fn admit(
     headers: &http::HeaderMap,
     info: &request_info::RequestInfo,
     path: &str,
-) -> Result<UserInfo, Response<Body>> {
+) -> Result<Arc<UserInfo>, Response<Body>> {
     let mut user = gate
         .authenticator
         .authenticate(headers, conn)
@@ -274,9 +272,12 @@ pub async fn admit(
     // kube's filter order: authentication, impersonation, then authorization (as the
     // impersonated user).
     if crate::auth::impersonation::requested(headers) {
-        user = crate::auth::impersonation::impersonate(gate.authorizer.as_ref(), user, headers)
-            .await
-            .map_err(|s| response::status(&s, Output::Json))?;
+        let requester = Arc::unwrap_or_clone(user);
+        user =
+            crate::auth::impersonation::impersonate(gate.authorizer.as_ref(), requester, headers)
+                .await
+                .map(Arc::new)
+                .map_err(|s| response::status(&s, Output::Json))?;
     }
     if gate.authorizer.allows_everything_of(&user) {
         return Ok(user);
@@ -331,8 +332,7 @@ struct Parsed {
     parts: http::request::Parts,
     info: Arc<request_info::RequestInfo>,
     query: HashMap<String, String>,
-    path: String,
-    user: UserInfo,
+    user: Arc<UserInfo>,
 }
 
 /// Negotiate, read the body and dispatch an authorized request.
@@ -346,7 +346,6 @@ async fn handle(
         parts,
         info,
         query,
-        path,
         user,
     } = parsed;
     let accept = parts
@@ -356,10 +355,10 @@ async fn handle(
     let aggregated_ok = matches!(info.path.trim_matches('/'), "api" | "apis");
     let table_ok = info.is_resource_request
         && crate::registry::builtin::serves_tables(
-            &info.group,
-            &info.version,
-            &info.resource,
-            &info.subresource,
+            info.group(),
+            info.version(),
+            info.resource(),
+            info.subresource(),
         );
     // `/openapi/...` negotiates as kube-openapi does (protobuf, a bare 406) in its handler.
     let openapi = !info.is_resource_request && info.segment(0) == Some("openapi");
@@ -384,7 +383,6 @@ async fn handle(
         headers: parts.headers,
         body,
         output,
-        path,
         user,
     };
     let started = std::time::Instant::now();

@@ -63,8 +63,8 @@ pub struct WriteOptions {
     pub is_apply: bool,
     /// The field manager: `?fieldManager=`, else kube's prefix of the user agent.
     pub field_manager: String,
-    /// Who asks (AdmissionReview `userInfo`).
-    pub user: UserInfo,
+    /// Who asks (AdmissionReview `userInfo`), shared with the request.
+    pub user: std::sync::Arc<UserInfo>,
 }
 
 /// The outcome of admitting a write: the object to store, plus what the client is told.
@@ -153,6 +153,6 @@ pub struct DeleteOptions {
     /// Part of a deletecollection in this namespace (`""`: all namespaces): kube's
     /// admission then sees the collection's namespace and no name.
     pub collection: Option<String>,
-    /// Who asks (AdmissionReview `userInfo`).
-    pub user: UserInfo,
+    /// Who asks (AdmissionReview `userInfo`), shared with the request.
+    pub user: std::sync::Arc<UserInfo>,
 }
