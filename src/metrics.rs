@@ -2,9 +2,10 @@
 //! as `k8s.io/apiserver/pkg/endpoints/metrics` and `.../storage/etcd3/metrics`), served
 //! at `/metrics` in the Prometheus text format, and one structured log line per request.
 //!
-//! Recording is lock-free per series once the series exists: each family is a sharded
-//! map from label values to atomics, so the hot path takes one shard's read lock and
-//! bumps atomics; only a request with a never-seen label combination takes a write lock.
+//! Recording takes no lock and writes nothing another thread writes once a series
+//! exists: each thread records into values of its own, found in a map of the thread's
+//! (see [`Family`]), and `/metrics` sums them. Only the in-flight counts are shared
+//! (their peak is the whole server's).
 
 use crate::apiserver::ApiServer;
 use crate::goformat::go_float_v;
@@ -21,10 +22,9 @@ use hyper::body::{Body as _, Frame, SizeHint};
 use std::collections::HashMap;
 use std::convert::Infallible;
 use std::fmt::Write as _;
-use std::hash::BuildHasher;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -43,75 +43,144 @@ const COMPONENT: &str = "apiserver";
 /// Separates label values inside a series key (cannot occur in a request path or header).
 const KEY_SEPARATOR: char = '\u{0}';
 
-/// Shards per family: enough that two cores never queue on one lock.
-const SHARDS: usize = 8;
-
-/// The hash of series keys, for the shard and (again) the shard's map.
+/// The hash of series keys in each thread's map.
 const SERIES_HASH: foldhash::fast::FixedState = foldhash::fast::FixedState::with_seed(0x6b75_6265);
 
-/// The shard of a key's hash, from its middle bits: a map takes its buckets from the
-/// low bits and its tags from the top ones.
-fn shard_of(hash: u64) -> usize {
-    ((hash >> 32) as usize) % SHARDS
+/// The most series a thread keeps at hand (of every family of every server in the
+/// process); past it the thread starts over, making new values that are summed with
+/// the old ones on output.
+const LOCAL_SERIES_LIMIT: usize = 4096;
+
+/// A thread's series of one value type, by family prefix and label values.
+type LocalSeries<V> = HashMap<String, Arc<V>, foldhash::fast::FixedState>;
+
+/// A series value: each thread records into its own, and output sums them.
+trait Series: Send + Sync + Sized + 'static {
+    /// A value with nothing recorded.
+    fn fresh() -> Self;
+    /// Add what `other` recorded to this one.
+    fn add(&self, other: &Self);
+    /// This value type's series of the current thread.
+    fn local() -> &'static std::thread::LocalKey<std::cell::RefCell<LocalSeries<Self>>>;
 }
 
-/// One metric family's series: label values (joined into a key) → value. Keys are
-/// hashed with foldhash (fixed seed): every request looks up a few series, and the
-/// label values are bounded (unserved resources are not recorded).
-struct Family<V> {
-    shards: [RwLock<HashMap<String, Arc<V>, foldhash::fast::FixedState>>; SHARDS],
-    /// Makes a new series' value.
-    make: fn() -> V,
+macro_rules! local_series {
+    ($t:ty) => {
+        fn local() -> &'static std::thread::LocalKey<std::cell::RefCell<LocalSeries<$t>>> {
+            thread_local! {
+                static LOCAL: std::cell::RefCell<LocalSeries<$t>> =
+                    std::cell::RefCell::new(HashMap::with_hasher(SERIES_HASH));
+            }
+            &LOCAL
+        }
+    };
 }
 
-impl<V> Family<V> {
-    fn new(make: fn() -> V) -> Self {
+/// Tells families apart in the threads' maps (never reused, so a new server's family
+/// never finds a dropped one's values).
+static NEXT_FAMILY: AtomicU64 = AtomicU64::new(0);
+
+/// One metric family's series: label values (joined into a key) → value. Every thread
+/// records into values of its own, found in a map of the thread's without a lock or a
+/// shared write: two cores recording the same series no longer pass its cache lines
+/// back and forth on every request. `/metrics` sums each series over the threads.
+/// The label values are bounded (unserved resources are not recorded).
+struct Family<V: Series> {
+    /// Starts this family's keys in the threads' maps: its number and a separator.
+    prefix: String,
+    /// Every value any thread made, with its label values' key.
+    all: Mutex<Vec<(String, Arc<V>)>>,
+}
+
+impl<V: Series> Family<V> {
+    fn new() -> Self {
+        let id = NEXT_FAMILY.fetch_add(1, Ordering::Relaxed);
         Family {
-            shards: std::array::from_fn(|_| RwLock::new(HashMap::with_hasher(SERIES_HASH))),
-            make,
+            prefix: format!("{id}{KEY_SEPARATOR}"),
+            all: Mutex::default(),
         }
     }
 
-    /// The series of `values`, created on first use. The key is made in a buffer of
-    /// the thread's, so finding a series allocates nothing.
+    /// This thread's value of the series of `values`, made on first use. The key is
+    /// made in a buffer of the thread's, so finding a series allocates nothing. The
+    /// value may be kept and written from any thread (a gauge lowered later).
     fn series(&self, values: &[&str]) -> Arc<V> {
         thread_local! {
             static KEY: std::cell::RefCell<String> = const { std::cell::RefCell::new(String::new()) };
         }
-        KEY.with(|key| {
+        let local = KEY.try_with(|key| {
             let mut key = key.borrow_mut();
             key.clear();
+            key.push_str(&self.prefix);
             write_series_key(&mut key, values);
-            let shard = &self.shards[shard_of(SERIES_HASH.hash_one(key.as_str()))];
-            if let Some(v) = shard
-                .read()
-                .unwrap_or_else(|e| e.into_inner())
-                .get(key.as_str())
-            {
-                return v.clone();
-            }
-            shard
-                .write()
-                .unwrap_or_else(|e| e.into_inner())
-                .entry(key.clone())
-                .or_insert_with(|| Arc::new((self.make)()))
-                .clone()
-        })
-    }
-
-    /// Every series as (label values, value), sorted by label values (as Go's client).
-    fn snapshot(&self) -> Vec<(Vec<String>, Arc<V>)> {
-        let mut out: Vec<(Vec<String>, Arc<V>)> = Vec::new();
-        for shard in &self.shards {
-            let map = shard.read().unwrap_or_else(|e| e.into_inner());
-            for (k, v) in map.iter() {
-                let values = k.split(KEY_SEPARATOR).map(str::to_owned).collect();
-                out.push((values, v.clone()));
+            V::local().try_with(|local| {
+                let mut local = local.borrow_mut();
+                if let Some(v) = local.get(key.as_str()) {
+                    return v.clone();
+                }
+                let v = self.register(&key[self.prefix.len()..]);
+                if local.len() >= LOCAL_SERIES_LIMIT {
+                    local.clear();
+                }
+                local.insert(key.clone(), v.clone());
+                v
+            })
+        });
+        match local {
+            Ok(Ok(v)) => v,
+            // A thread being torn down has no maps left: a value of its own, kept.
+            _ => {
+                let mut key = String::new();
+                write_series_key(&mut key, values);
+                self.register(&key)
             }
         }
+    }
+
+    /// A new value of the series keyed `key`, counted on output.
+    fn register(&self, key: &str) -> Arc<V> {
+        let v = Arc::new(V::fresh());
+        self.all
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push((key.to_owned(), v.clone()));
+        v
+    }
+
+    /// Every series as (label values, its values summed over the threads), sorted by
+    /// label values (as Go's client).
+    fn snapshot(&self) -> Vec<(Vec<String>, V)> {
+        let mut summed: HashMap<String, V> = HashMap::new();
+        for (key, v) in self.all.lock().unwrap_or_else(|e| e.into_inner()).iter() {
+            summed.entry(key.clone()).or_insert_with(V::fresh).add(v);
+        }
+        let mut out: Vec<(Vec<String>, V)> = summed
+            .into_iter()
+            .map(|(k, v)| (k.split(KEY_SEPARATOR).map(str::to_owned).collect(), v))
+            .collect();
         out.sort_by(|a, b| a.0.cmp(&b.0));
         out
     }
+}
+
+impl Series for AtomicI64 {
+    fn fresh() -> Self {
+        AtomicI64::new(0)
+    }
+    fn add(&self, other: &Self) {
+        self.fetch_add(other.load(Ordering::Relaxed), Ordering::Relaxed);
+    }
+    local_series!(AtomicI64);
+}
+
+impl Series for AtomicU64 {
+    fn fresh() -> Self {
+        AtomicU64::new(0)
+    }
+    fn add(&self, other: &Self) {
+        self.fetch_add(other.load(Ordering::Relaxed), Ordering::Relaxed);
+    }
+    local_series!(AtomicU64);
 }
 
 fn write_series_key(key: &mut String, values: &[&str]) {
@@ -194,14 +263,23 @@ struct RequestSeries {
     totals: RwLock<Vec<(u16, &'static str, AtomicU64)>>,
 }
 
-impl Default for RequestSeries {
-    fn default() -> Self {
+impl Series for RequestSeries {
+    fn fresh() -> Self {
         RequestSeries {
             durations: latency_histogram(),
             sizes: size_histogram(),
             totals: RwLock::new(Vec::new()),
         }
     }
+    fn add(&self, other: &Self) {
+        self.durations.add(&other.durations);
+        self.sizes.add(&other.sizes);
+        let totals = other.totals.read().unwrap_or_else(|e| e.into_inner());
+        for (code, system_client, n) in totals.iter() {
+            self.count(*code, system_client, n.load(Ordering::Relaxed));
+        }
+    }
+    local_series!(RequestSeries);
 }
 
 impl RequestSeries {
@@ -231,14 +309,20 @@ struct StorageSeries {
     errors: AtomicU64,
 }
 
-impl Default for StorageSeries {
-    fn default() -> Self {
+impl Series for StorageSeries {
+    fn fresh() -> Self {
         StorageSeries {
             durations: latency_histogram(),
             requests: AtomicU64::default(),
             errors: AtomicU64::default(),
         }
     }
+    fn add(&self, other: &Self) {
+        self.durations.add(&other.durations);
+        self.requests.add(&other.requests);
+        self.errors.add(&other.errors);
+    }
+    local_series!(StorageSeries);
 }
 
 fn size_histogram() -> Histogram {
@@ -308,10 +392,10 @@ impl Metrics {
     /// Empty metrics.
     pub fn new() -> Self {
         Metrics {
-            durations: Family::new(RequestSeries::default),
-            longrunning: Family::new(AtomicI64::default),
+            durations: Family::new(),
+            longrunning: Family::new(),
             inflight: [Inflight::default(), Inflight::default()],
-            storage: Family::new(StorageSeries::default),
+            storage: Family::new(),
             created: SystemTime::now(),
         }
     }
@@ -1389,8 +1473,69 @@ mod tests {
     }
 
     #[test]
+    fn series_recorded_on_several_threads_are_summed_and_families_kept_apart() {
+        let family: Arc<Family<AtomicU64>> = Arc::new(Family::new());
+        let other: Family<AtomicU64> = Family::new();
+        let threads: Vec<_> = (0..4u64)
+            .map(|i| {
+                let family = family.clone();
+                std::thread::spawn(move || {
+                    for _ in 0..=i {
+                        family.series(&["a", "b"]).fetch_add(1, Ordering::Relaxed);
+                    }
+                    family
+                        .series(&["only", &i.to_string()])
+                        .fetch_add(10, Ordering::Relaxed);
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        // This thread records too, into its own value, and another family's series of
+        // the same labels stays apart.
+        family.series(&["a", "b"]).fetch_add(100, Ordering::Relaxed);
+        other.series(&["a", "b"]).fetch_add(1000, Ordering::Relaxed);
+        let seen: Vec<(Vec<String>, u64)> = family
+            .snapshot()
+            .into_iter()
+            .map(|(values, v)| (values, v.load(Ordering::Relaxed)))
+            .collect();
+        let labels = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            seen,
+            [
+                (labels(&["a", "b"]), 1 + 2 + 3 + 4 + 100),
+                (labels(&["only", "0"]), 10),
+                (labels(&["only", "1"]), 10),
+                (labels(&["only", "2"]), 10),
+                (labels(&["only", "3"]), 10),
+            ]
+        );
+        assert_eq!(other.snapshot().len(), 1);
+        assert_eq!(other.snapshot()[0].1.load(Ordering::Relaxed), 1000);
+    }
+
+    #[test]
+    fn a_gauge_raised_on_one_thread_and_lowered_on_another_sums_to_zero() {
+        let family: Family<AtomicI64> = Family::new();
+        let gauge = family.series(&["watch"]);
+        gauge.fetch_add(1, Ordering::Relaxed);
+        let moved = gauge.clone();
+        std::thread::spawn(move || {
+            moved.fetch_sub(1, Ordering::Relaxed);
+        })
+        .join()
+        .unwrap();
+        family.series(&["watch"]).fetch_add(1, Ordering::Relaxed);
+        let seen = family.snapshot();
+        assert_eq!(seen.len(), 1);
+        assert_eq!(seen[0].1.load(Ordering::Relaxed), 1);
+    }
+
+    #[test]
     fn series_keys_drop_separators_inside_values() {
-        let family: Family<AtomicU64> = Family::new(AtomicU64::default);
+        let family: Family<AtomicU64> = Family::new();
         family
             .series(&["a", "b\u{0}c", ""])
             .fetch_add(1, Ordering::Relaxed);
