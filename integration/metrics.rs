@@ -205,6 +205,15 @@ fn request_counts_by_kube_verb_code_and_scope() {
     assert_eq!(http.get(&format!("{WIDGETS}/a")).status, 200);
     assert_eq!(http.get(&format!("{WIDGETS}/b")).status, 200);
     assert_eq!(http.get(&format!("{WIDGETS}/missing")).status, 404);
+    // Resources nobody serves are not counted (a client could grow the series without
+    // bound), nor a version the CRD does not serve.
+    for path in [
+        "/apis/example.com/v1/namespaces/default/gadgets/g",
+        "/apis/example.com/v9/namespaces/default/widgets/a",
+        "/apis/nosuch.example.com/v1/things",
+    ] {
+        assert_eq!(http.get(path).status, 404, "{path}");
+    }
     assert_eq!(http.get(WIDGETS).status, 200);
     let current = http.get(&format!("{WIDGETS}/a")).json().unwrap_or_default();
     let mut updated = current.clone();
@@ -270,6 +279,16 @@ fn request_counts_by_kube_verb_code_and_scope() {
     s.expect(&widget_requests(200, "", "resource", "PATCH"), 1.0);
     s.expect(&widget_requests(200, "", "resource", "APPLY"), 1.0);
     s.expect(&widget_requests(200, "", "resource", "DELETE"), 1.0);
+    for unserved in [
+        "resource=\"gadgets\"",
+        "version=\"v9\"",
+        "group=\"nosuch.example.com\"",
+    ] {
+        assert!(
+            !s.text.contains(unserved),
+            "a request nobody serves was counted: {unserved}"
+        );
+    }
 
     // Latency: one histogram series per verb and scope, 4 GETs (both codes) in it.
     let get_series = "component=\"apiserver\",dry_run=\"\",group=\"example.com\",\

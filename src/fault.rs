@@ -675,9 +675,10 @@ pub async fn around_dispatch(
     faults: &Faults,
     api: &Arc<ApiServer>,
     req: &ApiRequest,
+    resolution: Option<crate::handlers::Resolution>,
 ) -> Response<Body> {
     let Some(decision) = faults.decide(&req.info) else {
-        return crate::handlers::dispatch(api, req).await;
+        return crate::handlers::dispatch_resolved(api, req, resolution).await;
     };
     tracing::debug!(verb = %req.info.verb, path = %req.info.path, ?decision, "fault fired");
     if !decision.latency.is_zero() {
@@ -692,7 +693,7 @@ pub async fn around_dispatch(
         }
         return resp;
     }
-    let resp = crate::handlers::dispatch(api, req).await;
+    let resp = crate::handlers::dispatch_resolved(api, req, resolution).await;
     if decision.watch_events.is_none() && decision.watch_after.is_none() {
         return resp;
     }

@@ -51,8 +51,29 @@ const SERIES_HASH: foldhash::fast::FixedState = foldhash::fast::FixedState::with
 /// the old ones on output.
 const LOCAL_SERIES_LIMIT: usize = 4096;
 
-/// A thread's series of one value type, by family prefix and label values.
-type LocalSeries<V> = HashMap<String, Arc<V>, foldhash::fast::FixedState>;
+/// A thread's series of one value type, found by family and label values.
+type LocalSeries<V> = hashbrown::HashTable<LocalEntry<V>>;
+
+/// One series a thread records into.
+struct LocalEntry<V> {
+    family: u64,
+    hash: u64,
+    values: Box<[Box<str>]>,
+    value: Arc<V>,
+}
+
+/// The hash of a family's series of `values`, from the values themselves (each ended by
+/// a byte UTF-8 never holds).
+fn series_hash(family: u64, values: &[&str]) -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = SERIES_HASH.build_hasher();
+    h.write_u64(family);
+    for v in values {
+        h.write(v.as_bytes());
+        h.write_u8(0xff);
+    }
+    h.finish()
+}
 
 /// A series value: each thread records into its own, and output sums them.
 trait Series: Send + Sync + Sized + 'static {
@@ -69,7 +90,7 @@ macro_rules! local_series {
         fn local() -> &'static std::thread::LocalKey<std::cell::RefCell<LocalSeries<$t>>> {
             thread_local! {
                 static LOCAL: std::cell::RefCell<LocalSeries<$t>> =
-                    std::cell::RefCell::new(HashMap::with_hasher(SERIES_HASH));
+                    std::cell::RefCell::new(hashbrown::HashTable::new());
             }
             &LOCAL
         }
@@ -80,70 +101,67 @@ macro_rules! local_series {
 /// never finds a dropped one's values).
 static NEXT_FAMILY: AtomicU64 = AtomicU64::new(0);
 
-/// One metric family's series: label values (joined into a key) → value. Every thread
+/// One metric family's series: label values → value. Every thread
 /// records into values of its own, found in a map of the thread's without a lock or a
 /// shared write: two cores recording the same series no longer pass its cache lines
 /// back and forth on every request. `/metrics` sums each series over the threads.
 /// The label values are bounded (unserved resources are not recorded).
 struct Family<V: Series> {
-    /// Starts this family's keys in the threads' maps: its number and a separator.
-    prefix: String,
+    /// Tells this family's series apart in the threads' maps.
+    id: u64,
     /// Every value any thread made, with its label values' key.
     all: Mutex<Vec<(String, Arc<V>)>>,
 }
 
 impl<V: Series> Family<V> {
     fn new() -> Self {
-        let id = NEXT_FAMILY.fetch_add(1, Ordering::Relaxed);
         Family {
-            prefix: format!("{id}{KEY_SEPARATOR}"),
+            id: NEXT_FAMILY.fetch_add(1, Ordering::Relaxed),
             all: Mutex::default(),
         }
     }
 
-    /// This thread's value of the series of `values`, made on first use. The key is
-    /// made in a buffer of the thread's, so finding a series allocates nothing. The
-    /// value may be kept and written from any thread (a gauge lowered later).
+    /// This thread's value of the series of `values`, made on first use: found by
+    /// hashing and comparing the values, with no key built. The value may be kept and
+    /// written from any thread (a gauge lowered later).
     fn series(&self, values: &[&str]) -> Arc<V> {
-        thread_local! {
-            static KEY: std::cell::RefCell<String> = const { std::cell::RefCell::new(String::new()) };
-        }
-        let local = KEY.try_with(|key| {
-            let mut key = key.borrow_mut();
-            key.clear();
-            key.push_str(&self.prefix);
-            write_series_key(&mut key, values);
-            V::local().try_with(|local| {
-                let mut local = local.borrow_mut();
-                if let Some(v) = local.get(key.as_str()) {
-                    return v.clone();
-                }
-                let v = self.register(&key[self.prefix.len()..]);
-                if local.len() >= LOCAL_SERIES_LIMIT {
-                    local.clear();
-                }
-                local.insert(key.clone(), v.clone());
-                v
-            })
-        });
-        match local {
-            Ok(Ok(v)) => v,
-            // A thread being torn down has no maps left: a value of its own, kept.
-            _ => {
-                let mut key = String::new();
-                write_series_key(&mut key, values);
-                self.register(&key)
+        let hash = series_hash(self.id, values);
+        let same = |e: &LocalEntry<V>| {
+            e.family == self.id
+                && e.values.len() == values.len()
+                && e.values.iter().zip(values).all(|(a, b)| **a == **b)
+        };
+        let local = V::local().try_with(|local| {
+            let mut local = local.borrow_mut();
+            if let Some(e) = local.find(hash, same) {
+                return e.value.clone();
             }
-        }
+            let value = self.register(values);
+            if local.len() >= LOCAL_SERIES_LIMIT {
+                local.clear();
+            }
+            let entry = LocalEntry {
+                family: self.id,
+                hash,
+                values: values.iter().map(|v| Box::from(*v)).collect(),
+                value: value.clone(),
+            };
+            local.insert_unique(hash, entry, |e| e.hash);
+            value
+        });
+        // A thread being torn down has no map left: a value of its own, kept.
+        local.unwrap_or_else(|_| self.register(values))
     }
 
-    /// A new value of the series keyed `key`, counted on output.
-    fn register(&self, key: &str) -> Arc<V> {
+    /// A new value of the series of `values`, counted on output.
+    fn register(&self, values: &[&str]) -> Arc<V> {
+        let mut key = String::new();
+        write_series_key(&mut key, values);
         let v = Arc::new(V::fresh());
         self.all
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .push((key.to_owned(), v.clone()));
+            .push((key, v.clone()));
         v
     }
 
@@ -408,8 +426,9 @@ impl Metrics {
         uri: &Uri,
         headers: &HeaderMap,
         info: Arc<RequestInfo>,
+        served_custom: bool,
     ) -> RequestMeter {
-        let labels = RequestLabels::of(api, method, uri, headers, info);
+        let labels = RequestLabels::of(api, method, uri, headers, info, served_custom);
         let kind = if matches!(&*labels.info.verb, "get" | "list" | "watch") {
             RequestKind::ReadOnly
         } else {
@@ -698,6 +717,7 @@ impl RequestLabels {
         uri: &Uri,
         headers: &HeaderMap,
         info: Arc<RequestInfo>,
+        served_custom: bool,
     ) -> Self {
         let path = uri.path();
         let query = uri.query().unwrap_or("");
@@ -709,14 +729,11 @@ impl RequestLabels {
         let verb = reported_verb(method, scope, &info, watch_param.as_deref(), content_type);
         let user_agent = headers.get(http::header::USER_AGENT).cloned();
         let (recorded, component, endpoint) = if info.is_resource_request {
-            let served = api
-                .options
-                .served
-                .serves(info.group(), info.version(), info.resource())
+            let served = served_custom
                 || api
-                    .catalog
-                    .lookup(info.group(), info.resource())
-                    .is_some_and(|c| c.served_version(info.version()).is_some());
+                    .options
+                    .served
+                    .serves(info.group(), info.version(), info.resource());
             (served, COMPONENT, "")
         } else {
             match path {

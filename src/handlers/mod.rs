@@ -19,6 +19,7 @@ use crate::apply;
 use crate::codec;
 use crate::field::{Error as FieldError, Path};
 use crate::http::negotiate::{body_type, BodyType, Output};
+use crate::http::request_info::RequestInfo;
 use crate::http::response::{self, Body, Reply};
 use crate::http::ApiRequest;
 use crate::rest::store::Written;
@@ -28,20 +29,40 @@ use http::{Response, StatusCode};
 use serde_json::{json, Value};
 use std::sync::Arc;
 
+/// What a resource request resolved to: its kind, or kube's 404.
+pub type Resolution = Result<Resolved, Status>;
+
+/// What the resource request `info` resolves to (`None` for other requests).
+pub fn resolve(api: &ApiServer, info: &RequestInfo) -> Option<Resolution> {
+    info.is_resource_request
+        .then(|| api.resolve(info.group(), info.version(), info.resource()))
+}
+
 /// Route a request and encode whatever comes back.
 pub async fn dispatch(api: &Arc<ApiServer>, req: &ApiRequest) -> Response<Body> {
+    dispatch_resolved(api, req, None).await
+}
+
+/// [`dispatch`] of a request whose kind the caller resolved already (with
+/// [`resolve`], for its metrics); resolved here when it did not.
+pub async fn dispatch_resolved(
+    api: &Arc<ApiServer>,
+    req: &ApiRequest,
+    resolution: Option<Resolution>,
+) -> Response<Body> {
     let output = req.output;
-    let result = if req.info.is_resource_request {
-        resource(api, req).await
-    } else {
-        Box::pin(discovery::non_resource(api, req)).await
+    // Resolved once: the handler's kind and the deprecation warning's version.
+    let resolved = resolution.or_else(|| resolve(api, &req.info));
+    let result = match &resolved {
+        Some(resolved) => resource(api, req, resolved).await,
+        None => Box::pin(discovery::non_resource(api, req)).await,
     };
     let mut resp = match result {
         Ok(r) => r,
         Err(s) => response::status(&s, output),
     };
     // kube warns on every request to a deprecated version, whatever its outcome.
-    if let Some(w) = deprecation_warning(api, req) {
+    if let Some(w) = resolved.as_ref().and_then(|r| deprecation_warning(req, r)) {
         prepend_warning(&mut resp, &w);
     }
     resp
@@ -49,22 +70,17 @@ pub async fn dispatch(api: &Arc<ApiServer>, req: &ApiRequest) -> Response<Body> 
 
 /// The deprecation warning of the built-in resource or served CRD version a resource
 /// request addresses.
-fn deprecation_warning(api: &ApiServer, req: &ApiRequest) -> Option<String> {
+fn deprecation_warning(req: &ApiRequest, resolved: &Result<Resolved, Status>) -> Option<String> {
     let info = &req.info;
-    if !info.is_resource_request {
-        return None;
-    }
     if let Some(w) =
         crate::registry::builtin::deprecation_warning(info.group(), info.version(), info.resource())
     {
         return Some(w.to_string());
     }
-    if info.group().is_empty() {
-        return None;
+    match resolved {
+        Ok(Resolved::Custom(kind)) => kind.deprecation_warning().map(str::to_string),
+        _ => None,
     }
-    let crd = api.catalog.lookup(info.group(), info.resource())?;
-    let idx = crd.served_version(info.version())?;
-    crd.versions[idx].deprecation_warning.clone()
 }
 
 /// Put `text` first among the `Warning` headers (kube records it before the handler
@@ -107,7 +123,11 @@ fn method_not_allowed(builtin: bool, gr: &GroupResource, verb: &str) -> Status {
     }
 }
 
-async fn resource(api: &Arc<ApiServer>, req: &ApiRequest) -> Result<Response<Body>, Status> {
+async fn resource(
+    api: &Arc<ApiServer>,
+    req: &ApiRequest,
+    resolved: &Result<Resolved, Status>,
+) -> Result<Response<Body>, Status> {
     let info = &req.info;
     // `bindings` (nothing is stored): a pod's binding, the pod named by the body.
     if info.group().is_empty()
@@ -122,7 +142,7 @@ async fn resource(api: &Arc<ApiServer>, req: &ApiRequest) -> Result<Response<Bod
             .ok_or_else(Status::route_not_found)?;
         return Box::pin(binding::bind(api, req, pods.as_ref())).await;
     }
-    let resolved = api.resolve(info.group(), info.version(), info.resource())?;
+    let resolved = resolved.as_ref().map_err(Clone::clone)?;
     let kind = resolved.kind();
     let d = kind.descriptor();
     let builtin = matches!(resolved, Resolved::Builtin(_));
@@ -168,7 +188,7 @@ async fn resource(api: &Arc<ApiServer>, req: &ApiRequest) -> Result<Response<Bod
         };
     }
     let status_ok = d.status_subresource;
-    let scale_ok = scale::ScaleTarget::of(&resolved).is_some();
+    let scale_ok = scale::ScaleTarget::of(resolved).is_some();
     let part = crate::pipeline::subresource::Part::of(&d.gr.group, &d.gr.resource, sub)
         .filter(|_| builtin);
     let is_pods = builtin && d.gr.group.is_empty() && d.gr.resource == "pods";
@@ -198,9 +218,9 @@ async fn resource(api: &Arc<ApiServer>, req: &ApiRequest) -> Result<Response<Bod
         ("patch", _) if part.is_some() => Box::pin(patch::patch(api, req, kind)).await,
         ("create", "binding") if is_pods => Box::pin(binding::bind(api, req, kind)).await,
         ("create", "eviction") if is_pods => Box::pin(binding::evict(api, req, kind)).await,
-        ("get", "scale") if scale_ok => Box::pin(scale::get(api, req, &resolved)).await,
-        ("update", "scale") if scale_ok => Box::pin(scale::update(api, req, &resolved)).await,
-        ("patch", "scale") if scale_ok => Box::pin(scale::patch(api, req, &resolved)).await,
+        ("get", "scale") if scale_ok => Box::pin(scale::get(api, req, resolved)).await,
+        ("update", "scale") if scale_ok => Box::pin(scale::update(api, req, resolved)).await,
+        ("patch", "scale") if scale_ok => Box::pin(scale::patch(api, req, resolved)).await,
         (_, "") => Err(method_not_allowed(builtin, &d.gr, verb)),
         (_, "status") if status_ok => Err(method_not_allowed(builtin, &d.gr, verb)),
         (_, "scale") if scale_ok => Err(method_not_allowed(builtin, &d.gr, verb)),

@@ -55,6 +55,13 @@ impl CustomResourceKind {
         self.crd.versions[self.version].storage
     }
 
+    /// The addressed version's deprecation warning, when it is deprecated.
+    pub fn deprecation_warning(&self) -> Option<&str> {
+        self.crd.versions[self.version]
+            .deprecation_warning
+            .as_deref()
+    }
+
     /// The CRD this kind belongs to.
     pub fn crd(&self) -> &Arc<CompiledCrd> {
         &self.crd

@@ -6,6 +6,7 @@
 use crate::apiserver::ApiServer;
 use crate::auth::authz::{self, AlwaysAllow, Authorizer, Decision};
 use crate::auth::{Authenticator, Connection, UserInfo};
+use crate::handlers::Resolution;
 use crate::http::negotiate::{self, Output};
 use crate::http::request_info;
 use crate::http::response::{self, Body};
@@ -129,6 +130,7 @@ pub async fn serve(
         Arc::new(Connection::default()),
         req,
         head,
+        None,
     )
     .await
 }
@@ -143,6 +145,7 @@ pub async fn serve_gated(
     conn: Arc<Connection>,
     req: Request<Incoming>,
     head: Head,
+    resolution: Option<Resolution>,
 ) -> Response<Body> {
     let (parts, body) = req.into_parts();
     if head_size(&parts) > MAX_HEADER_BYTES {
@@ -208,6 +211,7 @@ pub async fn serve_gated(
             info,
             query,
             user,
+            resolution,
         };
         handle(api, &faults, request, body).await
     });
@@ -333,6 +337,8 @@ struct Parsed {
     info: Arc<request_info::RequestInfo>,
     query: HashMap<String, String>,
     user: Arc<UserInfo>,
+    /// What a resource request resolved to, when the caller resolved it already.
+    resolution: Option<Resolution>,
 }
 
 /// Negotiate, read the body and dispatch an authorized request.
@@ -347,6 +353,7 @@ async fn handle(
         info,
         query,
         user,
+        resolution,
     } = parsed;
     let accept = parts
         .headers
@@ -386,7 +393,7 @@ async fn handle(
         user,
     };
     let started = std::time::Instant::now();
-    let resp = crate::fault::around_dispatch(faults, &api, &request).await;
+    let resp = crate::fault::around_dispatch(faults, &api, &request, resolution).await;
     tracing::debug!(
         elapsed_us = started.elapsed().as_micros() as u64,
         status = resp.status().as_u16(),

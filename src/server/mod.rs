@@ -868,12 +868,16 @@ async fn serve_connection<I>(
                 });
             }
             let head = crate::http::Head::of(req.method(), req.uri());
+            // Resolved once, for the metrics' labels and the handler.
+            let resolution = crate::handlers::resolve(&api, &head.info);
+            let custom = matches!(resolution, Some(Ok(crate::apiserver::Resolved::Custom(_))));
             let meter = served.metrics.begin(
                 &api,
                 req.method(),
                 req.uri(),
                 req.headers(),
                 head.info.clone(),
+                custom,
             );
             let gate = served.gate.clone();
             let resp = AssertUnwindSafe(gate::serve_gated(
@@ -883,6 +887,7 @@ async fn serve_connection<I>(
                 conn,
                 req,
                 head,
+                resolution,
             ))
             .catch_unwind()
             .await
