@@ -276,10 +276,11 @@ where
             }
         };
 
+        // The timer is kept for the next head, reset then: one per connection, not one
+        // made and dropped per request (crd-apiserver's change, vendor/README.md).
         #[cfg(feature = "server")]
         {
             self.state.h1_header_read_timeout_running = false;
-            self.state.h1_header_read_timeout_fut = None;
         }
 
         // Note: don't deconstruct `msg` into local variables, it appears
