@@ -181,25 +181,22 @@ impl<V: Series> Family<V> {
     }
 }
 
-impl Series for AtomicI64 {
-    fn fresh() -> Self {
-        AtomicI64::new(0)
-    }
-    fn add(&self, other: &Self) {
-        self.fetch_add(other.load(Ordering::Relaxed), Ordering::Relaxed);
-    }
-    local_series!(AtomicI64);
+/// Counters and gauges: one atomic, summed.
+macro_rules! atomic_series {
+    ($($t:ty),*) => {$(
+        impl Series for $t {
+            fn fresh() -> Self {
+                <$t>::new(0)
+            }
+            fn add(&self, other: &Self) {
+                self.fetch_add(other.load(Ordering::Relaxed), Ordering::Relaxed);
+            }
+            local_series!($t);
+        }
+    )*};
 }
 
-impl Series for AtomicU64 {
-    fn fresh() -> Self {
-        AtomicU64::new(0)
-    }
-    fn add(&self, other: &Self) {
-        self.fetch_add(other.load(Ordering::Relaxed), Ordering::Relaxed);
-    }
-    local_series!(AtomicU64);
-}
+atomic_series!(AtomicI64, AtomicU64);
 
 fn write_series_key(key: &mut String, values: &[&str]) {
     key.reserve(values.iter().map(|v| v.len() + 1).sum());

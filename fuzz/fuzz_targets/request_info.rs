@@ -32,9 +32,9 @@ fuzz_target!(|data: &[u8]| {
             "{path:?}: resource request under {:?}",
             info.api_prefix
         );
-        assert!(!info.resource.is_empty(), "{path:?}: no resource");
+        assert!(!info.resource().is_empty(), "{path:?}: no resource");
     }
-    for part in [&info.group, &info.namespace, &info.resource, &info.name] {
+    for part in [info.group(), info.namespace(), info.resource(), info.name()] {
         assert!(
             !part.contains('/'),
             "{path:?}: segment {part:?} holds a slash"
