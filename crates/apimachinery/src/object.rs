@@ -19,13 +19,14 @@ pub fn meta_mut(obj: &mut Value) -> &mut Map<String, Value> {
         *obj = Value::Object(Map::new());
     }
     let m = obj.as_object_mut().expect("object ensured above");
-    let entry = m
-        .entry("metadata")
-        .or_insert_with(|| Value::Object(Map::new()));
-    if !entry.is_object() {
-        *entry = Value::Object(Map::new());
+    // Looked up, not `entry`: an entry's key would be a new String on every call, and
+    // nearly every object has its metadata already.
+    if !matches!(m.get("metadata"), Some(Value::Object(_))) {
+        m.insert("metadata".into(), Value::Object(Map::new()));
     }
-    entry.as_object_mut().expect("object ensured above")
+    m.get_mut("metadata")
+        .and_then(Value::as_object_mut)
+        .expect("object ensured above")
 }
 
 /// A string field of `metadata` ("" when absent).
@@ -84,7 +85,35 @@ pub fn remove_managed_fields(obj: &mut Value) -> bool {
 
 /// Set `metadata.resourceVersion` from a storage revision.
 pub fn set_resource_version(obj: &mut Value, rv: i64) {
-    meta_mut(obj).insert("resourceVersion".into(), Value::String(rv.to_string()));
+    let meta = meta_mut(obj);
+    // Every write sets it, mostly over a previous one: written into that string.
+    if let Some(Value::String(s)) = meta.get_mut("resourceVersion") {
+        s.clear();
+        push_decimal(s, rv);
+        return;
+    }
+    let mut s = String::with_capacity(20);
+    push_decimal(&mut s, rv);
+    meta.insert("resourceVersion".into(), Value::String(s));
+}
+
+/// `n` in decimal, as `to_string` writes it, without the formatting machinery.
+fn push_decimal(out: &mut String, n: i64) {
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    let mut rest = n.unsigned_abs();
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (rest % 10) as u8;
+        rest /= 10;
+        if rest == 0 {
+            break;
+        }
+    }
+    if n < 0 {
+        out.push('-');
+    }
+    out.extend(digits[at..].iter().map(|&d| char::from(d)));
 }
 
 /// `metadata.resourceVersion` parsed; `Ok(None)` when absent or empty.
@@ -342,6 +371,33 @@ pub fn is_zero(v: &Value) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn resource_versions_are_written_as_to_string_writes_them() {
+        for rv in [0, 1, 9, 10, 42, 1_000_007, i64::MAX, -1, -90, i64::MIN] {
+            let mut fresh = serde_json::json!({"kind": "Widget"});
+            set_resource_version(&mut fresh, rv);
+            assert_eq!(fresh["metadata"]["resourceVersion"], rv.to_string());
+            let mut stored =
+                serde_json::json!({"metadata": {"resourceVersion": "123456789012", "name": "a"}});
+            set_resource_version(&mut stored, rv);
+            assert_eq!(stored["metadata"]["resourceVersion"], rv.to_string());
+            assert_eq!(stored["metadata"]["name"], "a");
+        }
+        // Metadata that is not an object, or an object that is not one, is replaced.
+        let mut odd = serde_json::json!({"metadata": "x"});
+        set_resource_version(&mut odd, 7);
+        assert_eq!(
+            odd,
+            serde_json::json!({"metadata": {"resourceVersion": "7"}})
+        );
+        let mut not_object = serde_json::json!([1]);
+        set_resource_version(&mut not_object, 8);
+        assert_eq!(
+            not_object,
+            serde_json::json!({"metadata": {"resourceVersion": "8"}})
+        );
+    }
 
     #[test]
     fn uids_are_random_version_4_uuids() {
