@@ -882,9 +882,19 @@ fn pods_on_simulated_nodes_do_what_their_annotation_says() {
     );
     assert_eq!(resp.expect("delete").status, 200);
     settled("held", &|p| p["status"]["phase"] == "Failed");
-    held = get_json(&server, "/api/v1/namespaces/default/pods/held");
-    held["metadata"]["finalizers"] = json!([]);
-    let resp = http.send_json("PUT", "/api/v1/namespaces/default/pods/held", &held);
+    // The simulated kubelet may still write the pod's status: read, change, write
+    // again on a conflict, as client-go's RetryOnConflict does (CI once got a 409).
+    let mut removed = None;
+    for _ in 0..20 {
+        held = get_json(&server, "/api/v1/namespaces/default/pods/held");
+        held["metadata"]["finalizers"] = json!([]);
+        let resp = http.send_json("PUT", "/api/v1/namespaces/default/pods/held", &held);
+        if resp.status != 409 {
+            removed = Some(resp);
+            break;
+        }
+    }
+    let resp = removed.expect("the finalizer removed within 20 conflicts");
     assert_eq!(resp.status, 200, "{}", resp.text());
     let gone = poll(WAIT, || {
         (http.get("/api/v1/namespaces/default/pods/held").status == 404).then_some(())
